@@ -1,0 +1,13 @@
+// aether/aether.h - everything a user needs.
+#pragma once
+
+#include "aether/backend/backend.h"
+#include "aether/core/buffer.h"
+#include "aether/core/device.h"
+#include "aether/core/dtype.h"
+#include "aether/core/error.h"
+#include "aether/core/random.h"
+#include "aether/core/shape.h"
+#include "aether/core/tensor.h"
+#include "aether/graph/autograd.h"
+#include "aether/graph/op.h"

@@ -1,0 +1,42 @@
+// aether/backend/backend.h - what a backend is: a small table of functions, like ggml's.
+//
+// realize() hands a backend a list of unrealized nodes in topological order (each node's sources
+// are realized or earlier in the list); the backend sets every node's value. The reference CPU
+// backend runs one primitive per kernel; faster executors are checked against it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "aether/graph/node.h"
+
+namespace aether {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+  virtual Device device() const = 0;
+  // Computes every node of `nodes` (topologically ordered) and sets its value.
+  virtual void execute(const std::vector<Node*>& nodes) = 0;
+};
+
+// The backend that runs nodes on `device` under the current execution mode.
+Backend& backend_for(Device device);
+
+// Execution mode: the fused executor (the default, once it exists) or the reference backend.
+// AETHER_FUSE=0 in the environment selects the reference at start-up; set_fusion() at run time.
+// Until the fusion issue lands, both modes run the reference backend.
+void set_fusion(bool enabled);
+bool fusion_enabled();
+
+// Which implementation library ops (matmul, conv) use on the CPU: oneDNN (default for float32)
+// or the naive loops kept as their test oracle (always used for float64 and integer types).
+enum class LibraryImpl { onednn, naive };
+void set_library_impl(LibraryImpl impl);
+LibraryImpl library_impl();
+
+// Computes the given nodes (and everything they need) now.
+void realize_nodes(const std::vector<NodePtr>& nodes);
+
+}  // namespace aether

@@ -1,0 +1,225 @@
+// aether/core/tensor.h - Tensor: a handle to a value in the lazy graph, with autograd.
+//
+// A Tensor is cheap to copy (it is a shared handle). Operations record graph nodes and return at
+// once; nothing is computed until a value is needed: realize(), item(), to_vector(), or printing.
+//
+// Shapes and layout: shapes are row-major, up to 8 dims. Conv nets use NHWC activations
+// (N, H, W, C) and OHWI weights (out channels, kernel h, kernel w, in channels / groups); see
+// aether/ops/nn.h. A user thinking in NCHW maps (N, C, H, W) to (N, H, W, C) with
+// x.permute({0, 2, 3, 1}).
+//
+// Broadcasting follows NumPy: shapes align on the right, size-1 dims stretch. Binary ops promote
+// dtypes with aether::promote (see dtype.h).
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aether/core/device.h"
+#include "aether/core/dtype.h"
+#include "aether/core/error.h"
+#include "aether/core/shape.h"
+#include "aether/graph/node.h"
+
+namespace aether {
+
+struct GradFn;
+struct TensorImpl;
+
+class Tensor {
+ public:
+  Tensor() = default;  // an empty handle: using it throws aether::Error
+  explicit Tensor(NodePtr node);
+
+  // ---- creation -------------------------------------------------------------------------------
+  static Tensor zeros(const Shape& shape, DType dtype = DType::float32, Device device = Device::cpu());
+  static Tensor ones(const Shape& shape, DType dtype = DType::float32, Device device = Device::cpu());
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::float32,
+                     Device device = Device::cpu());
+  static Tensor scalar(double value, DType dtype = DType::float32);
+  // [start, stop) in steps of `step`, like numpy.arange.
+  static Tensor arange(double start, double stop, double step = 1, DType dtype = DType::float32);
+  static Tensor arange(int64_t n, DType dtype = DType::int64) { return arange(0, double(n), 1, dtype); }
+  static Tensor eye(int64_t n, int64_t m = -1, DType dtype = DType::float32);
+  // Random tensors use the global Philox generator (aether/core/random.h): manual_seed(s) fixes
+  // every later draw, independently of the thread count.
+  static Tensor rand(const Shape& shape, DType dtype = DType::float32);   // uniform [0, 1)
+  static Tensor randn(const Shape& shape, DType dtype = DType::float32);  // standard normal
+  static Tensor uniform(const Shape& shape, double low, double high, DType dtype = DType::float32);
+  static Tensor randint(int64_t low, int64_t high, const Shape& shape, DType dtype = DType::int64);
+  // Copies `data` (numel(shape) elements of T) into a new buffer.
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& data, const Shape& shape);
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& data) {
+    return from_vector(data, Shape{int64_t(data.size())});
+  }
+  static Tensor from_blob(const void* data, const Shape& shape, DType dtype);  // copies
+  static Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
+  static Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
+
+  // ---- properties -----------------------------------------------------------------------------
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const;
+  int ndim() const { return int(shape().size()); }
+  int64_t size(int64_t axis) const;
+  int64_t numel() const { return aether::numel(shape()); }
+  DType dtype() const;
+  Device device() const;
+  const NodePtr& node() const;
+  std::string str() const;  // "Tensor(shape=(2, 3), dtype=float32, device=cpu)"
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // ---- realization ----------------------------------------------------------------------------
+  // Computes this tensor (and what it needs) now. Returns *this.
+  const Tensor& realize() const;
+  bool is_realized() const;
+  template <typename T>
+  T item() const;  // the value of a one-element tensor, converted to T
+  template <typename T>
+  std::vector<T> to_vector() const;  // all elements in row-major order, converted to T
+  void copy_to(void* dst, DType dtype) const;  // numel() elements of `dtype` into dst
+
+  // ---- autograd --------------------------------------------------------------------------------
+  bool requires_grad() const;
+  Tensor& set_requires_grad(bool on = true);  // only on leaves (tensors that no op produced)
+  // Gradient accumulated by backward() (empty Tensor when none yet).
+  Tensor grad() const;
+  void zero_grad();
+  // Reverse mode from this tensor. A non-scalar needs an explicit upstream gradient `dy`.
+  // The backward graph is freed afterwards unless retain_graph is true.
+  void backward(const Tensor& dy = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;  // same value, no history
+  // Replaces this tensor's value (keeping its identity and requires_grad), e.g. for optimizers.
+  // `value` must have the same shape; its dtype is cast to this tensor's dtype.
+  void assign(const Tensor& value);
+  const std::shared_ptr<GradFn>& grad_fn() const;
+  const std::shared_ptr<TensorImpl>& impl() const { return impl_; }
+
+  // ---- elementwise (broadcasting) --------------------------------------------------------------
+  Tensor operator-() const;
+  Tensor neg() const { return -*this; }
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor abs() const;
+  Tensor square() const;
+  Tensor pow(double exponent) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor clamp(double lo, double hi) const;
+  Tensor lt(const Tensor& o) const;  // bool results
+  Tensor le(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor cast(DType dtype) const;  // no-op when already of that dtype
+  Tensor to(DType dtype) const { return cast(dtype); }
+  Tensor to(Device device) const;
+
+  // ---- activations (composites of primitives) ---------------------------------------------------
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+
+  // ---- reductions (axes empty = all) ------------------------------------------------------------
+  Tensor sum(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+  Tensor max(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+  Tensor min(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+  Tensor mean(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+  // Variance with `correction` (0: population, 1: unbiased).
+  Tensor var(const std::vector<int64_t>& axes = {}, bool keepdim = false, int correction = 0) const;
+  Tensor argmax(int64_t axis, bool keepdim = false) const;  // int64 indices, first maximum wins
+
+  // ---- movement (views; never copy, except reshape when it must) --------------------------------
+  Tensor reshape(const Shape& shape) const;  // one dim may be -1
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor permute(const std::vector<int64_t>& perm) const;
+  Tensor transpose(int64_t a, int64_t b) const;
+  Tensor t() const { return transpose(-2, -1); }  // swaps the last two dims
+  Tensor expand(const Shape& shape) const;  // NumPy broadcast to `shape`
+  Tensor broadcast_to(const Shape& shape) const { return expand(shape); }
+  // Elements start, start+step, ... < stop along `axis` (negative start/stop count from the end,
+  // like Python; step >= 1, or negative for a reversed slice).
+  Tensor slice(int64_t axis, int64_t start, int64_t stop, int64_t step = 1) const;
+  Tensor pad(const std::vector<std::pair<int64_t, int64_t>>& pads) const;  // zeros, per dim
+  Tensor flip(const std::vector<int64_t>& axes) const;
+  Tensor squeeze(std::optional<int64_t> axis = std::nullopt) const;
+  Tensor unsqueeze(int64_t axis) const;
+  Tensor contiguous() const;  // a copy into a dense row-major buffer (only if not already)
+
+  Tensor matmul(const Tensor& o) const;
+
+ private:
+  TensorImpl& checked() const;
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Scalar overloads take the tensor's dtype when it is a float, else float32.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, double b);
+Tensor operator<=(const Tensor& a, double b);
+Tensor operator>(const Tensor& a, double b);
+Tensor operator>=(const Tensor& a, double b);
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, double b);
+Tensor where(const Tensor& cond, double a, const Tensor& b);
+Tensor matmul(const Tensor& a, const Tensor& b);  // (..., M, K) x (..., K, N), batch dims broadcast
+Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Realizes several tensors in one schedule.
+void realize(const std::vector<Tensor>& tensors);
+
+// ---- autograd mode -------------------------------------------------------------------------------
+bool grad_enabled();
+// While alive, ops record no history (like torch.no_grad()).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
+// ---- internals shared with the graph layer ---------------------------------------------------------
+struct TensorImpl {
+  NodePtr node;
+  bool requires_grad = false;
+  std::shared_ptr<GradFn> grad_fn;  // set on tensors produced by a differentiable op
+  std::shared_ptr<TensorImpl> grad;  // accumulated gradient (leaves)
+};
+
+}  // namespace aether

@@ -1,0 +1,46 @@
+// Internal: the CPU library kernels (matmul, conv, pooling) that the reference backend calls.
+// Every pointer is a dense row-major buffer of `dtype`; shapes are given in each comment.
+// Each op has a naive loop version (the test oracle) and, where it supports the dtype, a oneDNN
+// version; dispatch (library_impl()) picks one.
+#pragma once
+
+#include <cstdint>
+
+#include "aether/backend/backend.h"
+#include "aether/core/error.h"
+#include "aether/graph/op.h"
+
+namespace aether::cpu {
+
+// a (B,M,K), b (B,K,N) -> c (B,M,N)
+void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
+                  int64_t K, int64_t N);
+// Returns false (and does nothing) when oneDNN does not support `dtype`.
+bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
+                   int64_t K, int64_t N);
+
+// Geometry of one 2-D convolution, NHWC activations and OHWI weights:
+//   x (N,H,W,C), w (O,KH,KW,C/groups), y (N,OH,OW,O).
+struct ConvGeom {
+  int64_t N, H, W, C, O, KH, KW, OH, OW;
+  Conv2dArg arg;
+};
+void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
+void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);
+void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
+bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
+bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);
+bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
+
+// Geometry of one 2-D pooling: x (N,H,W,C) -> y (N,OH,OW,C).
+struct PoolGeom {
+  int64_t N, H, W, C, OH, OW;
+  Pool2dArg arg;
+};
+void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g);
+// dx (N,H,W,C) = scatter of dy (N,OH,OW,C) to each window's first maximum, recomputed from x.
+void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g);
+void avgpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g);
+void avgpool2d_bwd(DType dtype, const void* dy, void* dx, const PoolGeom& g);
+
+}  // namespace aether::cpu

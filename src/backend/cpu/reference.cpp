@@ -1,0 +1,473 @@
+// The reference CPU backend: one primitive per kernel, plain loops, OpenMP where trivially safe.
+//
+// It is the oracle every faster path is tested against, so it favours clarity: every source is
+// read through its View (index arithmetic, masks read as 0), every result goes to a fresh dense
+// row-major buffer, except movement ops, which only make a new View of the source's buffer.
+// Float math runs in the storage type's natural precision (float for float32/float16/bfloat16,
+// double for float64) except sums, which accumulate in double.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
+
+#include "aether/backend/backend.h"
+#include "aether/core/error.h"
+#include "aether/core/random.h"
+#include "kernels.h"
+
+namespace aether {
+namespace {
+
+// ---- element types ---------------------------------------------------------------------------------
+template <typename T>
+constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, half> ||
+                                 std::is_same_v<T, bfloat16>;
+// The type arithmetic on T happens in.
+template <typename T>
+using Compute = std::conditional_t<std::is_same_v<T, double>, double,
+                                   std::conditional_t<kIsFloatStorage<T>, float, int64_t>>;
+
+// Converts a computed value to storage type O with defined results everywhere (no UB):
+// float -> int truncates toward zero, NaN gives 0, out-of-range saturates; anything -> bool is != 0.
+template <typename O, typename C>
+O convert(C v) {
+  if constexpr (std::is_same_v<O, bool>) {
+    return v != C(0);
+  } else if constexpr (kIsFloatStorage<O>) {
+    if constexpr (std::is_same_v<O, double>) return double(v);
+    else return O(float(v));
+  } else if constexpr (std::is_floating_point_v<C>) {
+    if (v != v) return O(0);
+    if (v <= C(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
+    if (v >= C(std::numeric_limits<O>::max())) return std::numeric_limits<O>::max();
+    return O(v);
+  } else {
+    return O(v);  // int -> int: modular (defined since C++20)
+  }
+}
+template <typename T>
+Compute<T> load_as_compute(T v) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return float(v);
+  else return Compute<T>(v);
+}
+
+// Reads element `idx` of a realized node as compute type C (masked-out elements read as 0).
+template <typename T>
+struct Reader {
+  const T* base;
+  const View* view;
+  Compute<T> operator()(const int64_t* idx) const {
+    const int64_t off = view->index(idx);
+    return off < 0 ? Compute<T>(0) : load_as_compute(base[off]);
+  }
+};
+template <typename T>
+Reader<T> reader(const Node& n) {
+  return {n.buffer->as<T>(), &n.view};
+}
+
+// Calls f(linear index, multi-index) for every element of `shape`, in parallel chunks.
+template <typename F>
+void for_each_index(const Shape& shape, F&& f) {
+  const int64_t n = numel(shape);
+  const int nd = int(shape.size());
+  constexpr int64_t kChunk = 4096;
+  const int64_t nchunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (nchunks > 1)
+  for (int64_t c = 0; c < nchunks; ++c) {
+    int64_t idx[kMaxDims] = {0};
+    int64_t lin = c * kChunk;
+    const int64_t end = std::min(n, lin + kChunk);
+    for (int64_t r = lin, d = nd - 1; d >= 0; --d) {
+      idx[d] = r % shape[d];
+      r /= shape[d];
+    }
+    for (; lin < end; ++lin) {
+      f(lin, idx);
+      for (int d = nd - 1; d >= 0; --d) {
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+}
+
+BufferPtr new_buffer(const Node& n) { return std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape)); }
+void set_dense(Node& n, BufferPtr buf) { n.set_value(std::move(buf), View::contiguous(n.shape)); }
+
+// ---- elementwise ------------------------------------------------------------------------------------
+// out[i] = f(src0[i]) with out and src of the same dtype.
+template <typename F>
+void unary(Node& n, F f) {
+  auto out = new_buffer(n);
+  dispatch_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto in = reader<T>(*n.srcs[0]);
+    T* o = out->as<T>();
+    for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<T>(f(in(idx))); });
+  });
+  set_dense(n, std::move(out));
+}
+
+void cast(Node& n) {
+  auto out = new_buffer(n);
+  dispatch_dtype(n.srcs[0]->dtype, [&](auto stag) {
+    using S = decltype(stag);
+    auto in = reader<S>(*n.srcs[0]);
+    dispatch_dtype(n.dtype, [&](auto otag) {
+      using O = decltype(otag);
+      O* o = out->as<O>();
+      for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(in(idx)); });
+    });
+  });
+  set_dense(n, std::move(out));
+}
+
+// out[i] = f(a[i], b[i]); a and b share a dtype; out is that dtype, or bool for comparisons.
+template <typename F>
+void binary(Node& n, F f) {
+  auto out = new_buffer(n);
+  dispatch_dtype(n.srcs[0]->dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto a = reader<T>(*n.srcs[0]);
+    auto b = reader<T>(*n.srcs[1]);
+    dispatch_dtype(n.dtype, [&](auto otag) {
+      using O = decltype(otag);
+      O* o = out->as<O>();
+      for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(f(a(idx), b(idx))); });
+    });
+  });
+  set_dense(n, std::move(out));
+}
+
+void where(Node& n) {
+  auto out = new_buffer(n);
+  auto c = reader<bool>(*n.srcs[0]);
+  dispatch_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    auto a = reader<T>(*n.srcs[1]);
+    auto b = reader<T>(*n.srcs[2]);
+    T* o = out->as<T>();
+    for_each_index(n.shape, [&](int64_t i, const int64_t* idx) {
+      o[i] = convert<T>(c(idx) ? a(idx) : b(idx));
+    });
+  });
+  set_dense(n, std::move(out));
+}
+
+// Integer arithmetic wraps (two's complement) instead of overflowing into UB.
+template <typename C>
+C wrap_add(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) + uint64_t(b));
+  else return a + b;
+}
+template <typename C>
+C wrap_sub(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) - uint64_t(b));
+  else return a - b;
+}
+template <typename C>
+C wrap_mul(C a, C b) {
+  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) * uint64_t(b));
+  else return a * b;
+}
+template <typename C>
+C safe_div(C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    if (b == 0) return 0;  // integer division by zero gives 0 (documented), never a trap
+    if (b == -1) return C(uint64_t(0) - uint64_t(a));
+    return a / b;
+  } else {
+    return a / b;
+  }
+}
+template <typename C>
+C nan_max(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    if (a != a) return a;
+    if (b != b) return b;
+  }
+  return a > b ? a : b;
+}
+
+// ---- reductions -------------------------------------------------------------------------------------
+// out (keepdim shape) = reduce of src over `axes`.
+void reduce(Node& n, bool is_max) {
+  const Node& src = *n.srcs[0];
+  const auto& axes = std::get<Axes>(n.arg);
+  Shape rshape(src.shape.size(), 1);  // the reduced sub-space
+  for (int a : axes) rshape[a] = src.shape[a];
+  const int64_t rcount = numel(rshape);
+  const int nd = int(src.shape.size());
+  auto out = new_buffer(n);
+  dispatch_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = Compute<T>;
+    using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
+    auto in = reader<T>(src);
+    T* o = out->as<T>();
+    for_each_index(n.shape, [&](int64_t i, const int64_t* oidx) {
+      int64_t idx[kMaxDims];
+      int64_t ridx[kMaxDims] = {0};
+      Acc acc = is_max ? (std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                                 : std::numeric_limits<Acc>::lowest())
+                       : Acc(0);
+      for (int64_t r = 0; r < rcount; ++r) {
+        for (int d = 0; d < nd; ++d) idx[d] = oidx[d] + ridx[d];
+        const Acc v = Acc(in(idx));
+        acc = is_max ? nan_max(acc, v) : wrap_add(acc, v);
+        for (int d = nd - 1; d >= 0; --d) {
+          if (++ridx[d] < rshape[d]) break;
+          ridx[d] = 0;
+        }
+      }
+      o[i] = convert<T>(acc);
+    });
+  });
+  set_dense(n, std::move(out));
+}
+
+// ---- sources ------------------------------------------------------------------------------------------
+void constant(Node& n) {
+  auto buf = std::make_shared<Buffer>(n.device, n.dtype, 1);
+  const double v = std::get<double>(n.arg);
+  dispatch_dtype(n.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    buf->as<T>()[0] = convert<T>(v);
+  });
+  View view;
+  view.shape = n.shape;
+  view.strides.assign(n.shape.size(), 0);
+  n.set_value(std::move(buf), std::move(view));
+}
+
+void rand_uniform(Node& n) {
+  const auto r = std::get<RandArg>(n.arg);
+  auto out = new_buffer(n);
+  const int64_t count = numel(n.shape);
+  if (n.dtype == DType::float64) {
+    double* o = out->as<double>();
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < count; ++i) o[i] = philox_uniform_f64(r.seed, r.stream, uint64_t(i));
+  } else {
+    dispatch_dtype(n.dtype, [&](auto tag) {
+      using T = decltype(tag);
+      T* o = out->as<T>();
+#pragma omp parallel for schedule(static)
+      for (int64_t i = 0; i < count; ++i) {
+        // Keep exactly as many random bits as T's significand holds, so every value is exact
+        // and below 1: 24 for float32, 11 for float16, 8 for bfloat16 (ints get 0).
+        constexpr int bits = std::is_same_v<T, half> ? 11 : std::is_same_v<T, bfloat16> ? 8 : 24;
+        const uint32_t r32 = philox_bits(r.seed, r.stream, uint64_t(i))[0] >> (32 - bits);
+        o[i] = convert<T>(float(r32) * (1.0f / float(1u << bits)));
+      }
+    });
+  }
+  set_dense(n, std::move(out));
+}
+
+// ---- movement: a new View of the source's buffer -------------------------------------------------------
+// A dense row-major copy of a realized node's value (used when a view cannot express the result,
+// and to feed library calls).
+BufferPtr dense_copy(const Node& src) {
+  auto out = std::make_shared<Buffer>(src.device, src.dtype, numel(src.shape));
+  dispatch_dtype(src.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* base = src.buffer->as<T>();
+    T* o = out->as<T>();
+    for_each_index(src.shape, [&](int64_t i, const int64_t* idx) {
+      const int64_t off = src.view.index(idx);
+      o[i] = off < 0 ? T{} : base[off];
+    });
+  });
+  return out;
+}
+
+void movement(Node& n) {
+  const Node& src = *n.srcs[0];
+  const View& v = src.view;
+  switch (n.op) {
+    case Op::Reshape: {
+      if (auto nv = v.reshape(n.shape)) {
+        n.set_value(src.buffer, *nv);
+      } else {  // the dims cannot be regrouped in place: copy once, then view
+        n.set_value(dense_copy(src), View::contiguous(n.shape));
+      }
+      return;
+    }
+    case Op::Permute: {
+      const auto& ax = std::get<Axes>(n.arg);
+      n.set_value(src.buffer, v.permute(ax));
+      return;
+    }
+    case Op::Expand: n.set_value(src.buffer, v.expand(n.shape)); return;
+    case Op::Slice: {
+      const auto& s = std::get<SliceArg>(n.arg);
+      n.set_value(src.buffer, v.slice(s.start, s.stop, s.step));
+      return;
+    }
+    case Op::Pad: {
+      const auto& p = std::get<PadArg>(n.arg);
+      n.set_value(src.buffer, v.pad(p.before, p.after));
+      return;
+    }
+    case Op::Flip: {
+      const auto& ax = std::get<Axes>(n.arg);
+      n.set_value(src.buffer, v.flip(ax));
+      return;
+    }
+    default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a movement op"));
+  }
+}
+
+// ---- library ops ---------------------------------------------------------------------------------------
+// The source's elements as a dense row-major array (no copy when the view already is one).
+struct Dense {
+  BufferPtr keep;
+  const void* ptr;
+};
+Dense dense(const Node& src) {
+  if (src.view.is_contiguous())
+    return {src.buffer, static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
+  auto c = dense_copy(src);
+  return {c, c->data()};
+}
+
+bool use_onednn() { return library_impl() == LibraryImpl::onednn; }
+
+void matmul(Node& n) {
+  const Node &a = *n.srcs[0], &b = *n.srcs[1];
+  const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
+  auto da = dense(a), db = dense(b);
+  auto out = new_buffer(n);
+  if (!(use_onednn() && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
+    cpu::matmul_naive(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N);
+  set_dense(n, std::move(out));
+}
+
+cpu::ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
+  return {x[0], x[1], x[2], x[3], w[0], w[1], w[2], y[1], y[2], arg};
+}
+cpu::PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
+  return {x[0], x[1], x[2], x[3], y[1], y[2], arg};
+}
+
+void library(Node& n) {
+  auto out = new_buffer(n);
+  const DType t = n.dtype;
+  switch (n.op) {
+    case Op::Conv2d: {  // srcs: x, w
+      const auto g = conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg));
+      auto x = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
+      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g)))
+        cpu::conv2d_fwd_naive(t, x.ptr, w.ptr, out->data(), g);
+      break;
+    }
+    case Op::Conv2dBwdData: {  // srcs: dy, w; node shape = x shape
+      const auto g = conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg));
+      auto dy = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
+      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g)))
+        cpu::conv2d_bwd_data_naive(t, dy.ptr, w.ptr, out->data(), g);
+      break;
+    }
+    case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape
+      const auto g = conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg));
+      auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
+      if (!(use_onednn() && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g)))
+        cpu::conv2d_bwd_weight_naive(t, x.ptr, dy.ptr, out->data(), g);
+      break;
+    }
+    case Op::MaxPool2d: {
+      const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
+      auto x = dense(*n.srcs[0]);
+      cpu::maxpool2d_fwd(t, x.ptr, out->data(), g);
+      break;
+    }
+    case Op::MaxPool2dBwd: {  // srcs: x, dy
+      const auto g = pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg));
+      auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
+      cpu::maxpool2d_bwd(t, x.ptr, dy.ptr, out->data(), g);
+      break;
+    }
+    case Op::AvgPool2d: {
+      const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
+      auto x = dense(*n.srcs[0]);
+      cpu::avgpool2d_fwd(t, x.ptr, out->data(), g);
+      break;
+    }
+    case Op::AvgPool2dBwd: {  // src: dy; node shape = x shape
+      const auto g = pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg));
+      auto dy = dense(*n.srcs[0]);
+      cpu::avgpool2d_bwd(t, dy.ptr, out->data(), g);
+      break;
+    }
+    default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a library op"));
+  }
+  set_dense(n, std::move(out));
+}
+
+// ---- dispatch: one case per primitive (a new op fails to compile until handled here) --------------------
+void execute_node(Node& n) {
+  switch (n.op) {
+    case Op::Load: AETHER_CHECK(n.realized(), "reference", "Load node ", n.id, " has no buffer"); return;
+    case Op::Const: return constant(n);
+    case Op::Rand: return rand_uniform(n);
+    case Op::Copy: return unary(n, [](auto x) { return x; });
+    case Op::Cast: return cast(n);
+    case Op::Neg: return unary(n, [](auto x) { return wrap_sub(decltype(x)(0), x); });
+    case Op::Exp: return unary(n, [](auto x) { return decltype(x)(std::exp(x)); });
+    case Op::Log: return unary(n, [](auto x) { return decltype(x)(std::log(x)); });
+    case Op::Sqrt: return unary(n, [](auto x) { return decltype(x)(std::sqrt(x)); });
+    case Op::Recip: return unary(n, [](auto x) { return safe_div(decltype(x)(1), x); });
+    case Op::Sin: return unary(n, [](auto x) { return decltype(x)(std::sin(x)); });
+    case Op::Add: return binary(n, [](auto a, auto b) { return wrap_add(a, b); });
+    case Op::Sub: return binary(n, [](auto a, auto b) { return wrap_sub(a, b); });
+    case Op::Mul: return binary(n, [](auto a, auto b) { return wrap_mul(a, b); });
+    case Op::Div: return binary(n, [](auto a, auto b) { return safe_div(a, b); });
+    case Op::Max: return binary(n, [](auto a, auto b) { return nan_max(a, b); });
+    case Op::CmpLt: return binary(n, [](auto a, auto b) { return a < b; });
+    case Op::CmpLe: return binary(n, [](auto a, auto b) { return a <= b; });
+    case Op::CmpEq: return binary(n, [](auto a, auto b) { return a == b; });
+    case Op::CmpNe: return binary(n, [](auto a, auto b) { return a != b; });
+    case Op::Where: return where(n);
+    case Op::ReduceSum: return reduce(n, false);
+    case Op::ReduceMax: return reduce(n, true);
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Expand:
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Flip: return movement(n);
+    case Op::Matmul: return matmul(n);
+    case Op::Conv2d:
+    case Op::Conv2dBwdData:
+    case Op::Conv2dBwdWeight:
+    case Op::MaxPool2d:
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2d:
+    case Op::AvgPool2dBwd: return library(n);
+  }
+}
+
+class ReferenceBackend final : public Backend {
+ public:
+  const char* name() const override { return "cpu-reference"; }
+  Device device() const override { return Device::cpu(); }
+  void execute(const std::vector<Node*>& nodes) override {
+    for (Node* n : nodes) {
+      for (const auto& s : n->srcs)
+        AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
+                     " is not realized (nodes out of order)");
+      execute_node(*n);
+    }
+  }
+};
+
+}  // namespace
+
+Backend& reference_backend() {
+  static ReferenceBackend b;
+  return b;
+}
+
+}  // namespace aether

@@ -1,0 +1,116 @@
+// The backward engine: reverse topological walk over GradFns, accumulation, graph freeing.
+#include "aether/graph/autograd.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace aether {
+namespace {
+thread_local bool g_grad_enabled = true;
+
+// Tensors reachable from `root` through grad_fn edges, each after all tensors it feeds
+// (reverse topological order: root first).
+std::vector<TensorImpl*> reverse_topo(TensorImpl* root) {
+  std::vector<TensorImpl*> post;
+  std::unordered_set<TensorImpl*> seen{root};
+  std::vector<std::pair<TensorImpl*, size_t>> stack{{root, 0}};
+  while (!stack.empty()) {
+    auto& [t, i] = stack.back();
+    const auto& fn = t->grad_fn;
+    if (fn && i < fn->next.size()) {
+      TensorImpl* n = fn->next[i++].get();
+      if (n && seen.insert(n).second) stack.push_back({n, 0});
+    } else {
+      post.push_back(t);
+      stack.pop_back();
+    }
+  }
+  return {post.rbegin(), post.rend()};
+}
+
+// Runs backward from `root`. Leaf gradients go to `sink` (which decides where they accumulate).
+template <typename Sink>
+void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Sink&& sink) {
+  AETHER_CHECK(root.requires_grad(), "backward", "the tensor does not require grad (no input has "
+               "requires_grad set, or it was computed under NoGradGuard)");
+  Tensor dy = dy_in;
+  if (!dy.defined()) {
+    AETHER_CHECK(root.numel() == 1, "backward", "an implicit upstream gradient needs a one-element output, got ",
+                 to_string(root.shape()), "; pass dy");
+    dy = Tensor::ones(root.shape(), is_float(root.dtype()) ? root.dtype() : DType::float32);
+  }
+  AETHER_CHECK(dy.shape() == root.shape(), "backward", "dy has shape ", to_string(dy.shape()),
+               ", expected the output's ", to_string(root.shape()));
+  NoGradGuard no_grad;
+  const auto order = reverse_topo(root.impl().get());
+  for (TensorImpl* t : order)
+    if (t->grad_fn)
+      AETHER_CHECK(!t->grad_fn->freed, "backward", "the backward graph was already freed by an earlier "
+                   "backward(); call backward(dy, /*retain_graph=*/true) the first time");
+  std::unordered_map<TensorImpl*, Tensor> grads;
+  grads[root.impl().get()] = dy;
+  for (TensorImpl* t : order) {
+    auto it = grads.find(t);
+    if (it == grads.end()) continue;
+    Tensor g = std::move(it->second);
+    grads.erase(it);
+    if (!t->grad_fn) {
+      sink(t, g);
+      continue;
+    }
+    const GradFn& fn = *t->grad_fn;
+    auto gs = grad_rule(fn, g);
+    for (size_t i = 0; i < fn.next.size(); ++i) {
+      if (!fn.next[i] || i >= gs.size() || !gs[i].defined()) continue;
+      auto [slot, inserted] = grads.try_emplace(fn.next[i].get(), gs[i]);
+      if (!inserted) slot->second = slot->second + gs[i];
+    }
+  }
+  if (!retain_graph)
+    for (TensorImpl* t : order)
+      if (t->grad_fn) {
+        t->grad_fn->freed = true;
+        t->grad_fn->inputs.clear();
+        t->grad_fn->output.reset();
+      }
+}
+}  // namespace
+
+bool grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+void Tensor::backward(const Tensor& dy, bool retain_graph) const {
+  checked();
+  run_backward(*this, dy, retain_graph, [](TensorImpl* leaf, const Tensor& g) {
+    if (!leaf->requires_grad) return;
+    if (leaf->grad) {
+      leaf->grad = (Tensor(leaf->grad->node) + g).impl();
+    } else {
+      leaf->grad = g.impl();
+    }
+  });
+}
+
+std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& dy,
+                              bool retain_graph) {
+  std::unordered_map<TensorImpl*, Tensor> found;
+  std::unordered_set<TensorImpl*> wanted;
+  for (const auto& t : inputs) wanted.insert(t.impl().get());
+  // Inputs that are not leaves get their gradient intercepted too: temporarily treat them as
+  // leaves by walking the full graph and collecting at every wanted node.
+  run_backward(output, dy, retain_graph, [&](TensorImpl* leaf, const Tensor& g) {
+    if (wanted.count(leaf)) {
+      auto [slot, inserted] = found.try_emplace(leaf, g);
+      if (!inserted) slot->second = slot->second + g;
+    }
+  });
+  std::vector<Tensor> out;
+  for (const auto& t : inputs) {
+    auto it = found.find(t.impl().get());
+    out.push_back(it != found.end() ? it->second : Tensor::zeros(t.shape(), t.dtype()));
+  }
+  return out;
+}
+
+}  // namespace aether

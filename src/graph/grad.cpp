@@ -1,0 +1,235 @@
+// The gradient rules: one per primitive, in one place. Composite ops have no rules of their own.
+//
+// Conventions: `dy` is the upstream gradient (shape of the op's output; its dtype is kept: a
+// float16 output with a float32 dy gives float32 gradients). Rules are written with tensor ops,
+// so backward graphs are lazy and get scheduled and fused like forward ones.
+#include <numbers>
+
+#include "aether/graph/autograd.h"
+#include "aether/graph/primitives.h"
+
+namespace aether {
+namespace {
+Tensor val(const NodePtr& n) { return Tensor(n); }
+// The gradient in the dtype it should have: dy's dtype promoted with the input's (floats only).
+DType grad_dtype(DType dy, DType in) { return is_float(in) ? promote(dy, in) : dy; }
+// Inverse of a permutation.
+Axes inverse(const Axes& p) {
+  Axes inv(p.size());
+  for (size_t i = 0; i < p.size(); ++i) inv[p[i]] = int(i);
+  return inv;
+}
+}  // namespace
+
+bool is_differentiable(Op op) {
+  switch (op) {
+    case Op::Load:
+    case Op::Const:
+    case Op::Rand:
+    case Op::CmpLt:
+    case Op::CmpLe:
+    case Op::CmpEq:
+    case Op::CmpNe:
+    // Backward ops are not differentiated again (no double backward yet).
+    case Op::Conv2dBwdData:
+    case Op::Conv2dBwdWeight:
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2dBwd: return false;
+    case Op::Copy:
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Exp:
+    case Op::Log:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Sin:
+    case Op::Add:
+    case Op::Sub:
+    case Op::Mul:
+    case Op::Div:
+    case Op::Max:
+    case Op::Where:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Expand:
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Flip:
+    case Op::Matmul:
+    case Op::Conv2d:
+    case Op::MaxPool2d:
+    case Op::AvgPool2d: return true;
+  }
+  return false;
+}
+
+// What each rule reads: only these values are kept alive for backward (flashlight's lesson:
+// tanh keeps its result, not its input).
+bool saves_input(Op op, int i) {
+  switch (op) {
+    case Op::Log:
+    case Op::Sin:
+    case Op::Mul:
+    case Op::Max:
+    case Op::ReduceMax:
+    case Op::Matmul:
+    case Op::Conv2d:
+    case Op::MaxPool2d: return true;
+    case Op::Div: return i == 1 || i == 0;
+    case Op::Where: return i == 0;
+    case Op::Load:
+    case Op::Const:
+    case Op::Rand:
+    case Op::Copy:
+    case Op::Cast:
+    case Op::Neg:
+    case Op::Exp:
+    case Op::Sqrt:
+    case Op::Recip:
+    case Op::Add:
+    case Op::Sub:
+    case Op::CmpLt:
+    case Op::CmpLe:
+    case Op::CmpEq:
+    case Op::CmpNe:
+    case Op::ReduceSum:
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Expand:
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Flip:
+    case Op::Conv2dBwdData:
+    case Op::Conv2dBwdWeight:
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2d:
+    case Op::AvgPool2dBwd: return false;
+  }
+  return false;
+}
+
+bool saves_output(Op op) { return op == Op::Exp || op == Op::Sqrt || op == Op::Recip || op == Op::ReduceMax; }
+
+std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
+  const auto& in = fn.inputs;
+  auto x = [&](int i) { return val(in[i]); };
+  switch (fn.op) {
+    case Op::Copy: return {dy};
+    case Op::Cast: return {dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]))};
+    case Op::Neg: return {-dy};
+    case Op::Exp: return {dy * val(fn.output)};                      // d e^x = e^x
+    case Op::Log: return {dy / x(0)};                                // d ln x = 1/x
+    case Op::Sqrt: return {dy / (val(fn.output) * 2.0)};              // d sqrt x = 1/(2 sqrt x)
+    case Op::Recip: return {-dy * val(fn.output) * val(fn.output)};  // d 1/x = -1/x^2
+    case Op::Sin: return {dy * x(0).cos()};
+    case Op::Add: return {dy, dy};
+    case Op::Sub: return {dy, -dy};
+    case Op::Mul: return {dy * x(1), dy * x(0)};
+    case Op::Div: return {dy / x(1), -dy * x(0) / (x(1) * x(1))};
+    case Op::Max: {
+      // Ties split the gradient evenly, so max(a, a) has gradient 1 in total.
+      const Tensor a = x(0), b = x(1);
+      const Tensor wa = where(a.gt(b), 1.0, where(a.eq(b), 0.5, Tensor::zeros_like(a)));
+      return {dy * wa, dy * (1.0 - wa)};
+    }
+    case Op::Where: {
+      // One select per branch: cond ? dy : 0 and cond ? 0 : dy. An upstream NaN at an unselected
+      // element gives 0, not NaN (this is how ReLU's backward is a single select).
+      const Tensor c = x(0);
+      return {Tensor(), where(c, dy, 0.0), where(c, 0.0, dy)};
+    }
+    case Op::ReduceSum: return {dy.expand(fn.input_shapes[0])};
+    case Op::ReduceMax: {
+      // Split among ties: mask / count(mask) per reduced group.
+      const Tensor xin = x(0);
+      const auto& axes = std::get<Axes>(fn.arg);
+      const Tensor mask = xin.eq(val(fn.output).expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
+      const Tensor count = prim::reduce(Op::ReduceSum, mask, axes);
+      return {(dy / count).expand(xin.shape()) * mask};
+    }
+    case Op::Reshape: return {dy.reshape(fn.input_shapes[0])};
+    case Op::Permute: return {prim::permute(dy, inverse(std::get<Axes>(fn.arg)))};
+    case Op::Expand: {
+      Axes axes;
+      for (size_t d = 0; d < fn.input_shapes[0].size(); ++d)
+        if (fn.input_shapes[0][d] != fn.output_shape[d]) axes.push_back(int(d));
+      return {prim::reduce(Op::ReduceSum, dy, axes)};
+    }
+    case Op::Slice: {
+      // Scatter dy back: for step s, interleave s-1 zeros (pad a new axis, merge), then pad the ends.
+      const auto& s = std::get<SliceArg>(fn.arg);
+      const Shape& xs = fn.input_shapes[0];
+      Tensor g = dy;
+      PadArg ends;
+      for (size_t d = 0; d < xs.size(); ++d) {
+        int64_t covered = g.shape()[d];
+        if (s.step[d] > 1 && covered > 0) {
+          Shape sh = g.shape();
+          Shape split = sh;
+          split.insert(split.begin() + d + 1, 1);
+          g = g.reshape(split);
+          PadArg p{std::vector<int64_t>(split.size(), 0), std::vector<int64_t>(split.size(), 0)};
+          p.after[d + 1] = s.step[d] - 1;
+          g = prim::pad(g, p);
+          sh[d] = covered * s.step[d];
+          g = g.reshape(sh);
+          covered = sh[d];
+        }
+        ends.before.push_back(s.start[d]);
+        int64_t after = xs[d] - s.start[d] - covered;
+        if (after < 0) {  // the interleaved tail ran past the end: crop it
+          SliceArg c{std::vector<int64_t>(xs.size(), 0), g.shape(), std::vector<int64_t>(xs.size(), 1)};
+          c.stop[d] = covered + after;
+          g = prim::slice(g, c);
+          after = 0;
+        }
+        ends.after.push_back(after);
+      }
+      return {prim::pad(g, ends)};
+    }
+    case Op::Pad: {
+      const auto& p = std::get<PadArg>(fn.arg);
+      const Shape& xs = fn.input_shapes[0];
+      SliceArg s{p.before, {}, std::vector<int64_t>(xs.size(), 1)};
+      for (size_t d = 0; d < xs.size(); ++d) s.stop.push_back(p.before[d] + xs[d]);
+      return {prim::slice(dy, s)};
+    }
+    case Op::Flip: return {prim::flip(dy, std::get<Axes>(fn.arg))};
+    case Op::Matmul: {
+      // c = a b: da = dc b^T, db = a^T dc   (all (B, ., .)), in the gradient's dtype
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
+      const Tensor a = x(0).cast(t), b = x(1).cast(t), d = dy.cast(t);
+      return {prim::matmul(d, prim::permute(b, {0, 2, 1})), prim::matmul(prim::permute(a, {0, 2, 1}), d)};
+    }
+    case Op::Conv2d: {
+      const auto& arg = std::get<Conv2dArg>(fn.arg);
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
+      const Tensor xx = x(0).cast(t), w = x(1).cast(t), d = dy.cast(t);
+      return {prim::conv2d_bwd_data(d, w, xx.shape(), arg), prim::conv2d_bwd_weight(xx, d, w.shape(), arg)};
+    }
+    case Op::MaxPool2d: {
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
+      return {prim::maxpool2d_bwd(x(0).cast(t), dy.cast(t), std::get<Pool2dArg>(fn.arg))};
+    }
+    case Op::AvgPool2d: {
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
+      return {prim::avgpool2d_bwd(dy.cast(t), fn.input_shapes[0], std::get<Pool2dArg>(fn.arg))};
+    }
+    case Op::Load:
+    case Op::Const:
+    case Op::Rand:
+    case Op::CmpLt:
+    case Op::CmpLe:
+    case Op::CmpEq:
+    case Op::CmpNe:
+    case Op::Conv2dBwdData:
+    case Op::Conv2dBwdWeight:
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2dBwd: break;
+  }
+  throw Error(detail::cat("backward: ", op_name(fn.op), " is not differentiable"));
+}
+
+}  // namespace aether

@@ -1,0 +1,108 @@
+// Elementwise tensor ops: broadcasting and dtype promotion on top of the primitives.
+#include <cmath>
+
+#include "aether/graph/primitives.h"
+
+namespace aether {
+namespace {
+// Both operands broadcast to one shape and promoted to one dtype.
+std::pair<Tensor, Tensor> align(const Tensor& a, const Tensor& b, const char* op) {
+  const Shape s = broadcast_shapes(a.shape(), b.shape(), op);
+  const DType t = promote(a.dtype(), b.dtype());
+  return {a.cast(t).expand(s), b.cast(t).expand(s)};
+}
+Tensor bin(Op op, const Tensor& a, const Tensor& b, const char* name) {
+  auto [x, y] = align(a, b, name);
+  return prim::binary(op, x, y);
+}
+// A scalar operand: the tensor's dtype if it is a float, else float32 (Python-style).
+Tensor scalar_like(const Tensor& t, double v) {
+  return Tensor::full({}, v, is_float(t.dtype()) ? t.dtype() : DType::float32, t.device());
+}
+// Ops that only make sense on floats promote ints and bools to float32 first.
+Tensor as_float(const Tensor& t) { return is_float(t.dtype()) ? t : t.cast(DType::float32); }
+}  // namespace
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return bin(Op::Add, a, b, "add"); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return bin(Op::Sub, a, b, "sub"); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return bin(Op::Mul, a, b, "mul"); }
+// True division: integer operands are promoted to float32 first, like NumPy and PyTorch.
+Tensor operator/(const Tensor& a, const Tensor& b) {
+  if (!is_float(a.dtype()) && !is_float(b.dtype())) return bin(Op::Div, as_float(a), as_float(b), "div");
+  return bin(Op::Div, a, b, "div");
+}
+Tensor operator+(const Tensor& a, double b) { return a + scalar_like(a, b); }
+Tensor operator-(const Tensor& a, double b) { return a - scalar_like(a, b); }
+Tensor operator*(const Tensor& a, double b) { return a * scalar_like(a, b); }
+Tensor operator/(const Tensor& a, double b) { return a / scalar_like(a, b); }
+Tensor operator+(double a, const Tensor& b) { return scalar_like(b, a) + b; }
+Tensor operator-(double a, const Tensor& b) { return scalar_like(b, a) - b; }
+Tensor operator*(double a, const Tensor& b) { return scalar_like(b, a) * b; }
+Tensor operator/(double a, const Tensor& b) { return scalar_like(b, a) / b; }
+
+Tensor Tensor::lt(const Tensor& o) const { return bin(Op::CmpLt, *this, o, "lt"); }
+Tensor Tensor::le(const Tensor& o) const { return bin(Op::CmpLe, *this, o, "le"); }
+Tensor Tensor::gt(const Tensor& o) const { return bin(Op::CmpLt, o, *this, "gt"); }
+Tensor Tensor::ge(const Tensor& o) const { return bin(Op::CmpLe, o, *this, "ge"); }
+Tensor Tensor::eq(const Tensor& o) const { return bin(Op::CmpEq, *this, o, "eq"); }
+Tensor Tensor::ne(const Tensor& o) const { return bin(Op::CmpNe, *this, o, "ne"); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
+Tensor operator<(const Tensor& a, double b) { return a.lt(scalar_like(a, b)); }
+Tensor operator<=(const Tensor& a, double b) { return a.le(scalar_like(a, b)); }
+Tensor operator>(const Tensor& a, double b) { return a.gt(scalar_like(a, b)); }
+Tensor operator>=(const Tensor& a, double b) { return a.ge(scalar_like(a, b)); }
+
+Tensor Tensor::operator-() const {
+  AETHER_CHECK(dtype() != DType::boolean, "neg", "bool tensors cannot be negated");
+  return prim::unary(Op::Neg, *this);
+}
+Tensor Tensor::exp() const { return prim::unary(Op::Exp, as_float(*this)); }
+Tensor Tensor::log() const { return prim::unary(Op::Log, as_float(*this)); }
+Tensor Tensor::sqrt() const { return prim::unary(Op::Sqrt, as_float(*this)); }
+Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
+Tensor Tensor::reciprocal() const { return prim::unary(Op::Recip, as_float(*this)); }
+Tensor Tensor::sin() const { return prim::unary(Op::Sin, as_float(*this)); }
+Tensor Tensor::cos() const { return (as_float(*this) + std::numbers::pi / 2).sin(); }  // cos x = sin(x + pi/2)
+Tensor Tensor::square() const { return *this * *this; }
+Tensor Tensor::abs() const { return where(*this < 0.0, -*this, *this); }
+Tensor Tensor::maximum(const Tensor& o) const { return bin(Op::Max, *this, o, "maximum"); }
+Tensor Tensor::minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
+Tensor Tensor::clamp(double lo, double hi) const {
+  return maximum(scalar_like(*this, lo)).minimum(scalar_like(*this, hi));
+}
+Tensor Tensor::pow(double e) const {
+  if (e == 1) return *this;
+  if (e == 2) return square();
+  if (e == 0.5) return sqrt();
+  if (e == -1) return reciprocal();
+  if (e == std::floor(e) && std::abs(e) <= 4) {  // small integer powers by repeated multiplication
+    Tensor r = *this;
+    for (int i = 1; i < int(std::abs(e)); ++i) r = r * *this;
+    return e < 0 ? r.reciprocal() : r;
+  }
+  return (as_float(*this).log() * e).exp();  // x^e = exp(e ln x), for x > 0
+}
+
+Tensor Tensor::cast(DType dtype) const {
+  if (dtype == this->dtype()) return *this;
+  return prim::cast(*this, dtype);
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  const Shape s = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  const DType t = promote(a.dtype(), b.dtype());
+  return prim::where(cond.cast(DType::boolean).expand(s), a.cast(t).expand(s), b.cast(t).expand(s));
+}
+Tensor where(const Tensor& cond, const Tensor& a, double b) { return where(cond, a, scalar_like(a, b)); }
+Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond, scalar_like(b, a), b); }
+
+// ReLU: x <= 0 ? 0 : x. NaN inputs pass through (as in PyTorch). Its backward is the Where rule:
+// one select, x <= 0 ? 0 : dy, i.e. out > 0 ? dy : 0; an upstream NaN at an inactive unit gives 0.
+Tensor Tensor::relu() const { return where(*this <= 0.0, 0.0, *this); }
+Tensor Tensor::sigmoid() const { return (1.0 + (-*this).exp()).reciprocal(); }
+Tensor Tensor::tanh() const { return (*this * 2.0).sigmoid() * 2.0 - 1.0; }
+
+}  // namespace aether

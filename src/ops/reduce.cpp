@@ -1,0 +1,82 @@
+// Reductions: sum and max are primitives; min, mean, var and argmax are composites.
+#include <algorithm>
+
+#include "aether/graph/primitives.h"
+
+namespace aether {
+namespace {
+Axes norm_axes(const Tensor& x, const std::vector<int64_t>& axes, const char* op) {
+  Axes a;
+  if (axes.empty()) {
+    for (int i = 0; i < x.ndim(); ++i) a.push_back(i);
+  } else {
+    for (int64_t v : axes) a.push_back(normalize_axis(v, x.ndim(), op));
+  }
+  std::sort(a.begin(), a.end());
+  AETHER_CHECK(std::adjacent_find(a.begin(), a.end()) == a.end(), op, "repeated axis in the axis list");
+  return a;
+}
+Tensor drop_axes(const Tensor& r, const Axes& axes, bool keepdim) {
+  if (keepdim) return r;
+  Shape out;
+  for (int d = 0; d < r.ndim(); ++d)
+    if (std::find(axes.begin(), axes.end(), d) == axes.end()) out.push_back(r.shape()[d]);
+  return r.reshape(out);
+}
+int64_t count(const Tensor& x, const Axes& axes) {
+  int64_t n = 1;
+  for (int a : axes) n *= x.shape()[a];
+  return n;
+}
+}  // namespace
+
+// Sums of bool and narrow ints accumulate in int64, like NumPy.
+Tensor Tensor::sum(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "sum");
+  const Tensor x = (dtype() == DType::boolean || dtype() == DType::uint8 || dtype() == DType::int32)
+                       ? cast(DType::int64)
+                       : *this;
+  return drop_axes(prim::reduce(Op::ReduceSum, x, a), a, keepdim);
+}
+
+Tensor Tensor::max(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "max");
+  AETHER_CHECK(count(*this, a) > 0, "max", "reduction over an empty axis of shape ", to_string(shape()));
+  return drop_axes(prim::reduce(Op::ReduceMax, *this, a), a, keepdim);
+}
+
+Tensor Tensor::min(const std::vector<int64_t>& axes, bool keepdim) const { return -((-*this).max(axes, keepdim)); }
+
+Tensor Tensor::mean(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "mean");
+  const Tensor x = is_float(dtype()) ? *this : cast(DType::float32);
+  return x.sum(std::vector<int64_t>(a.begin(), a.end()), keepdim) / double(std::max<int64_t>(count(x, a), 1));
+}
+
+Tensor Tensor::var(const std::vector<int64_t>& axes, bool keepdim, int correction) const {
+  const Axes a = norm_axes(*this, axes, "var");
+  const std::vector<int64_t> ax(a.begin(), a.end());
+  const Tensor x = is_float(dtype()) ? *this : cast(DType::float32);
+  const Tensor d = x - x.mean(ax, true);
+  const int64_t n = count(x, a) - correction;
+  AETHER_CHECK(n > 0, "var", "not enough elements (", count(x, a), ") for correction ", correction);
+  return (d * d).sum(ax, keepdim) / double(n);
+}
+
+Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
+  const int d = normalize_axis(axis, ndim(), "argmax");
+  const int64_t n = shape()[d];
+  AETHER_CHECK(n > 0, "argmax", "empty axis ", d, " of shape ", to_string(shape()));
+  NoGradGuard no_grad;
+  // The first maximum wins: among positions equal to the max, take the largest (n - i).
+  const Tensor m = max({d}, true);
+  Shape ishape(size_t(ndim()), 1);
+  ishape[d] = n;
+  const Tensor rev = (double(n) - Tensor::arange(n, DType::float64)).reshape(ishape);
+  // NaN counts as the maximum (max propagates it), as in NumPy and PyTorch.
+  const Tensor x = cast(is_float(dtype()) ? dtype() : DType::float64);
+  const Tensor hit = where(x.ne(x), rev, where(x.eq(m.cast(x.dtype())), rev, 0.0));
+  return (double(n) - hit.max({d}, keepdim)).cast(DType::int64);
+}
+
+}  // namespace aether
