@@ -11,3 +11,5 @@
 #include "aether/core/tensor.h"
 #include "aether/graph/autograd.h"
 #include "aether/graph/op.h"
+#include "aether/graph/primitives.h"
+#include "aether/graph/print.h"

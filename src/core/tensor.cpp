@@ -173,6 +173,12 @@ Tensor Tensor::grad() const {
   return impl.grad ? Tensor(impl.grad->node) : Tensor();
 }
 void Tensor::zero_grad() { checked().grad.reset(); }
+void Tensor::set_grad(const Tensor& g) {
+  auto& impl = checked();
+  AETHER_CHECK(g.shape() == shape(), "set_grad", "gradient has shape ", to_string(g.shape()), ", expected ",
+               to_string(shape()));
+  impl.grad = g.detach().impl();
+}
 Tensor Tensor::detach() const { return Tensor(node()); }
 const std::shared_ptr<GradFn>& Tensor::grad_fn() const { return checked().grad_fn; }
 

@@ -92,6 +92,8 @@ class Tensor {
   // Gradient accumulated by backward() (empty Tensor when none yet).
   Tensor grad() const;
   void zero_grad();
+  // Replaces the accumulated gradient (e.g. after clipping); `g` must have this tensor's shape.
+  void set_grad(const Tensor& g);
   // Reverse mode from this tensor. A non-scalar needs an explicit upstream gradient `dy`.
   // The backward graph is freed afterwards unless retain_graph is true.
   void backward(const Tensor& dy = Tensor(), bool retain_graph = false) const;

@@ -1,0 +1,182 @@
+// aether/nn/layers.h - the layers: Linear, Conv2d, BatchNorm, activations, pooling, dropout,
+// Flatten and Residual. Each is a thin Module around a functional op (aether/ops/nn.h, conv.h).
+//
+// Layouts: activations channels-last ((N, C) or (N, H, W, C)); Linear weight (out, in) like
+// PyTorch; Conv2d weight OHWI (O, KH, KW, C/groups). Initialisation follows PyTorch:
+// weights and biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (Kaiming-uniform with a = sqrt(5)),
+// drawn from the global Philox generator (aether::manual_seed makes them reproducible);
+// batch norm weight 1, bias 0, running mean 0, running var 1.
+#pragma once
+
+#include "aether/nn/module.h"
+#include "aether/ops/conv.h"
+
+namespace aether::nn {
+
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;  // x (..., in) -> (..., out)
+  std::string type_name() const override { return "Linear"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+  Tensor weight;  // (out, in)
+  Tensor bias;    // (out) or empty
+ private:
+  int64_t in_, out_;
+};
+
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, Size2 kernel, Conv2dOptions opt = {}, bool bias = true);
+  Tensor forward(const Tensor& x) override;  // x (N,H,W,C) -> (N,OH,OW,O)
+  std::string type_name() const override { return "Conv2d"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+  Tensor weight;  // (O, KH, KW, C/groups)
+  Tensor bias;    // (O) or empty
+ private:
+  int64_t in_, out_;
+  Size2 kernel_;
+  Conv2dOptions opt_;
+};
+
+// Batch normalisation over every axis but the last (the channel axis). BatchNorm1d takes (N, C),
+// BatchNorm2d (N, H, W, C). Training uses batch statistics and updates the running ones:
+// running = (1 - momentum) running + momentum batch (unbiased variance, as PyTorch).
+class BatchNorm : public Module {
+ public:
+  BatchNorm(int64_t channels, int dims, double momentum = 0.1, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return dims_ == 1 ? "BatchNorm1d" : "BatchNorm2d"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+  Tensor weight, bias;               // (C), or empty without affine
+  Tensor running_mean, running_var;  // (C) buffers
+ private:
+  int64_t channels_;
+  int dims_;
+  double momentum_, eps_;
+  bool affine_;
+};
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t c, double momentum = 0.1, double eps = 1e-5, bool affine = true)
+      : BatchNorm(c, 1, momentum, eps, affine) {}
+};
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t c, double momentum = 0.1, double eps = 1e-5, bool affine = true)
+      : BatchNorm(c, 2, momentum, eps, affine) {}
+};
+
+// Layers without parameters.
+class ReLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x.relu(); }
+  std::string type_name() const override { return "ReLU"; }
+  nlohmann::json config() const override { return {{"type", "ReLU"}}; }
+};
+class LeakyReLU : public Module {
+ public:
+  explicit LeakyReLU(double slope = 0.01) : slope_(slope) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LeakyReLU"; }
+  nlohmann::json config() const override { return {{"type", "LeakyReLU"}, {"slope", slope_}}; }
+ private:
+  double slope_;
+};
+class GELU : public Module {
+ public:
+  explicit GELU(bool tanh_approx = false) : tanh_(tanh_approx) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "GELU"; }
+  nlohmann::json config() const override { return {{"type", "GELU"}, {"tanh_approx", tanh_}}; }
+ private:
+  bool tanh_;
+};
+class Softmax : public Module {
+ public:
+  explicit Softmax(int64_t axis = -1) : axis_(axis) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Softmax"; }
+  nlohmann::json config() const override { return {{"type", "Softmax"}, {"axis", axis_}}; }
+ private:
+  int64_t axis_;
+};
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0) : k_(kernel), s_(stride), p_(padding) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "MaxPool2d"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+ private:
+  Size2 k_, s_, p_;
+};
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0, bool count_include_pad = false)
+      : k_(kernel), s_(stride), p_(padding), cip_(count_include_pad) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "AvgPool2d"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+ private:
+  Size2 k_, s_, p_;
+  bool cip_;
+};
+class GlobalAvgPool2d : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;  // (N,H,W,C) -> (N,C)
+  std::string type_name() const override { return "GlobalAvgPool2d"; }
+  nlohmann::json config() const override { return {{"type", "GlobalAvgPool2d"}}; }
+};
+class GlobalMaxPool2d : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;  // (N,H,W,C) -> (N,C)
+  std::string type_name() const override { return "GlobalMaxPool2d"; }
+  nlohmann::json config() const override { return {{"type", "GlobalMaxPool2d"}}; }
+};
+// (N, ...) -> (N, prod(...))
+class Flatten : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x.flatten(1); }
+  std::string type_name() const override { return "Flatten"; }
+  nlohmann::json config() const override { return {{"type", "Flatten"}}; }
+};
+// Zeroes each element with probability p in training and scales the rest by 1/(1-p).
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Dropout"; }
+  std::string describe() const override;
+  nlohmann::json config() const override { return {{"type", "Dropout"}, {"p", p_}}; }
+ private:
+  double p_;
+};
+// Drops whole channels: one draw per (N, C), shared over H and W.
+class SpatialDropout : public Module {
+ public:
+  explicit SpatialDropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "SpatialDropout"; }
+  std::string describe() const override;
+  nlohmann::json config() const override { return {{"type", "SpatialDropout"}, {"p", p_}}; }
+ private:
+  double p_;
+};
+// y = body(x) + shortcut(x), or body(x) + x without a shortcut (the residual add).
+class Residual : public Module {
+ public:
+  explicit Residual(ModulePtr body, ModulePtr shortcut = nullptr);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Residual"; }
+  std::string describe() const override;
+  nlohmann::json config() const override;
+ private:
+  ModulePtr body_, shortcut_;
+};
+
+}  // namespace aether::nn

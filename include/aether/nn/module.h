@@ -1,0 +1,89 @@
+// aether/nn/module.h - Module: a layer with named parameters, buffers and child modules.
+//
+// A Module owns its tensors as members and registers them by name; named_parameters() walks the
+// tree and names them by path ("0.weight", "3.body.1.running_mean"). Modules are held by
+// std::shared_ptr and never copied, so registered pointers stay valid.
+//
+//   auto net = std::make_shared<nn::Sequential>();
+//   net->add(std::make_shared<nn::Linear>(784, 128));
+//   net->add(std::make_shared<nn::ReLU>());
+//   Tensor y = (*net)(x);
+//   std::cout << nn::summary(*net, {1, 784});
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aether/core/tensor.h"
+
+namespace aether::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor*>>;
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  // "Conv2d"; describe() adds the hyperparameters: "Conv2d(3 -> 32, 3x3, stride 1, pad same)".
+  virtual std::string type_name() const = 0;
+  virtual std::string describe() const { return type_name(); }
+  // The constructor arguments as JSON, so module_from_config() can rebuild the module.
+  virtual nlohmann::json config() const = 0;
+
+  NamedTensors named_parameters(const std::string& prefix = "");
+  NamedTensors named_buffers(const std::string& prefix = "");
+  std::vector<Tensor> parameters();
+  int64_t num_parameters();
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+
+  // Training mode (dropout active, batch norm uses and updates batch statistics) or evaluation.
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  // Moves parameters and buffers to `device` (their values; requires_grad is kept).
+  void to(Device device);
+
+ protected:
+  void register_parameter(const std::string& name, Tensor& t);  // also sets requires_grad
+  void register_buffer(const std::string& name, Tensor& t);
+  void register_module(const std::string& name, std::shared_ptr<Module> m);
+
+ private:
+  std::vector<std::pair<std::string, Tensor*>> params_, buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+using ModulePtr = std::shared_ptr<Module>;
+
+// Layers applied in order; children are named by position ("0", "1", ...).
+class Sequential : public Module {
+ public:
+  Sequential() = default;
+  explicit Sequential(std::vector<ModulePtr> layers);
+  Sequential& add(ModulePtr layer);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Sequential"; }
+  nlohmann::json config() const override;
+  size_t size() const { return children().size(); }
+  const ModulePtr& operator[](size_t i) const { return children()[i].second; }
+};
+
+// A table like Keras' model.summary(): layer, output shape, parameters, and totals. Shapes come
+// from building the forward graph on a lazy input of `input_shape` (nothing is computed).
+std::string summary(Module& m, const Shape& input_shape);
+
+// Rebuilds a module (and its children) from config(); weights are fresh (load them afterwards).
+ModulePtr module_from_config(const nlohmann::json& config);
+
+}  // namespace aether::nn

@@ -1,0 +1,116 @@
+// aether/optim/optimizer.h - SGD (momentum, Nesterov, weight decay), Adam and AdamW, gradient
+// clipping by global norm.
+//
+// An optimizer holds handles to the parameters (the same tensors the Module owns) and its state
+// tensors. step() reads each parameter's grad(), records the update as lazy tensor ops, assigns
+// the new values (Tensor::assign keeps the parameters' identity) and realizes all parameters and
+// state together, so the whole update is one schedule.
+//
+// The formulas are PyTorch's (torch.optim), written in each class comment; tests check them
+// against values computed by hand.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aether/core/tensor.h"
+
+namespace aether::optim {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // One update from the current gradients (parameters without a gradient are skipped).
+  void step();
+  void zero_grad();
+  double lr() const { return lr_; }
+  void set_lr(double lr);
+  int64_t steps() const { return steps_; }
+  const std::vector<Tensor>& params() const { return params_; }
+
+  virtual std::string type_name() const = 0;
+  virtual nlohmann::json config() const = 0;
+  // State tensors for checkpoints, named "<param index>.<slot>" (e.g. "3.momentum"); and the step
+  // count, restored with set_steps().
+  std::vector<std::pair<std::string, Tensor*>> named_state();
+  void set_steps(int64_t s) { steps_ = s; }
+
+ protected:
+  // The update of parameter i (grad g) at 1-based step t: returns the new value; updates state.
+  virtual Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) = 0;
+  // A zero-initialised state slot of parameter i, created on first use.
+  Tensor& slot(size_t i, const std::string& name);
+
+  std::vector<Tensor> params_;
+  double lr_;
+  int64_t steps_ = 0;
+
+ private:
+  std::vector<std::vector<std::pair<std::string, Tensor>>> state_;  // per parameter
+};
+
+// SGD, as torch.optim.SGD:
+//   g = grad + weight_decay * p
+//   buf = momentum * buf + (1 - dampening) * g     (buf = g on the first step)
+//   g = nesterov ? g + momentum * buf : buf         (when momentum != 0)
+//   p = p - lr * g
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  bool nesterov = false;
+  double weight_decay = 0;
+};
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions o);
+  std::string type_name() const override { return "SGD"; }
+  nlohmann::json config() const override;
+
+ protected:
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) override;
+
+ private:
+  SGDOptions o_;
+};
+
+// Adam / AdamW, as torch.optim.Adam and AdamW:
+//   Adam:  g = grad + weight_decay * p          AdamW: p = p * (1 - lr * weight_decay)
+//   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+//   p = p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+};
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled_weight_decay = false);
+  std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
+  nlohmann::json config() const override;
+
+ protected:
+  Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) override;
+
+ private:
+  AdamOptions o_;
+  bool decoupled_;
+};
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions o) : Adam(std::move(params), o, true) {}
+};
+
+// Scales every gradient by min(1, max_norm / (total_norm + 1e-6)), where total_norm is the
+// 2-norm of all gradients together (torch.nn.utils.clip_grad_norm_). Returns total_norm (lazy).
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace aether::optim

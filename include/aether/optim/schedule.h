@@ -1,0 +1,84 @@
+// aether/optim/schedule.h - learning-rate schedules: a pure function of the step number.
+//
+// lr(step) for step = 0, 1, 2, ... (the number of optimizer steps already taken). Being pure, a
+// schedule's position is just the step count, which checkpoints save.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace aether::optim {
+
+class LRSchedule {
+ public:
+  virtual ~LRSchedule() = default;
+  virtual double lr(int64_t step) const = 0;
+  virtual nlohmann::json config() const = 0;
+};
+
+// base for every step.
+class ConstantLR : public LRSchedule {
+ public:
+  explicit ConstantLR(double base) : base_(base) {}
+  double lr(int64_t) const override { return base_; }
+  nlohmann::json config() const override { return {{"type", "constant"}, {"base", base_}}; }
+ private:
+  double base_;
+};
+
+// base * gamma^floor(step / step_size)   (torch StepLR)
+class StepLR : public LRSchedule {
+ public:
+  StepLR(double base, int64_t step_size, double gamma = 0.1);
+  double lr(int64_t step) const override;
+  nlohmann::json config() const override;
+ private:
+  double base_;
+  int64_t step_size_;
+  double gamma_;
+};
+
+// min + (base - min) * (1 + cos(pi * step / total)) / 2, then min after `total`.
+class CosineLR : public LRSchedule {
+ public:
+  CosineLR(double base, int64_t total_steps, double min_lr = 0);
+  double lr(int64_t step) const override;
+  nlohmann::json config() const override;
+ private:
+  double base_;
+  int64_t total_;
+  double min_;
+};
+
+// Linear warm-up from 0 to base over `warmup` steps, then linear decay to `final_lr` at `total`.
+class WarmupLinearLR : public LRSchedule {
+ public:
+  WarmupLinearLR(double base, int64_t warmup_steps, int64_t total_steps, double final_lr = 0);
+  double lr(int64_t step) const override;
+  nlohmann::json config() const override;
+ private:
+  double base_;
+  int64_t warmup_, total_;
+  double final_;
+};
+
+// One-cycle (Smith), as torch OneCycleLR with cosine annealing and three phases off:
+// from max/div_factor up to max over pct_start * total steps, then down to
+// max/(div_factor * final_div_factor) at `total`.
+class OneCycleLR : public LRSchedule {
+ public:
+  OneCycleLR(double max_lr, int64_t total_steps, double pct_start = 0.3, double div_factor = 25,
+             double final_div_factor = 1e4);
+  double lr(int64_t step) const override;
+  nlohmann::json config() const override;
+ private:
+  double max_;
+  int64_t total_;
+  double pct_, div_, final_div_;
+};
+
+std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c);
+
+}  // namespace aether::optim

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages aether needs to build, test and train, if any are missing.
+# Uses apt-get as root, or through sudo otherwise. Safe to run repeatedly.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config ccache clang
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libdnnl-dev libomp-dev
+  nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
+  python3 xz-utils
+  dataset-fashion-mnist
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "aether: installing missing packages: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  SUDO="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

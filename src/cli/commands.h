@@ -1,0 +1,19 @@
+// The CLI's subcommands: each file registers its options and a run function.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#ifndef AETHER_VERSION_STRING
+#define AETHER_VERSION_STRING "0.1.0"
+#endif
+
+namespace aether::cli {
+
+void register_demo(CLI::App& app);
+void register_devices(CLI::App& app);
+// Runs the chosen subcommand's callback; returns the process exit code.
+int run_selected(CLI::App& app);
+// Set by a subcommand's callback.
+int& exit_code();
+
+}  // namespace aether::cli

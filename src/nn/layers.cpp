@@ -1,0 +1,217 @@
+// The layers: thin Modules over the functional ops.
+#include "aether/nn/layers.h"
+
+#include <cmath>
+
+#include "aether/ops/nn.h"
+
+namespace aether::nn {
+namespace {
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)): PyTorch's default for conv and linear weights and biases.
+Tensor kaiming_uniform(const Shape& shape, int64_t fan_in) {
+  const double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fan_in, 1)));
+  return Tensor::uniform(shape, -bound, bound).realize().detach();
+}
+std::string size2(Size2 s) { return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w); }
+nlohmann::json size2_json(Size2 s) { return {s.h, s.w}; }
+}  // namespace
+
+// ---- Linear -------------------------------------------------------------------------------------------
+Linear::Linear(int64_t in, int64_t out, bool use_bias) : in_(in), out_(out) {
+  AETHER_CHECK(in > 0 && out > 0, "Linear", "features must be positive, got ", in, " -> ", out);
+  weight = kaiming_uniform({out, in}, in);
+  register_parameter("weight", weight);
+  if (use_bias) {
+    bias = kaiming_uniform({out}, in);
+    register_parameter("bias", bias);
+  }
+}
+Tensor Linear::forward(const Tensor& x) {
+  AETHER_CHECK(x.ndim() >= 1 && x.shape().back() == in_, "Linear", "expected input (..., ", in_, "), got ",
+               to_string(x.shape()));
+  return linear(x, weight, bias);
+}
+std::string Linear::describe() const { return detail::cat("Linear(", in_, " -> ", out_, bias.defined() ? "" : ", no bias", ")"); }
+nlohmann::json Linear::config() const {
+  return {{"type", "Linear"}, {"in", in_}, {"out", out_}, {"bias", bias.defined()}};
+}
+
+// ---- Conv2d -------------------------------------------------------------------------------------------
+Conv2d::Conv2d(int64_t in, int64_t out, Size2 kernel, Conv2dOptions opt, bool use_bias)
+    : in_(in), out_(out), kernel_(kernel), opt_(opt) {
+  AETHER_CHECK(in > 0 && out > 0 && kernel.h > 0 && kernel.w > 0, "Conv2d", "bad sizes ", in, " -> ", out,
+               " kernel ", kernel.h, "x", kernel.w);
+  AETHER_CHECK(opt.groups >= 1 && in % opt.groups == 0 && out % opt.groups == 0, "Conv2d", "channels ", in,
+               " -> ", out, " are not divisible by groups ", opt.groups);
+  const int64_t fan_in = in / opt.groups * kernel.h * kernel.w;
+  weight = kaiming_uniform({out, kernel.h, kernel.w, in / opt.groups}, fan_in);
+  register_parameter("weight", weight);
+  if (use_bias) {
+    bias = kaiming_uniform({out}, fan_in);
+    register_parameter("bias", bias);
+  }
+}
+Tensor Conv2d::forward(const Tensor& x) {
+  AETHER_CHECK(x.ndim() == 4 && x.shape()[3] == in_, "Conv2d", "expected input (N, H, W, ", in_, "), got ",
+               to_string(x.shape()));
+  return conv2d(x, weight, bias, opt_);
+}
+std::string Conv2d::describe() const {
+  const auto& p = opt_.padding;
+  const std::string pad = p.same ? "same" : (p.top == p.bottom && p.left == p.right && p.top == p.left)
+                                                ? std::to_string(p.top)
+                                                : detail::cat(p.top, ",", p.bottom, ",", p.left, ",", p.right);
+  return detail::cat("Conv2d(", in_, " -> ", out_, ", ", kernel_.h, "x", kernel_.w, ", stride ", size2(opt_.stride),
+                     ", pad ", pad, opt_.dilation.h != 1 || opt_.dilation.w != 1 ? ", dil " + size2(opt_.dilation) : "",
+                     opt_.groups != 1 ? ", groups " + std::to_string(opt_.groups) : "",
+                     bias.defined() ? "" : ", no bias", ")");
+}
+nlohmann::json Conv2d::config() const {
+  const auto& p = opt_.padding;
+  nlohmann::json pad = p.same ? nlohmann::json("same") : nlohmann::json({p.top, p.bottom, p.left, p.right});
+  return {{"type", "Conv2d"},           {"in", in_},
+          {"out", out_},                {"kernel", size2_json(kernel_)},
+          {"stride", size2_json(opt_.stride)}, {"padding", pad},
+          {"dilation", size2_json(opt_.dilation)}, {"groups", opt_.groups},
+          {"bias", bias.defined()}};
+}
+
+// ---- BatchNorm ----------------------------------------------------------------------------------------
+BatchNorm::BatchNorm(int64_t c, int dims, double momentum, double eps, bool affine)
+    : channels_(c), dims_(dims), momentum_(momentum), eps_(eps), affine_(affine) {
+  AETHER_CHECK(c > 0 && (dims == 1 || dims == 2), "BatchNorm", "bad channels ", c, " or dims ", dims);
+  AETHER_CHECK(momentum >= 0 && momentum <= 1 && eps > 0, "BatchNorm", "momentum must be in [0, 1] and eps > 0");
+  if (affine) {
+    weight = Tensor::ones({c}).realize().detach();
+    bias = Tensor::zeros({c}).realize().detach();
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+  running_mean = Tensor::zeros({c}).realize().detach();
+  running_var = Tensor::ones({c}).realize().detach();
+  register_buffer("running_mean", running_mean);
+  register_buffer("running_var", running_var);
+}
+Tensor BatchNorm::forward(const Tensor& x) {
+  const int want = dims_ == 1 ? 2 : 4;
+  AETHER_CHECK(x.ndim() == want && x.shape().back() == channels_, type_name(), "expected input ",
+               dims_ == 1 ? "(N, " : "(N, H, W, ", channels_, "), got ", to_string(x.shape()));
+  auto r = batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+  if (is_training()) {
+    NoGradGuard no_grad;
+    running_mean.assign(r.new_running_mean.detach());
+    running_var.assign(r.new_running_var.detach());
+  }
+  return r.out;
+}
+std::string BatchNorm::describe() const { return detail::cat(type_name(), "(", channels_, ")"); }
+nlohmann::json BatchNorm::config() const {
+  return {{"type", type_name()}, {"channels", channels_}, {"momentum", momentum_}, {"eps", eps_}, {"affine", affine_}};
+}
+
+// ---- parameter-free layers -------------------------------------------------------------------------------
+Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, slope_); }
+Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
+Tensor Softmax::forward(const Tensor& x) { return softmax(x, axis_); }
+Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, k_, s_, p_); }
+std::string MaxPool2d::describe() const { return "MaxPool2d(" + size2(k_) + ")"; }
+nlohmann::json MaxPool2d::config() const {
+  return {{"type", "MaxPool2d"}, {"kernel", size2_json(k_)}, {"stride", size2_json(s_)}, {"padding", size2_json(p_)}};
+}
+Tensor AvgPool2d::forward(const Tensor& x) { return avg_pool2d(x, k_, s_, p_, cip_); }
+std::string AvgPool2d::describe() const { return "AvgPool2d(" + size2(k_) + ")"; }
+nlohmann::json AvgPool2d::config() const {
+  return {{"type", "AvgPool2d"},          {"kernel", size2_json(k_)},
+          {"stride", size2_json(s_)},    {"padding", size2_json(p_)},
+          {"count_include_pad", cip_}};
+}
+Tensor GlobalAvgPool2d::forward(const Tensor& x) { return global_avg_pool2d(x); }
+Tensor GlobalMaxPool2d::forward(const Tensor& x) { return global_max_pool2d(x); }
+
+Dropout::Dropout(double p) : p_(p) {
+  AETHER_CHECK(p >= 0 && p < 1, "Dropout", "p must be in [0, 1), got ", p);
+}
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p_, is_training()); }
+std::string Dropout::describe() const { return detail::cat("Dropout(", p_, ")"); }
+SpatialDropout::SpatialDropout(double p) : p_(p) {
+  AETHER_CHECK(p >= 0 && p < 1, "SpatialDropout", "p must be in [0, 1), got ", p);
+}
+Tensor SpatialDropout::forward(const Tensor& x) { return spatial_dropout(x, p_, is_training()); }
+std::string SpatialDropout::describe() const { return detail::cat("SpatialDropout(", p_, ")"); }
+
+// ---- Residual -------------------------------------------------------------------------------------------
+Residual::Residual(ModulePtr body, ModulePtr shortcut) : body_(std::move(body)), shortcut_(std::move(shortcut)) {
+  register_module("body", body_);
+  if (shortcut_) register_module("shortcut", shortcut_);
+}
+Tensor Residual::forward(const Tensor& x) {
+  const Tensor y = body_->forward(x);
+  const Tensor s = shortcut_ ? shortcut_->forward(x) : x;
+  AETHER_CHECK(y.shape() == s.shape(), "Residual", "body output ", to_string(y.shape()), " and shortcut ",
+               to_string(s.shape()), " differ");
+  return y + s;
+}
+std::string Residual::describe() const {
+  return "Residual(" + body_->describe() + (shortcut_ ? " + " + shortcut_->describe() : " + identity") + ")";
+}
+nlohmann::json Residual::config() const {
+  nlohmann::json j{{"type", "Residual"}, {"body", body_->config()}};
+  if (shortcut_) j["shortcut"] = shortcut_->config();
+  return j;
+}
+
+// ---- rebuilding from config --------------------------------------------------------------------------------
+namespace {
+Size2 size2_from(const nlohmann::json& j) { return j.is_array() ? Size2(j.at(0), j.at(1)) : Size2(j.get<int64_t>()); }
+}  // namespace
+
+ModulePtr module_from_config(const nlohmann::json& c) {
+  AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config", "expected an object with a \"type\", got ",
+               c.dump());
+  const std::string t = c.at("type");
+  try {
+    if (t == "Sequential") {
+      auto s = std::make_shared<Sequential>();
+      for (const auto& l : c.at("layers")) s->add(module_from_config(l));
+      return s;
+    }
+    if (t == "Linear") return std::make_shared<Linear>(c.at("in"), c.at("out"), c.value("bias", true));
+    if (t == "Conv2d") {
+      Conv2dOptions o;
+      o.stride = size2_from(c.at("stride"));
+      o.dilation = size2_from(c.at("dilation"));
+      o.groups = c.at("groups");
+      const auto& p = c.at("padding");
+      o.padding = p.is_string() ? Padding2d(p.get<std::string>())
+                                : Padding2d(p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<int64_t>(),
+                                            p.at(3).get<int64_t>());
+      return std::make_shared<Conv2d>(c.at("in"), c.at("out"), size2_from(c.at("kernel")), o, c.value("bias", true));
+    }
+    if (t == "BatchNorm1d" || t == "BatchNorm2d")
+      return std::make_shared<BatchNorm>(c.at("channels"), t == "BatchNorm1d" ? 1 : 2, c.at("momentum"), c.at("eps"),
+                                         c.value("affine", true));
+    if (t == "ReLU") return std::make_shared<ReLU>();
+    if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(c.at("slope"));
+    if (t == "GELU") return std::make_shared<GELU>(c.value("tanh_approx", false));
+    if (t == "Softmax") return std::make_shared<Softmax>(c.value("axis", -1));
+    if (t == "MaxPool2d")
+      return std::make_shared<MaxPool2d>(size2_from(c.at("kernel")), size2_from(c.at("stride")),
+                                         size2_from(c.at("padding")));
+    if (t == "AvgPool2d")
+      return std::make_shared<AvgPool2d>(size2_from(c.at("kernel")), size2_from(c.at("stride")),
+                                         size2_from(c.at("padding")), c.value("count_include_pad", false));
+    if (t == "GlobalAvgPool2d") return std::make_shared<GlobalAvgPool2d>();
+    if (t == "GlobalMaxPool2d") return std::make_shared<GlobalMaxPool2d>();
+    if (t == "Flatten") return std::make_shared<Flatten>();
+    if (t == "Dropout") return std::make_shared<Dropout>(c.at("p"));
+    if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(c.at("p"));
+    if (t == "Residual")
+      return std::make_shared<Residual>(module_from_config(c.at("body")),
+                                        c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(detail::cat("module_from_config: bad ", t, " config ", c.dump(), ": ", e.what()));
+  }
+  throw Error("module_from_config: unknown layer type '" + t + "'");
+}
+
+}  // namespace aether::nn

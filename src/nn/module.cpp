@@ -1,0 +1,129 @@
+// Module bookkeeping (names, modes, devices), Sequential and the summary table.
+#include "aether/nn/module.h"
+
+#include <array>
+#include <iomanip>
+#include <sstream>
+
+namespace aether::nn {
+namespace {
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+}  // namespace
+
+void Module::register_parameter(const std::string& name, Tensor& t) {
+  AETHER_CHECK(t.defined(), "register_parameter", "parameter '", name, "' is an empty tensor");
+  if (!t.requires_grad()) t.set_requires_grad(true);
+  params_.emplace_back(name, &t);
+}
+void Module::register_buffer(const std::string& name, Tensor& t) { buffers_.emplace_back(name, &t); }
+void Module::register_module(const std::string& name, std::shared_ptr<Module> m) {
+  AETHER_CHECK(m != nullptr, "register_module", "module '", name, "' is null");
+  children_.emplace_back(name, std::move(m));
+}
+
+NamedTensors Module::named_parameters(const std::string& prefix) {
+  NamedTensors out;
+  for (auto& [n, t] : params_) out.emplace_back(join(prefix, n), t);
+  for (auto& [n, c] : children_) {
+    auto sub = c->named_parameters(join(prefix, n));
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+NamedTensors Module::named_buffers(const std::string& prefix) {
+  NamedTensors out;
+  for (auto& [n, t] : buffers_) out.emplace_back(join(prefix, n), t);
+  for (auto& [n, c] : children_) {
+    auto sub = c->named_buffers(join(prefix, n));
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() {
+  std::vector<Tensor> out;
+  for (auto& [n, t] : named_parameters()) out.push_back(*t);
+  return out;
+}
+
+int64_t Module::num_parameters() {
+  int64_t n = 0;
+  for (auto& [name, t] : named_parameters()) n += t->numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [n, c] : children_) c->train(on);
+}
+
+void Module::to(Device device) {
+  for (auto* group : {&params_, &buffers_})
+    for (auto& [n, t] : *group) {
+      if (t->device() == device) continue;
+      const bool rg = t->requires_grad();
+      *t = t->detach().to(device);
+      if (rg) t->set_requires_grad(true);
+    }
+  for (auto& [n, c] : children_) c->to(device);
+}
+
+Sequential::Sequential(std::vector<ModulePtr> layers) {
+  for (auto& l : layers) add(std::move(l));
+}
+
+Sequential& Sequential::add(ModulePtr layer) {
+  register_module(std::to_string(children().size()), std::move(layer));
+  return *this;
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor h = x;
+  for (auto& [n, c] : children()) h = c->forward(h);
+  return h;
+}
+
+nlohmann::json Sequential::config() const {
+  nlohmann::json layers = nlohmann::json::array();
+  for (auto& [n, c] : children()) layers.push_back(c->config());
+  return {{"type", "Sequential"}, {"layers", layers}};
+}
+
+std::string summary(Module& m, const Shape& input_shape) {
+  NoGradGuard no_grad;
+  std::vector<std::array<std::string, 3>> rows;
+  Tensor x = Tensor::zeros(input_shape);
+  auto* seq = dynamic_cast<Sequential*>(&m);
+  if (seq) {
+    for (auto& [n, c] : seq->children()) {
+      x = c->forward(x);
+      rows.push_back({n + " " + c->describe(), to_string(x.shape()), std::to_string(c->num_parameters())});
+    }
+  } else {
+    x = m.forward(x);
+    rows.push_back({m.describe(), to_string(x.shape()), std::to_string(m.num_parameters())});
+  }
+  size_t w0 = 5, w1 = 12, w2 = 7;
+  for (auto& r : rows) {
+    w0 = std::max(w0, r[0].size());
+    w1 = std::max(w1, r[1].size());
+    w2 = std::max(w2, r[2].size());
+  }
+  std::ostringstream os;
+  const std::string rule(w0 + w1 + w2 + 6, '-');
+  os << std::left << std::setw(int(w0)) << "Layer" << "   " << std::setw(int(w1)) << "Output shape" << "   "
+     << std::right << std::setw(int(w2)) << "Params" << "\n" << rule << "\n";
+  for (auto& r : rows)
+    os << std::left << std::setw(int(w0)) << r[0] << "   " << std::setw(int(w1)) << r[1] << "   " << std::right
+       << std::setw(int(w2)) << r[2] << "\n";
+  int64_t trainable = m.num_parameters(), buffers = 0;
+  for (auto& [n, t] : m.named_buffers()) buffers += t->numel();
+  os << rule << "\nInput shape: " << to_string(input_shape) << "\nTrainable parameters: " << trainable
+     << "\nBuffers (non-trainable): " << buffers << "\n";
+  return os.str();
+}
+
+}  // namespace aether::nn

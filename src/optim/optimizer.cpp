@@ -1,0 +1,128 @@
+// Optimizer bookkeeping and the SGD / Adam / AdamW updates.
+#include "aether/optim/optimizer.h"
+
+#include <cmath>
+
+namespace aether::optim {
+
+Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+  AETHER_CHECK(lr >= 0 && std::isfinite(lr), "optimizer", "learning rate must be finite and >= 0, got ", lr);
+  for (size_t i = 0; i < params_.size(); ++i)
+    AETHER_CHECK(params_[i].defined() && params_[i].requires_grad(), "optimizer", "parameter ", i,
+                 " does not require grad");
+  state_.resize(params_.size());
+}
+
+void Optimizer::set_lr(double lr) {
+  AETHER_CHECK(lr >= 0 && std::isfinite(lr), "optimizer", "learning rate must be finite and >= 0, got ", lr);
+  lr_ = lr;
+}
+
+Tensor& Optimizer::slot(size_t i, const std::string& name) {
+  for (auto& [n, t] : state_[i])
+    if (n == name) return t;
+  state_[i].emplace_back(name, Tensor::zeros(params_[i].shape(), params_[i].dtype()).realize().detach());
+  return state_[i].back().second;
+}
+
+std::vector<std::pair<std::string, Tensor*>> Optimizer::named_state() {
+  std::vector<std::pair<std::string, Tensor*>> out;
+  for (size_t i = 0; i < state_.size(); ++i)
+    for (auto& [n, t] : state_[i]) out.emplace_back(std::to_string(i) + "." + n, &t);
+  return out;
+}
+
+void Optimizer::step() {
+  NoGradGuard no_grad;
+  ++steps_;
+  std::vector<Tensor> touched;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = params_[i].grad();
+    if (!g.defined()) continue;
+    AETHER_CHECK(g.shape() == params_[i].shape(), "optimizer", "gradient of parameter ", i, " has shape ",
+                 to_string(g.shape()), ", expected ", to_string(params_[i].shape()));
+    Tensor p = params_[i].detach();
+    params_[i].assign(update(i, p, g.cast(p.dtype()), steps_));
+    touched.push_back(params_[i]);
+  }
+  for (auto& per_param : state_)
+    for (auto& [n, t] : per_param) touched.push_back(t);
+  realize(touched);  // one schedule for the whole update
+}
+
+void Optimizer::zero_grad() {
+  for (auto& p : params_) p.zero_grad();
+}
+
+// ---- SGD ----------------------------------------------------------------------------------------------
+SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params), o.lr), o_(o) {
+  AETHER_CHECK(o.momentum >= 0 && o.weight_decay >= 0, "SGD", "momentum and weight_decay must be >= 0");
+  AETHER_CHECK(!o.nesterov || (o.momentum > 0 && o.dampening == 0), "SGD",
+               "Nesterov momentum needs momentum > 0 and dampening 0");
+}
+
+Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t t) {
+  Tensor g = o_.weight_decay != 0 ? grad + p * o_.weight_decay : grad;
+  if (o_.momentum != 0) {
+    Tensor& buf = slot(i, "momentum");
+    const Tensor nb = t == 1 ? g : buf * o_.momentum + g * (1 - o_.dampening);
+    buf = nb;
+    g = o_.nesterov ? g + nb * o_.momentum : nb;
+  }
+  return p - g * lr_;
+}
+
+nlohmann::json SGD::config() const {
+  return {{"type", "SGD"},          {"lr", lr_},
+          {"momentum", o_.momentum}, {"dampening", o_.dampening},
+          {"nesterov", o_.nesterov}, {"weight_decay", o_.weight_decay}};
+}
+
+// ---- Adam / AdamW -----------------------------------------------------------------------------------------
+Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
+    : Optimizer(std::move(params), o.lr), o_(o), decoupled_(decoupled) {
+  AETHER_CHECK(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 && o.beta2 < 1 && o.eps > 0 && o.weight_decay >= 0,
+               type_name(), "need 0 <= beta < 1, eps > 0, weight_decay >= 0");
+}
+
+Tensor Adam::update(size_t i, const Tensor& p0, const Tensor& grad, int64_t t) {
+  Tensor p = p0, g = grad;
+  if (o_.weight_decay != 0) {
+    if (decoupled_) p = p * (1 - lr_ * o_.weight_decay);
+    else g = g + p * o_.weight_decay;
+  }
+  Tensor& m = slot(i, "exp_avg");
+  Tensor& v = slot(i, "exp_avg_sq");
+  m = m * o_.beta1 + g * (1 - o_.beta1);
+  v = v * o_.beta2 + g * g * (1 - o_.beta2);
+  const double bc1 = 1 - std::pow(o_.beta1, double(t)), bc2 = 1 - std::pow(o_.beta2, double(t));
+  return p - (m / bc1) / ((v / bc2).sqrt() + o_.eps) * lr_;
+}
+
+nlohmann::json Adam::config() const {
+  return {{"type", type_name()}, {"lr", lr_}, {"beta1", o_.beta1}, {"beta2", o_.beta2},
+          {"eps", o_.eps},       {"weight_decay", o_.weight_decay}};
+}
+
+// ---- clipping --------------------------------------------------------------------------------------------
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  AETHER_CHECK(max_norm > 0, "clip_grad_norm", "max_norm must be > 0, got ", max_norm);
+  NoGradGuard no_grad;
+  Tensor total;
+  for (const auto& p : params) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    const Tensor s = g.cast(DType::float32).square().sum();
+    total = total.defined() ? total + s : s;
+  }
+  if (!total.defined()) return Tensor::scalar(0);
+  const Tensor norm = total.sqrt();
+  const Tensor scale = (max_norm / (norm + 1e-6)).minimum(Tensor::scalar(1.0));
+  for (const auto& p : params) {
+    const Tensor g = p.grad();
+    if (g.defined()) const_cast<Tensor&>(p).set_grad(g * scale.cast(g.dtype()));
+  }
+  return norm;
+}
+
+}  // namespace aether::optim
