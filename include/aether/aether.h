@@ -1,4 +1,6 @@
-// aether/aether.h - everything a user needs.
+// aether/aether.h - the tensor library: tensors, the lazy graph, autograd, functional ops.
+// Layers, optimizers, data and the Model API: aether/nn/*.h, aether/optim/*.h, aether/data/data.h,
+// aether/model/model.h (or aether/all.h for everything).
 #pragma once
 
 #include "aether/backend/backend.h"
@@ -13,3 +15,5 @@
 #include "aether/graph/op.h"
 #include "aether/graph/primitives.h"
 #include "aether/graph/print.h"
+#include "aether/ops/conv.h"
+#include "aether/ops/nn.h"

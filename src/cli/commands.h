@@ -11,6 +11,8 @@ namespace aether::cli {
 
 void register_demo(CLI::App& app);
 void register_devices(CLI::App& app);
+void register_train(CLI::App& app);  // train, evaluate, summary
+void register_data(CLI::App& app);   // data fetch|verify, predict
 // Runs the chosen subcommand's callback; returns the process exit code.
 int run_selected(CLI::App& app);
 // Set by a subcommand's callback.

@@ -1,4 +1,5 @@
 // aether command-line program: subcommands are registered here, implemented in cli/*.cpp.
+// Every failure is one line on stderr and a non-zero exit: never a stack trace.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
@@ -12,18 +13,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("aether ") + AETHER_VERSION_STRING);
   aether::cli::register_demo(app);
   aether::cli::register_devices(app);
+  aether::cli::register_train(app);
+  aether::cli::register_data(app);
   try {
-    app.parse(argc, argv);
+    app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
-  }
-  try {
-    return aether::cli::run_selected(app);
-  } catch (const aether::Error& e) {
-    std::cerr << "aether: error: " << e.what() << "\n";
-    return 1;
   } catch (const std::exception& e) {
     std::cerr << "aether: error: " << e.what() << "\n";
     return 1;
   }
+  return aether::cli::run_selected(app);
 }

@@ -41,7 +41,7 @@ void check_shape(const Shape& s, const char* op) {
 }
 
 int normalize_axis(int64_t axis, int ndim, const char* op) {
-  AETHER_CHECK(axis >= -ndim && axis < std::max(ndim, 1), op, "axis ", axis,
+  AETHER_CHECK(axis >= -ndim && axis < ndim, op, "axis ", axis,
                " is out of range for a tensor with ", ndim, " dims (expected ", -ndim, " <= axis < ",
                ndim, ")");
   return int(axis < 0 ? axis + ndim : axis);

@@ -92,7 +92,12 @@ Tensor Tensor::randint(int64_t low, int64_t high, const Shape& shape, DType dtyp
   AETHER_CHECK(high > low, "randint", "empty range [", low, ", ", high, ")");
   AETHER_CHECK(is_int(dtype), "randint", "expected an integer dtype, got ", dtype_name(dtype));
   const Tensor u = rand(shape, DType::float64);
-  return (u * double(high - low) + double(low)).cast(dtype);  // float64 -> int truncates
+  // Truncate u * n (>= 0, so truncation is floor) before adding low: truncating u * n + low toward
+  // zero would fold (-1, 0) onto 0 and almost never give `low` when low < 0. The minimum guards
+  // u * n rounding up to n.
+  const double n = double(high - low);
+  const Tensor k = (u * n).cast(DType::int64).minimum(Tensor::scalar(n - 1, DType::int64));
+  return (k + Tensor::scalar(double(low), DType::int64)).cast(dtype);
 }
 
 // ---- properties -----------------------------------------------------------------------------------------

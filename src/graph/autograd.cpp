@@ -28,7 +28,8 @@ std::vector<TensorImpl*> reverse_topo(TensorImpl* root) {
   return {post.rbegin(), post.rend()};
 }
 
-// Runs backward from `root`. Leaf gradients go to `sink` (which decides where they accumulate).
+// Runs backward from `root`. Each tensor's complete gradient goes to `sink(tensor, grad)` (leaves
+// and intermediates alike; the sink decides what to keep), before its rule runs.
 template <typename Sink>
 void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Sink&& sink) {
   AETHER_CHECK(root.requires_grad(), "backward", "the tensor does not require grad (no input has "
@@ -54,10 +55,8 @@ void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Si
     if (it == grads.end()) continue;
     Tensor g = std::move(it->second);
     grads.erase(it);
-    if (!t->grad_fn) {
-      sink(t, g);
-      continue;
-    }
+    sink(t, g);  // complete: every consumer of t comes earlier in `order`
+    if (!t->grad_fn) continue;
     const GradFn& fn = *t->grad_fn;
     auto gs = grad_rule(fn, g);
     for (size_t i = 0; i < fn.next.size(); ++i) {
@@ -82,13 +81,10 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
 
 void Tensor::backward(const Tensor& dy, bool retain_graph) const {
   checked();
-  run_backward(*this, dy, retain_graph, [](TensorImpl* leaf, const Tensor& g) {
-    if (!leaf->requires_grad) return;
-    if (leaf->grad) {
-      leaf->grad = (Tensor(leaf->grad->node) + g).impl();
-    } else {
-      leaf->grad = g.impl();
-    }
+  run_backward(*this, dy, retain_graph, [](TensorImpl* t, const Tensor& g) {
+    if (t->grad_fn || !t->requires_grad) return;  // only leaves accumulate
+    // A fresh handle: g may be the caller's dy (or shared by two leaves), which must not alias .grad.
+    t->grad = t->grad ? (Tensor(t->grad->node) + g).impl() : g.detach().impl();
   });
 }
 
@@ -97,13 +93,9 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
   std::unordered_map<TensorImpl*, Tensor> found;
   std::unordered_set<TensorImpl*> wanted;
   for (const auto& t : inputs) wanted.insert(t.impl().get());
-  // Inputs that are not leaves get their gradient intercepted too: temporarily treat them as
-  // leaves by walking the full graph and collecting at every wanted node.
-  run_backward(output, dy, retain_graph, [&](TensorImpl* leaf, const Tensor& g) {
-    if (wanted.count(leaf)) {
-      auto [slot, inserted] = found.try_emplace(leaf, g);
-      if (!inserted) slot->second = slot->second + g;
-    }
+  // The sink sees every tensor's complete gradient, so inputs that are not leaves work too.
+  run_backward(output, dy, retain_graph, [&](TensorImpl* t, const Tensor& g) {
+    if (wanted.count(t)) found.emplace(t, g);
   });
   std::vector<Tensor> out;
   for (const auto& t : inputs) {

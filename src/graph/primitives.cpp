@@ -210,7 +210,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   AETHER_CHECK(a.ndim() == 3 && b.ndim() == 3 && a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1],
                "matmul", "expected (B,M,K) x (B,K,N), got ", desc(a), " x ", desc(b));
   AETHER_CHECK(a.dtype() == b.dtype(), "matmul", "expected equal dtypes, got ", desc(a), " x ", desc(b));
-  AETHER_CHECK(a.dtype() != DType::boolean, "matmul", "bool is not supported");
+  AETHER_CHECK(a.dtype() != DType::boolean, "matmul", "bool is not supported, got ", desc(a), " x ",
+               desc(b));
   return apply(Op::Matmul, {a, b}, {}, a.dtype(), {a.shape()[0], a.shape()[1], b.shape()[2]});
 }
 

@@ -67,20 +67,38 @@ Tensor Tensor::reciprocal() const { return prim::unary(Op::Recip, as_float(*this
 Tensor Tensor::sin() const { return prim::unary(Op::Sin, as_float(*this)); }
 Tensor Tensor::cos() const { return (as_float(*this) + std::numbers::pi / 2).sin(); }  // cos x = sin(x + pi/2)
 Tensor Tensor::square() const { return *this * *this; }
-Tensor Tensor::abs() const { return where(*this < 0.0, -*this, *this); }
+Tensor Tensor::abs() const {
+  if (dtype() == DType::boolean || dtype() == DType::uint8) return *this;  // never negative
+  return where(*this < 0.0, -*this, *this);
+}
 Tensor Tensor::maximum(const Tensor& o) const { return bin(Op::Max, *this, o, "maximum"); }
-Tensor Tensor::minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
+// Floats: -max(-a, -b), which keeps NaN propagation and Max's tie rule for gradients. Integers and
+// bool cannot be negated safely (uint8 0, INT_MIN, bool), so they select instead.
+Tensor Tensor::minimum(const Tensor& o) const {
+  broadcast_shapes(shape(), o.shape(), "minimum");  // so a mismatch names this op
+  const DType t = promote(dtype(), o.dtype());
+  const Tensor a = cast(t), b = o.cast(t);  // promote first: -x of uint8 or INT_MIN would wrap
+  if (is_float(t)) return -((-a).maximum(-b));
+  return where(a.le(b), a, b);
+}
 Tensor Tensor::clamp(double lo, double hi) const {
   return maximum(scalar_like(*this, lo)).minimum(scalar_like(*this, hi));
 }
 Tensor Tensor::pow(double e) const {
+  // x^0 = 1 everywhere (NaN and inf too), in x's dtype, with a zero gradient.
+  if (e == 0)
+    return where(Tensor::ones(shape(), DType::boolean, device()), Tensor::ones({}, dtype(), device()), *this);
   if (e == 1) return *this;
   if (e == 2) return square();
   if (e == 0.5) return sqrt();
   if (e == -1) return reciprocal();
-  if (e == std::floor(e) && std::abs(e) <= 4) {  // small integer powers by repeated multiplication
-    Tensor r = *this;
-    for (int i = 1; i < int(std::abs(e)); ++i) r = r * *this;
+  if (e == std::floor(e) && std::abs(e) < 2147483648.0) {
+    // Integer powers by repeated squaring: defined for negative x, exact for integer dtypes.
+    Tensor r, base = *this;
+    for (uint64_t n = uint64_t(std::abs(e)); n; n >>= 1) {
+      if (n & 1) r = r.defined() ? r * base : base;
+      if (n > 1) base = base * base;
+    }
     return e < 0 ? r.reciprocal() : r;
   }
   return (as_float(*this).log() * e).exp();  // x^e = exp(e ln x), for x > 0
@@ -101,8 +119,16 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond,
 
 // ReLU: x <= 0 ? 0 : x. NaN inputs pass through (as in PyTorch). Its backward is the Where rule:
 // one select, x <= 0 ? 0 : dy, i.e. out > 0 ? dy : 0; an upstream NaN at an inactive unit gives 0.
-Tensor Tensor::relu() const { return where(*this <= 0.0, 0.0, *this); }
-Tensor Tensor::sigmoid() const { return (1.0 + (-*this).exp()).reciprocal(); }
+// The zero has x's dtype, so relu keeps integer dtypes.
+Tensor Tensor::relu() const { return where(*this <= 0.0, Tensor::zeros({}, dtype(), device()), *this); }
+Tensor Tensor::sigmoid() const {
+  const Tensor x = as_float(*this);  // before negating: -x of uint8 would wrap
+  // Stable form: e = exp(-|x|) never overflows, so neither the value nor the gradient sees inf
+  // (1 / (1 + exp(-x)) has a 0 * inf = NaN gradient below about -88 in float32).
+  const Tensor e = (-x.abs()).exp();
+  const Tensor r = (1.0 + e).reciprocal();
+  return where(x >= 0.0, r, e * r);
+}
 Tensor Tensor::tanh() const { return (*this * 2.0).sigmoid() * 2.0 - 1.0; }
 
 }  // namespace aether

@@ -45,7 +45,15 @@ Tensor Tensor::max(const std::vector<int64_t>& axes, bool keepdim) const {
   return drop_axes(prim::reduce(Op::ReduceMax, *this, a), a, keepdim);
 }
 
-Tensor Tensor::min(const std::vector<int64_t>& axes, bool keepdim) const { return -((-*this).max(axes, keepdim)); }
+Tensor Tensor::min(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "min");
+  AETHER_CHECK(count(*this, a) > 0, "min", "reduction over an empty axis of shape ", to_string(shape()));
+  if (is_float(dtype())) return -((-*this).max(axes, keepdim));
+  // Integers: c - max(c - x) with c = all one bits (-1, or 255 for uint8) never overflows, unlike -x.
+  if (dtype() == DType::boolean) return cast(DType::uint8).min(axes, keepdim).cast(DType::boolean);
+  const Tensor c = Tensor::full({}, dtype() == DType::uint8 ? 255.0 : -1.0, dtype(), device());
+  return c - (c - *this).max(axes, keepdim);
+}
 
 Tensor Tensor::mean(const std::vector<int64_t>& axes, bool keepdim) const {
   const Axes a = norm_axes(*this, axes, "mean");

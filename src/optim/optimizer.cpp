@@ -32,10 +32,19 @@ std::vector<std::pair<std::string, Tensor*>> Optimizer::named_state() {
   return out;
 }
 
-void Optimizer::step() {
+void Optimizer::set_state(size_t i, const std::string& name, const Tensor& value) {
+  AETHER_CHECK(i < params_.size(), "optimizer", "state for parameter ", i, " but there are ", params_.size());
+  AETHER_CHECK(value.shape() == params_[i].shape() && value.dtype() == params_[i].dtype(), "optimizer",
+               "state '", name, "' of parameter ", i, " has shape ", to_string(value.shape()), " ",
+               dtype_name(value.dtype()), ", expected ", to_string(params_[i].shape()), " ",
+               dtype_name(params_[i].dtype()));
+  slot(i, name) = value.detach();
+}
+
+void Optimizer::step(const std::vector<Tensor>& also_realize) {
   NoGradGuard no_grad;
   ++steps_;
-  std::vector<Tensor> touched;
+  std::vector<Tensor> touched = also_realize;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = params_[i].grad();
     if (!g.defined()) continue;

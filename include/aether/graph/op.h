@@ -125,10 +125,12 @@ using Axes = std::vector<int>;
 using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg,
                            Pool2dArg>;
 
-// Output size of one conv/pool spatial dim: floor((in + pads - dil*(k-1) - 1) / stride) + 1.
+// Output size of one conv/pool spatial dim: floor((in + pads - dil*(k-1) - 1) / stride) + 1, or 0
+// when the (dilated) window does not fit (C++ division truncates toward zero, so check first).
 inline int64_t conv_out_size(int64_t in, int64_t k, int64_t stride, int64_t pad_lo, int64_t pad_hi,
                              int64_t dil) {
-  return (in + pad_lo + pad_hi - dil * (k - 1) - 1) / stride + 1;
+  const int64_t span = in + pad_lo + pad_hi - dil * (k - 1) - 1;
+  return span < 0 ? 0 : span / stride + 1;
 }
 
 }  // namespace aether

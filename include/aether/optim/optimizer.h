@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -27,8 +28,10 @@ class Optimizer {
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
-  // One update from the current gradients (parameters without a gradient are skipped).
-  void step();
+  // One update from the current gradients (parameters without a gradient are skipped). The new
+  // parameters, the state and `also_realize` (e.g. the loss, batch-norm buffers) are realized
+  // together, as one schedule.
+  void step(const std::vector<Tensor>& also_realize = {});
   void zero_grad();
   double lr() const { return lr_; }
   void set_lr(double lr);
@@ -41,6 +44,8 @@ class Optimizer {
   // count, restored with set_steps().
   std::vector<std::pair<std::string, Tensor*>> named_state();
   void set_steps(int64_t s) { steps_ = s; }
+  // Restores one state slot of parameter i (checkpoint loading); shape and dtype must match.
+  void set_state(size_t i, const std::string& slot_name, const Tensor& value);
 
  protected:
   // The update of parameter i (grad g) at 1-based step t: returns the new value; updates state.
@@ -53,7 +58,7 @@ class Optimizer {
   int64_t steps_ = 0;
 
  private:
-  std::vector<std::vector<std::pair<std::string, Tensor>>> state_;  // per parameter
+  std::vector<std::deque<std::pair<std::string, Tensor>>> state_;  // per parameter (deque: stable references)
 };
 
 // SGD, as torch.optim.SGD:

@@ -71,8 +71,12 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
     auto key = std::make_tuple(int(dtype), B, M, K, N);
     auto it = cache.find(key);
     if (it == cache.end()) {
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), cpu_engine());
-      it = cache.emplace(key, dnnl::matmul(pd)).first;
+      try {
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), cpu_engine());
+        it = cache.emplace(key, dnnl::matmul(pd)).first;
+      } catch (const dnnl::error&) {
+        return false;  // e.g. bf16 on a CPU without AVX-512: the caller runs the naive loop
+      }
     }
     prim = it->second;
   }

@@ -7,6 +7,7 @@
 // double for float64) except sums, which accumulate in double.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -14,6 +15,7 @@
 #include "aether/core/error.h"
 #include "aether/core/random.h"
 #include "kernels.h"
+#include "strided.h"
 
 namespace aether {
 namespace {
@@ -27,6 +29,20 @@ template <typename T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double,
                                    std::conditional_t<kIsFloatStorage<T>, float, int64_t>>;
 
+// double -> float rounded to odd (truncate, then set the last bit when inexact). Rounding that
+// float once more to float16/bfloat16 (far fewer bits) then equals rounding the double directly;
+// plain double -> float -> half would round twice and can miss a tie by 2^-40.
+inline float to_float_round_odd(double v) {
+  float f = float(v);
+  if (v != v || double(f) == v || !std::isfinite(f)) return f;  // NaN, exact or overflow
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if (std::fabs(double(f)) > std::fabs(v)) --u;  // toward zero
+  u |= 1u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 // Converts a computed value to storage type O with defined results everywhere (no UB):
 // float -> int truncates toward zero, NaN gives 0, out-of-range saturates; anything -> bool is != 0.
 template <typename O, typename C>
@@ -35,7 +51,8 @@ O convert(C v) {
     return v != C(0);
   } else if constexpr (kIsFloatStorage<O>) {
     if constexpr (std::is_same_v<O, double>) return double(v);
-    else return O(float(v));
+    else if constexpr (std::is_same_v<O, float> || std::is_same_v<C, float>) return O(float(v));
+    else return O(to_float_round_odd(double(v)));  // double or int64 -> 16-bit float: round once
   } else if constexpr (std::is_floating_point_v<C>) {
     if (v != v) return O(0);
     if (v <= C(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
@@ -102,8 +119,25 @@ void unary(Node& n, F f) {
   auto out = new_buffer(n);
   dispatch_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
-    auto in = reader<T>(*n.srcs[0]);
     T* o = out->as<T>();
+    const Node& src = *n.srcs[0];
+    const std::array<const View*, 1> views{&src.view};
+    if (!cpu::any_masked(views)) {  // fast path: strided rows
+      const auto plan = cpu::plan_rows(n.shape, views);
+      const T* s = src.buffer->as<T>();
+      const int64_t st = plan.inner_stride(0);
+      cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 1>& off) {
+        const T* p = s + off[0];
+        T* q = o + o0;
+        if (st == 1) {
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<T>(f(load_as_compute(p[j])));
+        } else {
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<T>(f(load_as_compute(p[j * st])));
+        }
+      });
+      return;
+    }
+    auto in = reader<T>(src);
     for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<T>(f(in(idx))); });
   });
   set_dense(n, std::move(out));
@@ -111,12 +145,23 @@ void unary(Node& n, F f) {
 
 void cast(Node& n) {
   auto out = new_buffer(n);
-  dispatch_dtype(n.srcs[0]->dtype, [&](auto stag) {
+  const Node& src = *n.srcs[0];
+  const std::array<const View*, 1> views{&src.view};
+  dispatch_dtype(src.dtype, [&](auto stag) {
     using S = decltype(stag);
-    auto in = reader<S>(*n.srcs[0]);
     dispatch_dtype(n.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* o = out->as<O>();
+      if (!cpu::any_masked(views)) {
+        const auto plan = cpu::plan_rows(n.shape, views);
+        const S* s = src.buffer->as<S>();
+        const int64_t st = plan.inner_stride(0);
+        cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 1>& off) {
+          for (int64_t j = 0; j < len; ++j) o[o0 + j] = convert<O>(load_as_compute(s[off[0] + j * st]));
+        });
+        return;
+      }
+      auto in = reader<S>(src);
       for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(in(idx)); });
     });
   });
@@ -127,13 +172,38 @@ void cast(Node& n) {
 template <typename F>
 void binary(Node& n, F f) {
   auto out = new_buffer(n);
-  dispatch_dtype(n.srcs[0]->dtype, [&](auto tag) {
+  const Node &na = *n.srcs[0], &nb = *n.srcs[1];
+  const std::array<const View*, 2> views{&na.view, &nb.view};
+  dispatch_dtype(na.dtype, [&](auto tag) {
     using T = decltype(tag);
-    auto a = reader<T>(*n.srcs[0]);
-    auto b = reader<T>(*n.srcs[1]);
     dispatch_dtype(n.dtype, [&](auto otag) {
       using O = decltype(otag);
       O* o = out->as<O>();
+      if (!cpu::any_masked(views)) {
+        const auto plan = cpu::plan_rows(n.shape, views);
+        const T *sa = na.buffer->as<T>(), *sb = nb.buffer->as<T>();
+        const int64_t ta = plan.inner_stride(0), tb = plan.inner_stride(1);
+        cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 2>& off) {
+          const T *pa = sa + off[0], *pb = sb + off[1];
+          O* q = o + o0;
+          // The common layouts get loops the compiler vectorises: both dense, or one broadcast.
+          if (ta == 1 && tb == 1) {
+            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), load_as_compute(pb[j])));
+          } else if (ta == 1 && tb == 0) {
+            const auto vb = load_as_compute(pb[0]);
+            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), vb));
+          } else if (ta == 0 && tb == 1) {
+            const auto va = load_as_compute(pa[0]);
+            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(va, load_as_compute(pb[j])));
+          } else {
+            for (int64_t j = 0; j < len; ++j)
+              q[j] = convert<O>(f(load_as_compute(pa[j * ta]), load_as_compute(pb[j * tb])));
+          }
+        });
+        return;
+      }
+      auto a = reader<T>(na);
+      auto b = reader<T>(nb);
       for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(f(a(idx), b(idx))); });
     });
   });
@@ -142,12 +212,36 @@ void binary(Node& n, F f) {
 
 void where(Node& n) {
   auto out = new_buffer(n);
-  auto c = reader<bool>(*n.srcs[0]);
+  const Node &nc = *n.srcs[0], &na = *n.srcs[1], &nb = *n.srcs[2];
+  const std::array<const View*, 3> views{&nc.view, &na.view, &nb.view};
   dispatch_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
-    auto a = reader<T>(*n.srcs[1]);
-    auto b = reader<T>(*n.srcs[2]);
     T* o = out->as<T>();
+    if (!cpu::any_masked(views)) {
+      const auto plan = cpu::plan_rows(n.shape, views);
+      const bool* sc = nc.buffer->as<bool>();
+      const T *sa = na.buffer->as<T>(), *sb = nb.buffer->as<T>();
+      const int64_t tc = plan.inner_stride(0), ta = plan.inner_stride(1), tb = plan.inner_stride(2);
+      cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 3>& off) {
+        const bool* pc = sc + off[0];
+        const T *pa = sa + off[1], *pb = sb + off[2];
+        T* q = o + o0;
+        if (tc == 1 && ta == 0 && tb == 1) {  // relu's backward: x <= 0 ? 0 : dy
+          const auto va = load_as_compute(pa[0]);
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<T>(pc[j] ? va : load_as_compute(pb[j]));
+        } else if (tc == 1 && ta == 1 && tb == 0) {
+          const auto vb = load_as_compute(pb[0]);
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<T>(pc[j] ? load_as_compute(pa[j]) : vb);
+        } else {
+          for (int64_t j = 0; j < len; ++j)
+            q[j] = convert<T>(pc[j * tc] ? load_as_compute(pa[j * ta]) : load_as_compute(pb[j * tb]));
+        }
+      });
+      return;
+    }
+    auto c = reader<bool>(nc);
+    auto a = reader<T>(na);
+    auto b = reader<T>(nb);
     for_each_index(n.shape, [&](int64_t i, const int64_t* idx) {
       o[i] = convert<T>(c(idx) ? a(idx) : b(idx));
     });
@@ -200,18 +294,74 @@ void reduce(Node& n, bool is_max) {
   const int64_t rcount = numel(rshape);
   const int nd = int(src.shape.size());
   auto out = new_buffer(n);
+  const int64_t out_n = numel(n.shape);
   dispatch_dtype(n.dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = Compute<T>;
     using Acc = std::conditional_t<std::is_floating_point_v<C>, double, C>;
-    auto in = reader<T>(src);
+    const Acc init = is_max ? (std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
+                                                                      : std::numeric_limits<Acc>::lowest())
+                            : Acc(0);
     T* o = out->as<T>();
+    if (!src.view.mask && out_n <= 4096 && rcount > 1 && numel(src.shape) > 0) {
+      // Fast path for few outputs (batch-norm statistics, bias gradients, losses): walk the input
+      // in strided rows; each fixed block of rows accumulates into its own partial outputs, and
+      // the partials are combined in block order, so the result does not depend on threads.
+      View ov = View::contiguous(n.shape);
+      for (int a : axes) ov.strides[size_t(a)] = 0;  // every reduced index lands on one output
+      const std::array<const View*, 2> views{&src.view, &ov};
+      const auto plan = cpu::plan_rows(src.shape, views);
+      const int64_t inner = plan.inner(), rows = numel(plan.shape) / inner;
+      const int64_t nblocks = std::min<int64_t>(rows, 64);
+      const int64_t per = (rows + nblocks - 1) / nblocks;
+      std::vector<Acc> partial(size_t(nblocks * out_n), init);
+      const T* s = src.buffer->as<T>();
+      const int64_t ti = plan.inner_stride(0), to = plan.inner_stride(1);
+      const int nd = int(plan.shape.size());
+#pragma omp parallel for schedule(static) if (nblocks > 1)
+      for (int64_t b = 0; b < nblocks; ++b) {
+        Acc* acc = partial.data() + b * out_n;
+        const int64_t r0 = b * per, r1 = std::min(rows, r0 + per);
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t oi = 0, oo = 0;  // offsets of row r in the input and in the output
+          for (int64_t q = r, d = nd - 2; d >= 0; --d) {
+            const int64_t i = q % plan.shape[size_t(d)];
+            q /= plan.shape[size_t(d)];
+            oi += i * plan.strides[0][size_t(d)];
+            oo += i * plan.strides[1][size_t(d)];
+          }
+          const T* p = s + plan.offsets[0] + oi;
+          if (to == 0) {  // the whole row reduces into one output
+            Acc a = acc[oo];
+            for (int64_t j = 0; j < inner; ++j) {
+              const Acc v = Acc(load_as_compute(p[j * ti]));
+              a = is_max ? nan_max(a, v) : wrap_add(a, v);
+            }
+            acc[oo] = a;
+          } else {
+            for (int64_t j = 0; j < inner; ++j) {
+              const Acc v = Acc(load_as_compute(p[j * ti]));
+              Acc& a = acc[oo + j * to];
+              a = is_max ? nan_max(a, v) : wrap_add(a, v);
+            }
+          }
+        }
+      }
+      for (int64_t i = 0; i < out_n; ++i) {
+        Acc a = partial[size_t(i)];
+        for (int64_t b = 1; b < nblocks; ++b) {
+          const Acc v = partial[size_t(b * out_n + i)];
+          a = is_max ? nan_max(a, v) : wrap_add(a, v);
+        }
+        o[i] = convert<T>(a);
+      }
+      return;
+    }
+    auto in = reader<T>(src);
     for_each_index(n.shape, [&](int64_t i, const int64_t* oidx) {
       int64_t idx[kMaxDims];
       int64_t ridx[kMaxDims] = {0};
-      Acc acc = is_max ? (std::numeric_limits<Acc>::has_infinity ? -std::numeric_limits<Acc>::infinity()
-                                                                 : std::numeric_limits<Acc>::lowest())
-                       : Acc(0);
+      Acc acc = init;
       for (int64_t r = 0; r < rcount; ++r) {
         for (int d = 0; d < nd; ++d) idx[d] = oidx[d] + ridx[d];
         const Acc v = Acc(in(idx));
@@ -338,8 +488,9 @@ bool use_onednn() { return library_impl() == LibraryImpl::onednn; }
 void matmul(Node& n) {
   const Node &a = *n.srcs[0], &b = *n.srcs[1];
   const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
+  auto out = new_buffer(n);  // zero-filled: the answer when K == 0
+  if (B * M * N == 0 || K == 0) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
   auto da = dense(a), db = dense(b);
-  auto out = new_buffer(n);
   if (!(use_onednn() && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
     cpu::matmul_naive(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N);
   set_dense(n, std::move(out));

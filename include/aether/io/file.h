@@ -1,0 +1,31 @@
+// aether/io/file.h - whole-file reads and crash-safe (atomic) whole-file writes.
+//
+// write_file_atomic(path, bytes) never leaves a damaged file at `path`: it writes a temporary file
+// in the same directory (mkstemp, named ".<name>.tmp-XXXXXX"), fsyncs it, renames it over `path`
+// and fsyncs the directory. On any failure the temporary file is removed and the old file (if
+// any) is untouched; readers see either the complete old file or the complete new one.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace aether {
+
+// The whole file as bytes. Throws aether::Error "<path>: cannot read: <reason>".
+std::string read_file(const std::string& path);
+
+// Replaces `path` with `bytes` atomically (see above). A new file gets mode 0644; a replaced file
+// keeps its permission bits (a symbolic link at `path` is replaced by the file, not followed).
+// Throws aether::Error "<path>: cannot save: <reason>".
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+namespace detail {
+// Test hook: write_file_atomic calls hook(stage) at "created" (temp file exists, empty),
+// "partially_written" (half the bytes written), "written" (all written, not yet synced) and
+// "synced" (fsynced and closed, not yet renamed). A hook that throws simulates a failure (crash,
+// full disk) at that stage. Pass an empty function to remove it. Not thread-safe; tests only.
+void set_atomic_write_hook(std::function<void(const char* stage)> hook);
+}  // namespace detail
+
+}  // namespace aether

@@ -1,0 +1,183 @@
+// 2-D max and average pooling on the CPU: naive loops over NHWC buffers, every float dtype.
+//
+// x (N,H,W,C) -> y (N,OH,OW,C). Window (oh, ow) covers input rows ih = oh*stride_h - pad_top + kh,
+// kh in [0, KH) (same for columns); rows outside [0, H) are padding.
+//   max: padding reads as -inf (it never wins, since every window holds a real element); NaN in a
+//        window wins; the backward sends dy to the window's FIRST maximum (row-major scan order of
+//        the real elements), recomputed from x.
+//   avg: the sum of the real elements divided by KH*KW when count_include_pad (the padded window
+//        size), else by the number of real elements.
+// Arithmetic runs in double for float64, in float otherwise.
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels.h"
+
+namespace aether::cpu {
+namespace {
+
+template <typename T>
+using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Below this many window reads one thread beats waking a team (tests run many tiny pools).
+constexpr int64_t kParallelWork = int64_t(1) << 15;
+bool parallel_worth_it(const PoolGeom& g) {
+  return g.N * g.OH * g.OW * g.C * g.arg.kernel_h * g.arg.kernel_w >= kParallelWork;
+}
+
+// Calls f(T{}) for the float storage types; throws naming `op` for the others.
+template <typename F>
+void dispatch_float(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float32: return f(float{});
+    case DType::float64: return f(double{});
+    case DType::float16: return f(half{});
+    case DType::bfloat16: return f(bfloat16{});
+    case DType::int32:
+    case DType::int64:
+    case DType::uint8:
+    case DType::boolean: break;
+  }
+  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
+}
+
+// The real (non-padding) part of window (oh, ow): rows [h0, h1), columns [w0, w1).
+struct Window {
+  int64_t h0, h1, w0, w1;
+};
+Window window(const PoolGeom& g, int64_t oh, int64_t ow) {
+  const Pool2dArg& a = g.arg;
+  const int64_t hs = oh * a.stride_h - a.pad_top, ws = ow * a.stride_w - a.pad_left;
+  return {std::max<int64_t>(hs, 0), std::min(hs + a.kernel_h, g.H), std::max<int64_t>(ws, 0),
+          std::min(ws + a.kernel_w, g.W)};
+}
+
+// The divisor of window (oh, ow): the padded window size (clipped to the padded input), or the
+// number of real elements.
+int64_t avg_divisor(const PoolGeom& g, int64_t oh, int64_t ow) {
+  const Pool2dArg& a = g.arg;
+  if (!a.count_include_pad) {
+    const Window win = window(g, oh, ow);
+    return (win.h1 - win.h0) * (win.w1 - win.w0);
+  }
+  const int64_t hs = oh * a.stride_h - a.pad_top, ws = ow * a.stride_w - a.pad_left;
+  const int64_t he = std::min(hs + a.kernel_h, g.H + a.pad_bottom);
+  const int64_t we = std::min(ws + a.kernel_w, g.W + a.pad_right);
+  return (he - hs) * (we - ws);
+}
+
+// Position (ih, iw) of the first maximum of channel c in window (oh, ow) of image n; NaN wins.
+template <typename T>
+std::pair<int64_t, int64_t> first_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow,
+                                      int64_t c) {
+  using A = Acc<T>;
+  const Window win = window(g, oh, ow);
+  A best = -std::numeric_limits<A>::infinity();
+  std::pair<int64_t, int64_t> at{-1, -1};
+  for (int64_t ih = win.h0; ih < win.h1; ++ih)
+    for (int64_t iw = win.w0; iw < win.w1; ++iw) {
+      const A v = A(X[((n * g.H + ih) * g.W + iw) * g.C + c]);
+      if (v != v) return {ih, iw};  // NaN propagates
+      if (at.first < 0 || v > best) {
+        best = v;
+        at = {ih, iw};
+      }
+    }
+  return at;
+}
+
+}  // namespace
+
+void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
+  dispatch_float(dtype, "max_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* X = static_cast<const T*>(x);  // (N,H,W,C)
+    T* Y = static_cast<T*>(y);              // (N,OH,OW,C)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth_it(g))
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          for (int64_t c = 0; c < g.C; ++c) {
+            const auto [ih, iw] = first_max(X, g, n, oh, ow, c);
+            T& out = Y[((n * g.OH + oh) * g.OW + ow) * g.C + c];
+            // An empty window cannot happen (padding < kernel); it would read as -inf.
+            out = ih < 0 ? T(-std::numeric_limits<float>::infinity())
+                         : X[((n * g.H + ih) * g.W + iw) * g.C + c];
+          }
+  });
+}
+
+void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g) {
+  dispatch_float(dtype, "max_pool2d_bwd", [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const T* X = static_cast<const T*>(x);    // (N,H,W,C)
+    const T* DY = static_cast<const T*>(dy);  // (N,OH,OW,C)
+    T* DX = static_cast<T*>(dx);              // (N,H,W,C)
+    const int64_t plane = g.H * g.W * g.C;
+    // Windows overlap, so one image's sums go to a scratch buffer first: images are independent.
+#pragma omp parallel for schedule(static) if (parallel_worth_it(g))
+    for (int64_t n = 0; n < g.N; ++n) {
+      std::vector<A> acc(size_t(plane), A(0));  // (H,W,C) of image n
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow)
+          for (int64_t c = 0; c < g.C; ++c) {
+            const auto [ih, iw] = first_max(X, g, n, oh, ow, c);
+            if (ih < 0) continue;
+            acc[size_t((ih * g.W + iw) * g.C + c)] += A(DY[((n * g.OH + oh) * g.OW + ow) * g.C + c]);
+          }
+      for (int64_t i = 0; i < plane; ++i) DX[n * plane + i] = T(acc[size_t(i)]);
+    }
+  });
+}
+
+void avgpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
+  dispatch_float(dtype, "avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const T* X = static_cast<const T*>(x);  // (N,H,W,C)
+    T* Y = static_cast<T*>(y);              // (N,OH,OW,C)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel_worth_it(g))
+    for (int64_t n = 0; n < g.N; ++n)
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const Window win = window(g, oh, ow);
+          const A div = A(avg_divisor(g, oh, ow));
+          for (int64_t c = 0; c < g.C; ++c) {
+            A sum = 0;
+            for (int64_t ih = win.h0; ih < win.h1; ++ih)
+              for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += A(X[((n * g.H + ih) * g.W + iw) * g.C + c]);
+            Y[((n * g.OH + oh) * g.OW + ow) * g.C + c] = T(sum / div);
+          }
+        }
+  });
+}
+
+void avgpool2d_bwd(DType dtype, const void* dy, void* dx, const PoolGeom& g) {
+  dispatch_float(dtype, "avg_pool2d_bwd", [&](auto tag) {
+    using T = decltype(tag);
+    using A = Acc<T>;
+    const T* DY = static_cast<const T*>(dy);  // (N,OH,OW,C)
+    T* DX = static_cast<T*>(dx);              // (N,H,W,C)
+    const int64_t plane = g.H * g.W * g.C;
+#pragma omp parallel for schedule(static) if (parallel_worth_it(g))
+    for (int64_t n = 0; n < g.N; ++n) {
+      std::vector<A> acc(size_t(plane), A(0));  // (H,W,C) of image n
+      for (int64_t oh = 0; oh < g.OH; ++oh)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          const Window win = window(g, oh, ow);
+          const A div = A(avg_divisor(g, oh, ow));
+          for (int64_t c = 0; c < g.C; ++c) {
+            const A share = A(DY[((n * g.OH + oh) * g.OW + ow) * g.C + c]) / div;
+            for (int64_t ih = win.h0; ih < win.h1; ++ih)
+              for (int64_t iw = win.w0; iw < win.w1; ++iw) acc[size_t((ih * g.W + iw) * g.C + c)] += share;
+          }
+        }
+      for (int64_t i = 0; i < plane; ++i) DX[n * plane + i] = T(acc[size_t(i)]);
+    }
+  });
+}
+
+}  // namespace aether::cpu

@@ -1,0 +1,113 @@
+// `aether data fetch|verify` and `aether predict`.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "aether/aether.h"
+#include "aether/data/dataset.h"
+#include "aether/data/fetch.h"
+#include "aether/data/readers.h"
+#include "aether/model/model.h"
+#include "commands.h"
+
+namespace aether::cli {
+namespace {
+struct DataArgs {
+  std::string dataset = "cifar10", dest, url = data::kCifar10Url, md5 = data::kCifar10TarMd5, data_dir;
+};
+
+int run_fetch(const DataArgs& a) {
+  const std::string name = data::canonical_dataset_name(a.dataset);
+  AETHER_CHECK(name == "cifar-10", "data fetch", "only cifar10 can be fetched; Fashion-MNIST comes from Debian's "
+               "dataset-fashion-mnist package (apt-get install dataset-fashion-mnist)");
+  const auto dest = a.dest.empty() ? data::default_download_dir(name) : std::filesystem::path(a.dest);
+  std::printf("downloading %s to %s\n", a.url.c_str(), dest.c_str());
+  int last = -1;
+  const auto r = data::fetch_cifar10(dest, a.url, a.md5, [&](uint64_t done, uint64_t total) {
+    const int pct = total ? int(100 * done / total) : -1;
+    if (pct != last && pct % 10 == 0) {
+      std::printf("  %3d%% (%llu bytes)\n", pct, static_cast<unsigned long long>(done));
+      std::fflush(stdout);
+      last = pct;
+    }
+  });
+  std::printf("md5 %s ok; %zu files in %s\n", r.archive_md5.c_str(), r.files.size(), r.dir.c_str());
+  return 0;
+}
+
+int run_verify(const DataArgs& a) {
+  const std::string name = data::canonical_dataset_name(a.dataset);
+  const auto dir = data::resolve_data_dir(name, a.data_dir);
+  const auto rep = name == "cifar-10" ? data::verify_cifar10(dir) : data::verify_fashion_mnist(dir);
+  std::printf("%s", rep.summary().c_str());
+  return rep.ok ? 0 : 1;
+}
+
+struct PredictArgs {
+  std::string checkpoint, input;
+  int64_t limit = 10;
+};
+// Reads images from an IDX image file or a CIFAR-10 batch: (N,H,W,C) uint8.
+data::Dataset read_images(const std::string& path, const Shape& want) {
+  data::Dataset d;
+  d.name = path;
+  const std::string f = std::filesystem::path(path).filename().string();
+  if (f.find("idx3") != std::string::npos) {
+    const auto img = data::read_idx_images(path);
+    d.n = img.n, d.h = img.rows, d.w = img.cols, d.c = 1;
+    d.images = img.pixels;
+  } else {
+    d.n = data::read_cifar10_batch(path, d.images, d.labels, 0);
+    d.h = d.w = data::kCifarSide;
+    d.c = data::kCifarChannels;
+  }
+  AETHER_CHECK(Shape({d.h, d.w, d.c}) == want, "predict", path, " holds images of shape (", d.h, ", ", d.w, ", ",
+               d.c, "), the model expects ", to_string(want));
+  d.labels.assign(size_t(d.n), 0);
+  d.num_classes = 1;
+  return d;
+}
+
+int run_predict(const PredictArgs& a) {
+  Model model = Model::load(a.checkpoint);
+  data::Dataset d = read_images(a.input, model.input_shape());
+  if (a.limit > 0 && d.n > a.limit) {
+    d.n = a.limit;
+    d.images.resize(size_t(d.n * d.image_bytes()));
+    d.labels.resize(size_t(d.n));
+  }
+  const Tensor probs = model.predict(d);
+  const auto classes = probs.argmax(1).to_vector<int64_t>();
+  const auto p = probs.to_vector<float>();
+  const int64_t k = probs.shape()[1];
+  for (int64_t i = 0; i < d.n; ++i)
+    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i), static_cast<long long>(classes[size_t(i)]),
+                p[size_t(i * k + classes[size_t(i)])]);
+  return 0;
+}
+}  // namespace
+
+void register_data(CLI::App& app) {
+  static DataArgs d;
+  auto* cmd = app.add_subcommand("data", "Fetch or verify data sets");
+  cmd->require_subcommand(1);
+  auto* fetch = cmd->add_subcommand("fetch", "Download CIFAR-10 and check its md5");
+  fetch->add_option("dataset", d.dataset, "cifar10")->capture_default_str();
+  fetch->add_option("--dest", d.dest, "destination (default: ~/.local/share/aether/cifar-10)");
+  fetch->add_option("--url", d.url, "archive URL")->capture_default_str();
+  fetch->add_option("--md5", d.md5, "expected md5 of the archive")->capture_default_str();
+  fetch->callback([] { exit_code() = run_fetch(d); });
+  auto* verify = cmd->add_subcommand("verify", "Check a data set's files (sizes, structure, md5)");
+  verify->add_option("dataset", d.dataset, "cifar10 or fashion-mnist")->capture_default_str();
+  verify->add_option("--data-dir", d.data_dir, "where the data set is");
+  verify->callback([] { exit_code() = run_verify(d); });
+
+  static PredictArgs p;
+  auto* pr = app.add_subcommand("predict", "Classify images with a checkpoint");
+  pr->add_option("--checkpoint", p.checkpoint, "a .aether file")->required();
+  pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
+  pr->add_option("--limit", p.limit, "at most this many images (0: all)")->capture_default_str();
+  pr->callback([] { exit_code() = run_predict(p); });
+}
+
+}  // namespace aether::cli

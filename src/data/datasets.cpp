@@ -1,0 +1,128 @@
+// Data set loaders: Fashion-MNIST (IDX files) and CIFAR-10 (binary batches) into a host Dataset.
+#include <fstream>
+
+#include "aether/core/error.h"
+#include "aether/data/dataset.h"
+
+namespace aether::data {
+namespace fs = std::filesystem;
+namespace {
+
+const std::vector<std::string> kFashionClassNames = {
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+const std::vector<std::string> kCifarClassNames = {"airplane", "automobile", "bird",  "cat",  "deer",
+                                                   "dog",      "frog",       "horse", "ship", "truck"};
+
+// The first of dir/<stem><suffix> that exists, else throws naming what was looked for.
+fs::path find_file(const fs::path& dir, const std::string& stem, const std::vector<std::string>& suffixes,
+                   const char* op) {
+  std::string tried;
+  for (const auto& s : suffixes) {
+    const fs::path p = dir / (stem + s);
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p;
+    tried += (tried.empty() ? "" : ", ") + p.string();
+  }
+  throw Error(detail::cat(op, ": missing file: tried ", tried));
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+std::vector<std::string> cifar_class_names(const fs::path& dir) {
+  const fs::path meta = dir / "batches.meta.txt";
+  std::ifstream in(meta);
+  if (!in) return kCifarClassNames;
+  std::vector<std::string> names;
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    if (!line.empty()) names.push_back(line);
+  }
+  if (names.size() != kCifarClassNames.size()) {
+    throw Error(detail::cat(meta.string(), ": expected ", kCifarClassNames.size(),
+                            " class names (one a line), got ", names.size()));
+  }
+  return names;
+}
+
+}  // namespace
+
+const char* split_name(Split s) {
+  switch (s) {
+    case Split::train: return "train";
+    case Split::test: return "test";
+  }
+  return "?";
+}
+
+void Dataset::check() const {
+  AETHER_CHECK(n >= 0 && h > 0 && w > 0 && c > 0, "Dataset", name, ": bad image shape (", n, ",", h, ",", w,
+               ",", c, ")");
+  AETHER_CHECK(int64_t(images.size()) == n * h * w * c, "Dataset", name, ": ", images.size(),
+               " image bytes for shape (", n, ",", h, ",", w, ",", c, "), expected ", n * h * w * c);
+  AETHER_CHECK(int64_t(labels.size()) == n, "Dataset", name, ": ", labels.size(), " labels for ", n,
+               " images");
+  AETHER_CHECK(class_names.empty() || int(class_names.size()) == num_classes, "Dataset", name, ": ",
+               class_names.size(), " class names for ", num_classes, " classes");
+  for (size_t i = 0; i < labels.size(); ++i) {
+    AETHER_CHECK(labels[i] >= 0 && labels[i] < num_classes, "Dataset", name, ": label ", labels[i],
+                 " of item ", i, " is out of range, expected 0..", num_classes - 1);
+  }
+}
+
+Dataset load_fashion_mnist(const fs::path& dir, Split split) {
+  const std::string prefix = split == Split::train ? "train" : "t10k";
+  const std::vector<std::string> suffixes = {".gz", ""};
+  const fs::path images_path = find_file(dir, prefix + "-images-idx3-ubyte", suffixes, "load_fashion_mnist");
+  const fs::path labels_path = find_file(dir, prefix + "-labels-idx1-ubyte", suffixes, "load_fashion_mnist");
+  IdxImages images = read_idx_images(images_path.string());
+  const std::vector<uint8_t> labels = read_idx_labels(labels_path.string(), int(kFashionClassNames.size()));
+  if (int64_t(labels.size()) != images.n) {
+    throw Error(detail::cat(images_path.string(), ": offset 4: image count ", images.n,
+                            " does not match the ", labels.size(), " labels in ", labels_path.string()));
+  }
+  Dataset ds;
+  ds.name = "fashion-mnist";
+  ds.split = split;
+  ds.n = images.n;
+  ds.h = images.rows;
+  ds.w = images.cols;
+  ds.c = 1;
+  ds.num_classes = int(kFashionClassNames.size());
+  ds.class_names = kFashionClassNames;
+  ds.images = std::move(images.pixels);
+  ds.labels.assign(labels.begin(), labels.end());
+  return ds;
+}
+
+Dataset load_cifar10(const fs::path& dir, Split split, int64_t records_per_batch) {
+  std::vector<std::string> stems;
+  if (split == Split::train) {
+    for (int i = 1; i <= 5; ++i) stems.push_back("data_batch_" + std::to_string(i));
+  } else {
+    stems.push_back("test_batch");
+  }
+  Dataset ds;
+  ds.name = "cifar-10";
+  ds.split = split;
+  ds.h = ds.w = kCifarSide;
+  ds.c = kCifarChannels;
+  ds.num_classes = kCifarClasses;
+  ds.class_names = cifar_class_names(dir);
+  for (const auto& stem : stems) {
+    const fs::path p = find_file(dir, stem, {".bin", ".bin.xz", ".bin.gz"}, "load_cifar10");
+    ds.n += read_cifar10_batch(p.string(), ds.images, ds.labels, records_per_batch);
+  }
+  return ds;
+}
+
+Dataset load_dataset(const std::string& dataset_name, const fs::path& dir, Split split) {
+  const std::string name = canonical_dataset_name(dataset_name);
+  if (name == "fashion-mnist") return load_fashion_mnist(dir, split);
+  return load_cifar10(dir, split);
+}
+
+}  // namespace aether::data

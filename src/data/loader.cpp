@@ -1,0 +1,175 @@
+// DataLoader: seeded shuffling, augmentation and normalisation on a background thread that keeps
+// a bounded queue of prepared batches.
+#include "aether/data/loader.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "aether/core/error.h"
+#include "aether/core/random.h"
+
+namespace aether::data {
+
+LoaderOptions eval_options(const LoaderOptions& train) {
+  LoaderOptions o = train;
+  o.shuffle = false;
+  o.drop_last = false;
+  o.crop_padding = 0;
+  o.hflip = false;
+  return o;
+}
+
+AugmentDraw draw_augment(const LoaderOptions& opt, int64_t epoch, int64_t sample) {
+  AugmentDraw d;
+  if (opt.crop_padding == 0 && !opt.hflip) return d;
+  const auto r = philox_bits(opt.seed, kAugmentStream + uint64_t(epoch), uint64_t(sample));
+  if (opt.crop_padding > 0) {
+    const uint32_t span = uint32_t(2 * opt.crop_padding + 1);
+    d.dy = int64_t(r[0] % span);
+    d.dx = int64_t(r[1] % span);
+  }
+  d.flip = opt.hflip && (r[2] & 1u) != 0;
+  return d;
+}
+
+std::vector<int64_t> epoch_order(const LoaderOptions& opt, int64_t n, int64_t epoch) {
+  std::vector<int64_t> order(size_t(std::max<int64_t>(n, 0)));
+  for (int64_t i = 0; i < n; ++i) order[size_t(i)] = i;
+  if (!opt.shuffle) return order;
+  // Fisher-Yates: step i swaps position i with a uniform position j in [0, i].
+  for (int64_t i = n - 1; i > 0; --i) {
+    const auto r = philox_bits(opt.seed, kShuffleStream + uint64_t(epoch), uint64_t(i));
+    const uint64_t u = (uint64_t(r[0]) << 32) | r[1];
+    const int64_t j = int64_t(u % uint64_t(i + 1));
+    std::swap(order[size_t(i)], order[size_t(j)]);
+  }
+  return order;
+}
+
+void prepare_sample(const LoaderOptions& opt, const uint8_t* src, int64_t h, int64_t w, int64_t c,
+                    const AugmentDraw& draw, float* dst) {
+  // src (H,W,C) uint8, dst (H,W,C) float32: dst[y,x,ch] = (padded[y+dy, x'+dx, ch] / 255 - mean) / std
+  // with x' = W-1-x when flipped, padded[i,j] = src[i-P, j-P] inside the image and 0 outside.
+  float scale[16], bias[16];  // per channel: out = v * scale + bias
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const float m = opt.mean.empty() ? 0.0f : opt.mean[size_t(ch)];
+    const float s = opt.std.empty() ? 1.0f : opt.std[size_t(ch)];
+    scale[ch] = 1.0f / (255.0f * s);
+    bias[ch] = -m / s;
+  }
+  const int64_t p = opt.crop_padding;
+  for (int64_t y = 0; y < h; ++y) {
+    const int64_t sy = y + draw.dy - p;
+    for (int64_t x = 0; x < w; ++x) {
+      const int64_t sx = (draw.flip ? w - 1 - x : x) + draw.dx - p;
+      float* out = dst + (y * w + x) * c;
+      const bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
+      const uint8_t* in = inside ? src + (sy * w + sx) * c : nullptr;
+      for (int64_t ch = 0; ch < c; ++ch) out[ch] = float(inside ? in[ch] : 0) * scale[ch] + bias[ch];
+    }
+  }
+}
+
+DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options)
+    : ds_(dataset), opt_(std::move(options)) {
+  const char* op = "DataLoader";
+  AETHER_CHECK(opt_.batch_size > 0, op, "batch_size is ", opt_.batch_size, ", expected > 0");
+  AETHER_CHECK(opt_.crop_padding >= 0 && opt_.crop_padding <= std::max(ds_.h, ds_.w), op, "crop_padding is ",
+               opt_.crop_padding, ", expected 0..", std::max(ds_.h, ds_.w), " for images of ", ds_.h, "x",
+               ds_.w);
+  AETHER_CHECK(opt_.prefetch >= 1 && opt_.prefetch <= 16, op, "prefetch is ", opt_.prefetch,
+               ", expected 1..16");
+  AETHER_CHECK(ds_.c >= 1 && ds_.c <= 16, op, "data set ", ds_.name, " has ", ds_.c,
+               " channels, expected 1..16");
+  AETHER_CHECK(opt_.mean.empty() || int64_t(opt_.mean.size()) == ds_.c, op, "mean has ", opt_.mean.size(),
+               " values for ", ds_.c, " channels");
+  AETHER_CHECK(opt_.std.empty() || int64_t(opt_.std.size()) == ds_.c, op, "std has ", opt_.std.size(),
+               " values for ", ds_.c, " channels");
+  for (float s : opt_.std) AETHER_CHECK(s > 0, op, "std values must be > 0, got ", s);
+  ds_.check();
+}
+
+DataLoader::~DataLoader() { stop_worker(); }
+
+int64_t DataLoader::num_samples() const {
+  return opt_.drop_last ? ds_.n / opt_.batch_size * opt_.batch_size : ds_.n;
+}
+
+int64_t DataLoader::num_batches() const { return (num_samples() + opt_.batch_size - 1) / opt_.batch_size; }
+
+void DataLoader::stop_worker() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cancel_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+void DataLoader::begin_epoch(int64_t epoch) {
+  AETHER_CHECK(epoch >= 0, "DataLoader::begin_epoch", "epoch is ", epoch, ", expected >= 0");
+  stop_worker();
+  queue_.clear();
+  cancel_ = false;
+  done_ = false;
+  error_ = nullptr;
+  epoch_ = epoch;
+  worker_ = std::thread(&DataLoader::work, this, epoch_order(opt_, ds_.n, epoch), epoch);
+}
+
+void DataLoader::work(std::vector<int64_t> order, int64_t epoch) {
+  try {
+    const int64_t nb = num_batches(), total = num_samples(), hwc = ds_.image_bytes();
+    for (int64_t b = 0; b < nb; ++b) {
+      const int64_t start = b * opt_.batch_size, size = std::min(opt_.batch_size, total - start);
+      HostBatch hb;
+      hb.index = b;
+      hb.images.resize(size_t(size * hwc));
+      hb.labels.resize(size_t(size));
+      hb.samples.assign(order.begin() + start, order.begin() + start + size);
+      for (int64_t k = 0; k < size; ++k) {
+        const int64_t i = hb.samples[size_t(k)];
+        prepare_sample(opt_, ds_.image(i), ds_.h, ds_.w, ds_.c, draw_augment(opt_, epoch, i),
+                       hb.images.data() + k * hwc);
+        hb.labels[size_t(k)] = ds_.labels[size_t(i)];
+      }
+      std::unique_lock<std::mutex> lk(mu_);
+      cv_.wait(lk, [&] { return cancel_ || int64_t(queue_.size()) < opt_.prefetch; });
+      if (cancel_) return;
+      queue_.push_back(std::move(hb));
+      cv_.notify_all();
+    }
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(mu_);
+    error_ = std::current_exception();
+  }
+  std::lock_guard<std::mutex> lk(mu_);
+  done_ = true;
+  cv_.notify_all();
+}
+
+std::optional<Batch> DataLoader::next() {
+  AETHER_CHECK(epoch_ >= 0, "DataLoader::next", "no epoch started: call begin_epoch(epoch) first");
+  HostBatch hb;
+  {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return !queue_.empty() || done_; });
+    if (queue_.empty()) {
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      return std::nullopt;
+    }
+    hb = std::move(queue_.front());
+    queue_.pop_front();
+  }
+  cv_.notify_all();
+  const int64_t size = int64_t(hb.labels.size());
+  Batch out;
+  out.images = Tensor::from_blob(hb.images.data(), {size, ds_.h, ds_.w, ds_.c}, DType::float32);
+  out.labels = Tensor::from_blob(hb.labels.data(), {size}, DType::int64);
+  out.index = hb.index;
+  out.size = size;
+  out.samples = std::move(hb.samples);
+  return out;
+}
+
+}  // namespace aether::data

@@ -1,0 +1,446 @@
+// Composite neural-net ops (aether/ops/nn.h): made only of Tensor ops, so they need no gradient rules.
+#include "aether/ops/nn.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numbers>
+#include <span>
+
+#include "aether/core/random.h"
+
+namespace aether {
+namespace {
+
+// ---- dtype helpers ---------------------------------------------------------------------------------
+// The dtype a composite computes in: float64 stays, everything else (16-bit floats, ints) is float32.
+DType compute_dtype(DType t) { return t == DType::float64 ? DType::float64 : DType::float32; }
+// The dtype a float function returns: the input's when it is a float, else float32.
+DType result_dtype(DType t) { return is_float(t) ? t : DType::float32; }
+// Runs f on x cast to its compute dtype and casts the result back to the result dtype.
+template <typename F>
+Tensor in_compute(const Tensor& x, F&& f) {
+  return f(x.cast(compute_dtype(x.dtype()))).cast(result_dtype(x.dtype()));
+}
+
+// |x| as one select (NaN stays NaN; d|x|/dx = 1 at 0).
+Tensor abs_of(const Tensor& x) { return where(x < 0.0, -x, x); }
+
+// c[0] + u (c[1] + u (c[2] + ...)), Horner's rule.
+Tensor horner(const Tensor& u, std::span<const double> c) {
+  Tensor acc = u * c.back();
+  for (size_t i = c.size() - 1; i-- > 1;) acc = (acc + c[i]) * u;
+  return acc + c[0];
+}
+
+// sigmoid(x) from e = e^(-|x|) <= 1: x >= 0 ? 1 / (1 + e) : e / (1 + e). Finite value and gradient
+// for every finite x.
+Tensor stable_sigmoid(const Tensor& x) {
+  const Tensor e = (-abs_of(x)).exp();
+  const Tensor r = (1.0 + e).reciprocal();
+  return where(x >= 0.0, r, e * r);
+}
+
+// ---- erf / erfc ------------------------------------------------------------------------------------
+// Our own fits: interpolation at the n Chebyshev nodes (first kind) of the interval, computed with
+// mpmath at 50 digits, converted from the Chebyshev basis to monomials in u on [-1, 1] (the monomial
+// coefficients stay small, so Horner's rule in u is stable):
+//   |x| < 1:          erf(x) / x            = P(u),  u = 2 x^2 - 1
+//   1 <= |x| <= cap:  ln(erfc(x) e^(x^2) / t) = Q(u),  t = 2 / (2 + x),  u = (2 t - t1 - tcap) / (t1 - tcap)
+// float64: P 12 terms (8e-18 relative), Q 21 terms (2e-17 absolute), cap 27.
+// float32: P 7 terms (1.3e-9), Q 10 terms (6e-10), cap 10. Both tables are exact enough that the
+// rounding of the evaluation itself (a few ulp) dominates.
+struct ErfTable {
+  double cap;                    // erfc(x) is taken as 0 for |x| > cap (it underflows there)
+  std::span<const double> p, q;  // monomial coefficients, lowest degree first
+};
+constexpr double kErfSplit = 1.0;
+constexpr double kT1 = 2.0 / 3.0;  // t at |x| = 1
+
+constexpr std::array<double, 12> kErfP64 = {
+    0.9654687386698673,     -0.1405360890227171,    0.019852496688984218,   -0.0022854855611440855,
+    0.00021751715603563488, -1.75371694412802e-05,  1.2233827638093572e-06, -7.51156925108609e-08,
+    4.115751500265885e-09,  -2.035231956483527e-10, 9.21125018742823e-12,   -3.80659122412214e-13};
+constexpr std::array<double, 21> kErfQ64 = {
+    -0.8455028018717617,     0.38175452953754496,    0.028206285857118294,  -0.00668523097423089,
+    -0.0023403066225928678,  0.00024083348403712543, 0.0002184694755781296, -1.2545916892125417e-05,
+    -2.3141438231242518e-05, 1.3669950894402497e-06, 2.636753998513983e-06, -2.7353889498792514e-07,
+    -3.0107095068439234e-07, 5.801987453023239e-08,  3.105925497757867e-08, -1.0684482688126113e-08,
+    -2.339481473050682e-09,  1.5280770404749969e-09, 3.577625903162021e-11, -1.2722323470132986e-10,
+    1.3308831160037814e-11};
+constexpr std::array<double, 7> kErfP32 = {
+    0.9654687386698673,     -0.14053609727754268,    0.019852497140907616,  -0.0022854195448728494,
+    0.00021751354165582579, -1.7669068026125697e-05, 1.2306054785446075e-06};
+constexpr std::array<double, 10> kErfQ32 = {
+    -0.7823777931861284,    0.3265846634888766,     0.01719088029031026,   -0.004760789002426267,
+    -0.0010081043934015903, 0.00018125576093455092, 6.375893470894812e-05, -1.1347515363151492e-05,
+    -3.720828553605058e-06, 7.943030939091572e-07};
+
+const ErfTable& erf_table(DType t) {
+  static const ErfTable k64{27.0, kErfP64, kErfQ64};
+  static const ErfTable k32{10.0, kErfP32, kErfQ32};
+  return t == DType::float64 ? k64 : k32;
+}
+
+// The two branches of erf for x of a compute dtype. Each branch only sees inputs of its own range
+// (others are replaced by a constant inside it), so neither overflows and the branch where() does
+// not select gets a finite local gradient times 0.
+struct ErfParts {
+  Tensor small;       // bool: |x| < 1
+  Tensor erf_small;   // erf(x) where small
+  Tensor erfc_large;  // erfc(|x|) where !small (0 past the cap); NaN where x is NaN
+};
+ErfParts erf_parts(const Tensor& x) {
+  const ErfTable& k = erf_table(x.dtype());
+  const Tensor ax = abs_of(x);
+  const Tensor small = ax < kErfSplit;
+  const Tensor beyond = ax > k.cap;
+  // erf(x) = x P(2 x^2 - 1) for |x| < 1.
+  const Tensor xs = where(small, x, 0.0);
+  const Tensor erf_small = xs * horner(xs * xs * 2.0 - 1.0, k.p);
+  // erfc(a) = t exp(Q(u) - a^2) for 1 <= a <= cap (a NaN goes through this branch).
+  const Tensor a = where(small, kErfSplit, where(beyond, k.cap, ax));
+  const double tcap = 2.0 / (2.0 + k.cap);
+  const Tensor t = 2.0 / (a + 2.0);
+  const Tensor u = (t * 2.0 - (kT1 + tcap)) / (kT1 - tcap);
+  const Tensor erfc_large = where(beyond, 0.0, t * (horner(u, k.q) - a * a).exp());
+  return {small, erf_small, erfc_large};
+}
+
+// ---- checks ----------------------------------------------------------------------------------------
+void check_float(const Tensor& x, const char* op) {
+  AETHER_CHECK(is_float(x.dtype()), op, "expected a float tensor, got ", x.str());
+}
+// Rows of (..., K) scores: at least a batch axis and a class axis.
+void check_scores(const Tensor& x, const char* op, const char* what) {
+  AETHER_CHECK(x.ndim() >= 2, op, "expected ", what, " of shape (N, K) (or (..., K)), got shape ",
+               to_string(x.shape()));
+  check_float(x, op);
+  AETHER_CHECK(x.shape().back() > 0, op, "expected at least one class, got ", what, " of shape ",
+               to_string(x.shape()));
+}
+Shape batch_shape(const Tensor& x) { return Shape(x.shape().begin(), x.shape().end() - 1); }
+
+// Labels for (..., K) scores as a target distribution (..., K) of dtype t: int indices (...) become
+// one-hot rows, float rows (..., K) are taken as they are.
+Tensor label_targets(const Tensor& scores, const Tensor& labels, DType t, const char* op) {
+  const int64_t k = scores.shape().back();
+  if (is_int(labels.dtype())) {
+    AETHER_CHECK(labels.shape() == batch_shape(scores), op, "class-index labels must have shape ",
+                 to_string(batch_shape(scores)), " for scores of shape ", to_string(scores.shape()), ", got ",
+                 labels.str());
+    return one_hot(labels, k, t);
+  }
+  AETHER_CHECK(is_float(labels.dtype()), op, "labels must be int class indices or float probabilities, got ",
+               labels.str());
+  AETHER_CHECK(labels.shape() == scores.shape(), op, "probability labels must have the scores' shape ",
+               to_string(scores.shape()), ", got ", labels.str());
+  return labels.cast(t);
+}
+
+// Class indices (...) for (..., K) scores from int labels (...) or float rows (..., K) (their argmax).
+Tensor label_indices(const Tensor& scores, const Tensor& labels, const char* op) {
+  if (is_int(labels.dtype())) {
+    AETHER_CHECK(labels.shape() == batch_shape(scores), op, "class-index labels must have shape ",
+                 to_string(batch_shape(scores)), " for scores of shape ", to_string(scores.shape()), ", got ",
+                 labels.str());
+    return labels.cast(DType::int64);
+  }
+  AETHER_CHECK(is_float(labels.dtype()) && labels.shape() == scores.shape(), op,
+               "labels must be int class indices of shape ", to_string(batch_shape(scores)),
+               " or float rows of shape ", to_string(scores.shape()), ", got ", labels.str());
+  return labels.argmax(-1);
+}
+
+// -mean over rows of sum_k target_k * logp_k, where terms with target_k == 0 are exactly 0.
+Tensor expected_neg_log(const Tensor& target, const Tensor& logp) {
+  const Tensor terms = where(target.ne(Tensor::zeros({}, target.dtype())), target * logp, 0.0);
+  return -terms.sum({-1}).mean();
+}
+
+void check_p(double p, const char* op) {
+  AETHER_CHECK(p >= 0.0 && p <= 1.0, op, "dropout probability must be in [0, 1], got ", p);
+}
+// x where keep, 0 elsewhere, scaled by 1 / (1 - p); keep (bool) broadcasts against x.
+Tensor apply_mask(const Tensor& x, const Tensor& keep, double p) {
+  // p = 1 keeps nothing (u >= 1 never holds): exact zeros with a zero gradient, and no 1/0 scale.
+  return where(keep, p >= 1.0 ? x : x * (1.0 / (1.0 - p)), 0.0);
+}
+
+}  // namespace
+
+// ---- activations ------------------------------------------------------------------------------------
+Tensor leaky_relu(const Tensor& x, double slope) {
+  check_float(x, "leaky_relu");
+  return where(x < 0.0, x * slope, x);
+}
+
+Tensor elu(const Tensor& x, double alpha) {
+  check_float(x, "elu");
+  return in_compute(x, [&](const Tensor& v) {
+    const Tensor neg = where(v > 0.0, 0.0, v);  // keeps e^x finite in the unselected branch
+    return where(v > 0.0, v, expm1(neg) * alpha);
+  });
+}
+
+Tensor erf(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) {
+    const ErfParts e = erf_parts(v);
+    const Tensor sign = where(v < 0.0, -1.0, Tensor::ones({}, v.dtype()));
+    return where(e.small, e.erf_small, sign * (1.0 - e.erfc_large));
+  });
+}
+
+Tensor erfc(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) {
+    const ErfParts e = erf_parts(v);
+    return where(e.small, 1.0 - e.erf_small, where(v < 0.0, 2.0 - e.erfc_large, e.erfc_large));
+  });
+}
+
+Tensor gelu(const Tensor& x, bool tanh_approx) {
+  check_float(x, "gelu");
+  return in_compute(x, [&](const Tensor& v) {
+    if (tanh_approx) {
+      // 0.5 (1 + tanh(y)) = sigmoid(2 y)
+      const double c = 2.0 * std::sqrt(2.0 / std::numbers::pi);
+      return v * stable_sigmoid((v + v * v * v * 0.044715) * c);
+    }
+    return v * erfc(v * (-1.0 / std::numbers::sqrt2)) * 0.5;
+  });
+}
+
+Tensor softplus(const Tensor& x, double beta, double threshold) {
+  check_float(x, "softplus");
+  AETHER_CHECK(beta > 0, "softplus", "beta must be > 0, got ", beta);
+  return in_compute(x, [&](const Tensor& v) {
+    const Tensor bx = v * beta;
+    const Tensor linear_part = bx > threshold;
+    const Tensor bxc = where(linear_part, 0.0, bx);  // e^(beta x) stays finite in the unselected branch
+    return where(linear_part, v, log1p(bxc.exp()) * (1.0 / beta));
+  });
+}
+
+Tensor silu(const Tensor& x) {
+  check_float(x, "silu");
+  return in_compute(x, [](const Tensor& v) { return v * stable_sigmoid(v); });
+}
+
+Tensor exp2(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) { return (v * std::numbers::ln2).exp(); });
+}
+
+Tensor log2(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) { return v.log() * (1.0 / std::numbers::ln2); });
+}
+
+Tensor log1p(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) {
+    const Tensor small = abs_of(v) < 0.5;
+    const Tensor xs = where(small, v, 0.0);
+    const Tensor u = 1.0 + xs;
+    const Tensor d = u - 1.0;  // the x that 1 + x really added
+    const Tensor exact = d.eq(Tensor::zeros({}, d.dtype()));
+    const Tensor corrected = where(exact, xs, u.log() * (xs / where(exact, 1.0, d)));
+    return where(small, corrected, (1.0 + v).log());
+  });
+}
+
+Tensor expm1(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) {
+    const Tensor small = abs_of(v) < 0.5;
+    const Tensor xs = where(small, v, 0.0);
+    const Tensor u = xs.exp();
+    const Tensor l = u.log();  // the x that e^x really used
+    const Tensor exact = l.eq(Tensor::zeros({}, l.dtype()));
+    const Tensor corrected = where(exact, xs, (u - 1.0) * (xs / where(exact, 1.0, l)));
+    return where(small, corrected, v.exp() - 1.0);
+  });
+}
+
+// ---- softmax ---------------------------------------------------------------------------------------
+Tensor softmax(const Tensor& x, int64_t axis) {
+  check_float(x, "softmax");
+  const int d = normalize_axis(axis, x.ndim(), "softmax");
+  return in_compute(x, [&](const Tensor& v) {
+    const Tensor e = (v - v.max({d}, true).detach()).exp();
+    return e / e.sum({d}, true);
+  });
+}
+
+Tensor log_softmax(const Tensor& x, int64_t axis) {
+  check_float(x, "log_softmax");
+  const int d = normalize_axis(axis, x.ndim(), "log_softmax");
+  return in_compute(x, [&](const Tensor& v) {
+    const Tensor s = v - v.max({d}, true).detach();
+    return s - s.exp().sum({d}, true).log();
+  });
+}
+
+// ---- linear ----------------------------------------------------------------------------------------
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
+  AETHER_CHECK(w.ndim() == 2, "linear", "expected w of shape (out, in), got ", w.str());
+  AETHER_CHECK(x.ndim() >= 1 && x.shape().back() == w.shape()[1], "linear", "x ", x.str(),
+               " does not end in w's input size ", w.shape()[1], " (w ", to_string(w.shape()), ")");
+  const Tensor y = matmul(x, w.t());  // (..., out)
+  if (!bias.defined()) return y;
+  AETHER_CHECK(bias.ndim() == 1 && bias.shape()[0] == w.shape()[0], "linear", "expected bias of shape ",
+               to_string(Shape{w.shape()[0]}), ", got ", bias.str());
+  return y + bias;
+}
+
+// ---- batch normalisation ---------------------------------------------------------------------------
+BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const Tensor& running_mean, const Tensor& running_var, bool training,
+                           double momentum, double eps) {
+  const char* op = "batch_norm";
+  AETHER_CHECK(x.ndim() >= 2, op, "expected channels-last x of shape (N, C) or (N, H, W, C), got ", x.str());
+  check_float(x, op);
+  const int64_t c = x.shape().back();
+  const Shape cs{c};
+  auto check_channel = [&](const Tensor& t, const char* what, bool required) {
+    if (!t.defined()) {
+      AETHER_CHECK(!required, op, what, " is required here (evaluation mode uses the running statistics)");
+      return;
+    }
+    AETHER_CHECK(t.shape() == cs, op, "expected ", what, " of shape ", to_string(cs), " for x ", x.str(),
+                 ", got ", t.str());
+    check_float(t, op);
+  };
+  check_channel(weight, "weight", false);
+  check_channel(bias, "bias", false);
+  check_channel(running_mean, "running_mean", !training);
+  check_channel(running_var, "running_var", !training);
+  AETHER_CHECK(running_mean.defined() == running_var.defined(), op,
+               "running_mean and running_var must both be given or both be empty");
+  AETHER_CHECK(momentum >= 0 && momentum <= 1, op, "momentum must be in [0, 1], got ", momentum);
+  AETHER_CHECK(eps >= 0, op, "eps must be >= 0, got ", eps);
+
+  const DType t = compute_dtype(x.dtype());
+  const Tensor xc = x.cast(t);  // x (..., C)
+  std::vector<int64_t> axes;
+  for (int d = 0; d + 1 < x.ndim(); ++d) axes.push_back(d);
+  const int64_t n = x.numel() / std::max<int64_t>(c, 1);
+
+  BatchNormResult r;
+  Tensor mean, var;  // (C)
+  if (training) {
+    AETHER_CHECK(n > 1, op, "training needs more than one value per channel, got x ", x.str());
+    mean = xc.mean(axes);
+    const Tensor centered = xc - mean;
+    var = (centered * centered).mean(axes);
+    r.batch_mean = mean;
+    r.batch_var = var;
+    if (running_mean.defined()) {
+      NoGradGuard no_grad;
+      const Tensor bm = mean.detach(), bv = var.detach() * (double(n) / double(n - 1));
+      r.new_running_mean =
+          (running_mean.cast(t) * (1.0 - momentum) + bm * momentum).cast(running_mean.dtype());
+      r.new_running_var = (running_var.cast(t) * (1.0 - momentum) + bv * momentum).cast(running_var.dtype());
+    }
+  } else {
+    mean = running_mean.cast(t);
+    var = running_var.cast(t);
+    r.new_running_mean = running_mean;
+    r.new_running_var = running_var;
+  }
+  Tensor y = (xc - mean) * (var + eps).rsqrt();  // (..., C)
+  if (weight.defined()) y = y * weight.cast(t);
+  if (bias.defined()) y = y + bias.cast(t);
+  r.out = y.cast(x.dtype());
+  return r;
+}
+
+// ---- losses ----------------------------------------------------------------------------------------
+Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
+  AETHER_CHECK(is_int(labels.dtype()), "one_hot", "expected int class indices, got ", labels.str());
+  AETHER_CHECK(num_classes > 0, "one_hot", "num_classes must be > 0, got ", num_classes);
+  const auto v = labels.to_vector<int64_t>();
+  for (size_t i = 0; i < v.size(); ++i)
+    AETHER_CHECK(v[i] >= 0 && v[i] < num_classes, "one_hot", "label ", v[i], " at flat index ", i,
+                 " is out of range [0, ", num_classes, ") (labels ", labels.str(), ")");
+  return labels.cast(DType::int64).unsqueeze(-1).eq(Tensor::arange(num_classes)).cast(dtype);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing) {
+  const char* op = "cross_entropy";
+  check_scores(logits, op, "logits");
+  AETHER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, "label_smoothing must be in [0, 1], got ",
+               label_smoothing);
+  const DType t = compute_dtype(logits.dtype());
+  Tensor target = label_targets(logits, labels, t, op);  // (..., K)
+  if (label_smoothing > 0) {
+    const double k = double(logits.shape().back());
+    target = target * (1.0 - label_smoothing) + label_smoothing / k;
+  }
+  return expected_neg_log(target, log_softmax(logits.cast(t), -1)).cast(logits.dtype());
+}
+
+Tensor nll_loss(const Tensor& log_probs, const Tensor& labels) {
+  const char* op = "nll_loss";
+  check_scores(log_probs, op, "log_probs");
+  AETHER_CHECK(is_int(labels.dtype()), op, "expected int class-index labels, got ", labels.str());
+  const Tensor hit = label_targets(log_probs, labels, DType::boolean, op);  // (..., K)
+  return -where(hit, log_probs, 0.0).sum({-1}).mean();
+}
+
+Tensor categorical_cross_entropy(const Tensor& probs, const Tensor& targets, double eps) {
+  const char* op = "categorical_cross_entropy";
+  check_scores(probs, op, "probs");
+  AETHER_CHECK(eps >= 0 && eps < 0.5, op, "eps must be in [0, 0.5), got ", eps);
+  const DType t = compute_dtype(probs.dtype());
+  const Tensor target = label_targets(probs, targets, t, op);
+  return expected_neg_log(target, probs.cast(t).clamp(eps, 1.0 - eps).log()).cast(probs.dtype());
+}
+
+Tensor mse_loss(const Tensor& pred, const Tensor& target) {
+  AETHER_CHECK(pred.shape() == target.shape(), "mse_loss", "pred ", pred.str(), " and target ", target.str(),
+               " must have the same shape");
+  const Tensor d = pred - target;
+  return (d * d).mean();
+}
+
+// ---- metrics ---------------------------------------------------------------------------------------
+Tensor accuracy(const Tensor& logits, const Tensor& labels) {
+  check_scores(logits, "accuracy", "logits");
+  NoGradGuard no_grad;
+  const Tensor want = label_indices(logits, labels, "accuracy");  // (...)
+  return logits.argmax(-1).eq(want).cast(DType::float32).mean();
+}
+
+Tensor top_k_accuracy(const Tensor& logits, const Tensor& labels, int64_t k) {
+  const char* op = "top_k_accuracy";
+  check_scores(logits, op, "logits");
+  AETHER_CHECK(k >= 1, op, "k must be >= 1, got ", k);
+  NoGradGuard no_grad;
+  const Tensor want = label_indices(logits, labels, op);                    // (...)
+  const Tensor l = logits.cast(compute_dtype(logits.dtype()));              // (..., K)
+  const Tensor hit = one_hot(want, logits.shape().back(), DType::boolean);  // (..., K)
+  const Tensor mine = where(hit, l, 0.0).sum({-1}, true);                   // (..., 1): the label's logit
+  const Tensor above = (l > mine).cast(DType::int64).sum({-1});             // (...): strictly larger logits
+  const Tensor ok = where(mine.squeeze(-1).ne(mine.squeeze(-1)), Tensor::zeros({}, DType::boolean),
+                          above < Tensor::full({}, double(k), DType::int64));
+  return ok.cast(DType::float32).mean();
+}
+
+// ---- dropout ---------------------------------------------------------------------------------------
+Tensor dropout(const Tensor& x, double p, bool training) {
+  check_p(p, "dropout");
+  check_float(x, "dropout");
+  if (!training || p == 0.0) return x;
+  return apply_mask(x, Tensor::rand(x.shape(), DType::float32) >= p, p);
+}
+
+Tensor spatial_dropout(const Tensor& x, double p, bool training) {
+  check_p(p, "spatial_dropout");
+  check_float(x, "spatial_dropout");
+  AETHER_CHECK(x.ndim() >= 3, "spatial_dropout", "expected channels-last x (N, H, W, C) (ndim >= 3), got ",
+               x.str());
+  if (!training || p == 0.0) return x;
+  Shape ms(size_t(x.ndim()), 1);  // (N, 1, ..., 1, C)
+  ms.front() = x.shape().front();
+  ms.back() = x.shape().back();
+  return apply_mask(x, Tensor::rand(ms, DType::float32) >= p, p);
+}
+
+}  // namespace aether

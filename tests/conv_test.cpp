@@ -1,0 +1,593 @@
+// Tests of 2-D convolution: the naive kernels (forward, backward data, backward weight) against a
+// direct NCHW computation in double written here, oneDNN against the naive loops, 16-bit dtypes,
+// finite-difference gradients of the functional conv2d, "same" padding, and error messages.
+#include "aether/ops/conv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "aether/graph/primitives.h"
+#include "backend/cpu/kernels.h"
+
+using namespace aether;
+
+namespace {
+
+// Selects the CPU library implementation for one scope.
+class ImplGuard {
+ public:
+  explicit ImplGuard(LibraryImpl impl) : prev_(library_impl()) { set_library_impl(impl); }
+  ~ImplGuard() { set_library_impl(prev_); }
+
+ private:
+  LibraryImpl prev_;
+};
+
+std::vector<double> random_vec(size_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  std::vector<double> v(n);
+  for (auto& e : v) e = u(gen);
+  return v;
+}
+
+// A convolution problem, described independently of the library's ConvGeom.
+struct Case {
+  const char* name;
+  int64_t N, H, W, C, O, KH, KW;
+  Conv2dArg a;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+// Number of windows of extent `ext` placed every `stride` in `padded` pixels (counted, not a formula).
+int64_t count_windows(int64_t padded, int64_t ext, int64_t stride) {
+  int64_t n = 0;
+  for (int64_t start = 0; start + ext <= padded; start += stride) ++n;
+  return n;
+}
+int64_t out_h(const Case& c) {
+  return count_windows(c.H + c.a.pad_top + c.a.pad_bottom, c.a.dil_h * (c.KH - 1) + 1, c.a.stride_h);
+}
+int64_t out_w(const Case& c) {
+  return count_windows(c.W + c.a.pad_left + c.a.pad_right, c.a.dil_w * (c.KW - 1) + 1, c.a.stride_w);
+}
+
+// Layout conversions: (A,B,C,D) <-> (A,C,D,B), i.e. NCHW <-> NHWC and OIHW <-> OHWI.
+std::vector<double> to_channels_last(const std::vector<double>& v, int64_t A, int64_t B, int64_t C,
+                                     int64_t D) {
+  std::vector<double> out(v.size());
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t d = 0; d < D; ++d)
+          out[size_t(((a * C + c) * D + d) * B + b)] = v[size_t(((a * B + b) * C + c) * D + d)];
+  return out;
+}
+std::vector<double> to_channels_first(const std::vector<double>& v, int64_t A, int64_t C, int64_t D,
+                                      int64_t B) {
+  std::vector<double> out(v.size());
+  for (int64_t a = 0; a < A; ++a)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t d = 0; d < D; ++d)
+          out[size_t(((a * B + b) * C + c) * D + d)] = v[size_t(((a * C + c) * D + d) * B + b)];
+  return out;
+}
+
+// ---- the reference: x (N,C,H,W) zero-padded explicitly, w (O,Cg,KH,KW), y (N,O,OH,OW) ----------
+struct Ref {
+  const Case& c;
+  int64_t Hp, Wp, OH, OW, Cg, Og;
+  explicit Ref(const Case& cs)
+      : c(cs),
+        Hp(cs.H + cs.a.pad_top + cs.a.pad_bottom),
+        Wp(cs.W + cs.a.pad_left + cs.a.pad_right),
+        OH(out_h(cs)),
+        OW(out_w(cs)),
+        Cg(cs.C / cs.a.groups),
+        Og(cs.O / cs.a.groups) {}
+
+  std::vector<double> pad(const std::vector<double>& x) const {  // (N,C,H,W) -> (N,C,Hp,Wp)
+    std::vector<double> p(size_t(c.N * c.C * Hp * Wp), 0.0);
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t ch = 0; ch < c.C; ++ch)
+        for (int64_t h = 0; h < c.H; ++h)
+          for (int64_t w = 0; w < c.W; ++w)
+            p[size_t(((n * c.C + ch) * Hp + h + c.a.pad_top) * Wp + w + c.a.pad_left)] =
+                x[size_t(((n * c.C + ch) * c.H + h) * c.W + w)];
+    return p;
+  }
+  // Flat index of padded input (n, channel, row, col) and of the tap it meets.
+  size_t xp_at(int64_t n, int64_t ch, int64_t oh, int64_t ow, int64_t kh, int64_t kw) const {
+    const int64_t r = oh * c.a.stride_h + kh * c.a.dil_h, q = ow * c.a.stride_w + kw * c.a.dil_w;
+    return size_t(((n * c.C + ch) * Hp + r) * Wp + q);
+  }
+
+  std::vector<double> fwd(const std::vector<double>& x, const std::vector<double>& w) const {
+    const auto xp = pad(x);
+    std::vector<double> y(size_t(c.N * c.O * OH * OW), 0.0);
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t o = 0; o < c.O; ++o)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow) {
+            double s = 0;
+            for (int64_t ci = 0; ci < Cg; ++ci)
+              for (int64_t kh = 0; kh < c.KH; ++kh)
+                for (int64_t kw = 0; kw < c.KW; ++kw)
+                  s += xp[xp_at(n, (o / Og) * Cg + ci, oh, ow, kh, kw)] *
+                       w[size_t(((o * Cg + ci) * c.KH + kh) * c.KW + kw)];
+            y[size_t(((n * c.O + o) * OH + oh) * OW + ow)] = s;
+          }
+    return y;
+  }
+  // Scatter each dy element through the taps into a padded dx, then crop.
+  std::vector<double> bwd_data(const std::vector<double>& dy, const std::vector<double>& w) const {
+    std::vector<double> dxp(size_t(c.N * c.C * Hp * Wp), 0.0);
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t o = 0; o < c.O; ++o)
+        for (int64_t oh = 0; oh < OH; ++oh)
+          for (int64_t ow = 0; ow < OW; ++ow)
+            for (int64_t ci = 0; ci < Cg; ++ci)
+              for (int64_t kh = 0; kh < c.KH; ++kh)
+                for (int64_t kw = 0; kw < c.KW; ++kw)
+                  dxp[xp_at(n, (o / Og) * Cg + ci, oh, ow, kh, kw)] +=
+                      dy[size_t(((n * c.O + o) * OH + oh) * OW + ow)] *
+                      w[size_t(((o * Cg + ci) * c.KH + kh) * c.KW + kw)];
+    std::vector<double> dx(size_t(c.N * c.C * c.H * c.W));
+    for (int64_t n = 0; n < c.N; ++n)
+      for (int64_t ch = 0; ch < c.C; ++ch)
+        for (int64_t h = 0; h < c.H; ++h)
+          for (int64_t q = 0; q < c.W; ++q)
+            dx[size_t(((n * c.C + ch) * c.H + h) * c.W + q)] =
+                dxp[size_t(((n * c.C + ch) * Hp + h + c.a.pad_top) * Wp + q + c.a.pad_left)];
+    return dx;
+  }
+  std::vector<double> bwd_weight(const std::vector<double>& x, const std::vector<double>& dy) const {
+    const auto xp = pad(x);
+    std::vector<double> dw(size_t(c.O * Cg * c.KH * c.KW), 0.0);
+    for (int64_t o = 0; o < c.O; ++o)
+      for (int64_t ci = 0; ci < Cg; ++ci)
+        for (int64_t kh = 0; kh < c.KH; ++kh)
+          for (int64_t kw = 0; kw < c.KW; ++kw) {
+            double s = 0;
+            for (int64_t n = 0; n < c.N; ++n)
+              for (int64_t oh = 0; oh < OH; ++oh)
+                for (int64_t ow = 0; ow < OW; ++ow)
+                  s += dy[size_t(((n * c.O + o) * OH + oh) * OW + ow)] *
+                       xp[xp_at(n, (o / Og) * Cg + ci, oh, ow, kh, kw)];
+            dw[size_t(((o * Cg + ci) * c.KH + kh) * c.KW + kw)] = s;
+          }
+    return dw;
+  }
+};
+
+Conv2dArg arg(int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dh, int64_t dw,
+              int64_t groups) {
+  Conv2dArg a;
+  a.stride_h = sh;
+  a.stride_w = sw;
+  a.pad_top = pt;
+  a.pad_left = pl;
+  a.pad_bottom = pb;
+  a.pad_right = pr;
+  a.dil_h = dh;
+  a.dil_w = dw;
+  a.groups = groups;
+  return a;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> cs = {
+      {"plain", 2, 5, 6, 3, 4, 3, 3, arg(1, 1, 0, 0, 0, 0, 1, 1, 1)},
+      {"stride2_sym_pad", 1, 7, 6, 2, 3, 3, 3, arg(2, 2, 1, 1, 1, 1, 1, 1, 1)},
+      {"stride2_asym_pad", 2, 7, 6, 2, 3, 3, 2, arg(2, 2, 1, 0, 2, 1, 1, 1, 1)},
+      {"stride_uneven", 1, 8, 7, 3, 2, 2, 3, arg(3, 2, 0, 2, 1, 0, 1, 1, 1)},
+      {"dilation2", 1, 7, 7, 3, 2, 3, 3, arg(1, 1, 2, 2, 2, 2, 2, 2, 1)},
+      {"dilation_mixed_asym", 2, 8, 6, 2, 3, 3, 2, arg(1, 2, 1, 0, 0, 2, 2, 3, 1)},
+      {"groups2", 1, 6, 5, 4, 6, 3, 3, arg(2, 1, 1, 1, 1, 1, 1, 1, 2)},
+      {"depthwise", 2, 5, 5, 4, 4, 3, 3, arg(1, 1, 1, 1, 1, 1, 1, 1, 4)},
+      {"depthwise_mult2", 1, 6, 6, 3, 6, 3, 3, arg(2, 2, 1, 1, 0, 0, 1, 1, 3)},
+      {"groups2_stride2_dil2_asym", 2, 9, 8, 4, 4, 3, 2, arg(2, 2, 2, 1, 1, 0, 2, 2, 2)},
+      {"one_by_one_stride2", 1, 5, 5, 3, 2, 1, 1, arg(2, 2, 0, 0, 0, 0, 1, 1, 1)},
+  };
+  return cs;
+}
+
+// The tensors of one case in float64, generated in NCHW / OIHW and handed over as NHWC / OHWI.
+struct Data {
+  std::vector<double> x_nchw, w_oihw, dy_nchw;  // reference layouts
+  Tensor x, w, dy;                              // library layouts, float64
+  Shape x_shape, w_shape;
+};
+Data make_data(const Case& c, uint64_t seed) {
+  const Ref r(c);
+  Data d;
+  d.x_nchw = random_vec(size_t(c.N * c.C * c.H * c.W), seed);
+  d.w_oihw = random_vec(size_t(c.O * r.Cg * c.KH * c.KW), seed + 1);
+  d.dy_nchw = random_vec(size_t(c.N * c.O * r.OH * r.OW), seed + 2);
+  d.x_shape = {c.N, c.H, c.W, c.C};
+  d.w_shape = {c.O, c.KH, c.KW, r.Cg};
+  d.x = Tensor::from_vector(to_channels_last(d.x_nchw, c.N, c.C, c.H, c.W), d.x_shape);
+  d.w = Tensor::from_vector(to_channels_last(d.w_oihw, c.O, r.Cg, c.KH, c.KW), d.w_shape);
+  d.dy = Tensor::from_vector(to_channels_last(d.dy_nchw, c.N, c.O, r.OH, r.OW), {c.N, r.OH, r.OW, c.O});
+  return d;
+}
+
+// |got - want| <= rel * |want| + abs for every element.
+void expect_close(const std::vector<double>& got, const std::vector<double>& want, double rel, double abs,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!(std::abs(got[i] - want[i]) <= rel * std::abs(want[i]) + abs) && bad++ < 5)
+      ADD_FAILURE() << what << ": element " << i << " got " << got[i] << " want " << want[i];
+  }
+}
+
+}  // namespace
+
+// ---- naive kernels vs the reference, float64 --------------------------------------------------------
+class ConvCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvCase, NaiveMatchesReferenceF64) {
+  const Case& c = GetParam();
+  ImplGuard impl(LibraryImpl::naive);
+  const Ref r(c);
+  const Data d = make_data(c, 11);
+  const Tensor y = prim::conv2d(d.x, d.w, c.a);
+  ASSERT_EQ(y.shape(), (Shape{c.N, r.OH, r.OW, c.O}));
+  expect_close(to_channels_first(y.to_vector<double>(), c.N, r.OH, r.OW, c.O), r.fwd(d.x_nchw, d.w_oihw),
+               1e-12, 1e-12, "fwd");
+  const Tensor dx = prim::conv2d_bwd_data(d.dy, d.w, d.x_shape, c.a);
+  expect_close(to_channels_first(dx.to_vector<double>(), c.N, c.H, c.W, c.C), r.bwd_data(d.dy_nchw, d.w_oihw),
+               1e-12, 1e-12, "bwd_data");
+  const Tensor dw = prim::conv2d_bwd_weight(d.x, d.dy, d.w_shape, c.a);
+  expect_close(to_channels_first(dw.to_vector<double>(), c.O, c.KH, c.KW, r.Cg),
+               r.bwd_weight(d.x_nchw, d.dy_nchw), 1e-12, 1e-12, "bwd_weight");
+}
+
+// ---- oneDNN vs naive, float32 -------------------------------------------------------------------------
+// Direct kernel calls: oneDNN must accept float32 for every geometry (else the comparison below
+// would silently compare the naive loop with itself).
+TEST_P(ConvCase, OnednnSupportsF32AndMatchesNaive) {
+  const Case& c = GetParam();
+  const Ref r(c);
+  const cpu::ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
+  auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  const auto x = to_f(random_vec(size_t(c.N * c.H * c.W * c.C), 21));
+  const auto w = to_f(random_vec(size_t(c.O * c.KH * c.KW * r.Cg), 22));
+  const auto dy = to_f(random_vec(size_t(c.N * r.OH * r.OW * c.O), 23));
+  auto compare = [&](const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    expect_close(std::vector<double>(got.begin(), got.end()), std::vector<double>(want.begin(), want.end()),
+                 1e-4, 1e-5, what);
+  };
+  std::vector<float> y1(dy.size()), y2(dy.size()), dx1(x.size()), dx2(x.size()), dw1(w.size()), dw2(w.size());
+  cpu::conv2d_fwd_naive(DType::float32, x.data(), w.data(), y1.data(), g);
+  ASSERT_TRUE(cpu::conv2d_fwd_onednn(DType::float32, x.data(), w.data(), y2.data(), g));
+  compare(y2, y1, "fwd");
+  cpu::conv2d_bwd_data_naive(DType::float32, dy.data(), w.data(), dx1.data(), g);
+  ASSERT_TRUE(cpu::conv2d_bwd_data_onednn(DType::float32, dy.data(), w.data(), dx2.data(), g));
+  compare(dx2, dx1, "bwd_data");
+  cpu::conv2d_bwd_weight_naive(DType::float32, x.data(), dy.data(), dw1.data(), g);
+  ASSERT_TRUE(cpu::conv2d_bwd_weight_onednn(DType::float32, x.data(), dy.data(), dw2.data(), g));
+  compare(dw2, dw1, "bwd_weight");
+  // A second call reuses the cached primitive and gives the same values.
+  std::vector<float> y3(dy.size());
+  ASSERT_TRUE(cpu::conv2d_fwd_onednn(DType::float32, x.data(), w.data(), y3.data(), g));
+  EXPECT_EQ(y3, y2);
+}
+
+// Through the tensor API: set_library_impl picks the implementation; both agree with the reference.
+TEST_P(ConvCase, LibraryImplSwitchF32) {
+  const Case& c = GetParam();
+  const Ref r(c);
+  const Data d = make_data(c, 31);
+  const Tensor x = d.x.cast(DType::float32), w = d.w.cast(DType::float32), dy = d.dy.cast(DType::float32);
+  const auto want_y = r.fwd(d.x_nchw, d.w_oihw);
+  const auto want_dx = r.bwd_data(d.dy_nchw, d.w_oihw);
+  const auto want_dw = r.bwd_weight(d.x_nchw, d.dy_nchw);
+  for (LibraryImpl impl : {LibraryImpl::naive, LibraryImpl::onednn}) {
+    ImplGuard guard(impl);
+    const std::string tag = impl == LibraryImpl::naive ? "naive " : "onednn ";
+    expect_close(to_channels_first(prim::conv2d(x, w, c.a).to_vector<double>(), c.N, r.OH, r.OW, c.O), want_y,
+                 1e-4, 1e-5, tag + "fwd");
+    expect_close(to_channels_first(prim::conv2d_bwd_data(dy, w, d.x_shape, c.a).to_vector<double>(), c.N, c.H,
+                                   c.W, c.C),
+                 want_dx, 1e-4, 1e-5, tag + "bwd_data");
+    expect_close(to_channels_first(prim::conv2d_bwd_weight(x, dy, d.w_shape, c.a).to_vector<double>(), c.O,
+                                   c.KH, c.KW, r.Cg),
+                 want_dw, 1e-4, 1e-5, tag + "bwd_weight");
+  }
+}
+
+// ---- 16-bit dtypes: naive loops compute in float, round once -------------------------------------------
+TEST_P(ConvCase, NaiveHalfAndBfloat16) {
+  const Case& c = GetParam();
+  ImplGuard impl(LibraryImpl::naive);
+  const Ref r(c);
+  const Data d = make_data(c, 41);
+  for (DType t : {DType::float16, DType::bfloat16}) {
+    const Tensor x = d.x.cast(t), w = d.w.cast(t), dy = d.dy.cast(t);
+    // The reference sees the same rounded inputs.
+    const auto xr = to_channels_first(x.to_vector<double>(), c.N, c.H, c.W, c.C);
+    const auto wr = to_channels_first(w.to_vector<double>(), c.O, c.KH, c.KW, r.Cg);
+    const auto dyr = to_channels_first(dy.to_vector<double>(), c.N, r.OH, r.OW, c.O);
+    // One rounding of the result (2^-11 or 2^-8 relative) plus float accumulation.
+    const double rel = t == DType::float16 ? 1e-3 : 8e-3, abs = t == DType::float16 ? 1e-3 : 1e-2;
+    const std::string tag = dtype_name(t);
+    const Tensor y = prim::conv2d(x, w, c.a);
+    EXPECT_EQ(y.dtype(), t);
+    expect_close(to_channels_first(y.to_vector<double>(), c.N, r.OH, r.OW, c.O), r.fwd(xr, wr), rel, abs,
+                 tag + " fwd");
+    expect_close(to_channels_first(prim::conv2d_bwd_data(dy, w, d.x_shape, c.a).to_vector<double>(), c.N, c.H,
+                                   c.W, c.C),
+                 r.bwd_data(dyr, wr), rel, abs, tag + " bwd_data");
+    expect_close(to_channels_first(prim::conv2d_bwd_weight(x, dy, d.w_shape, c.a).to_vector<double>(), c.O,
+                                   c.KH, c.KW, r.Cg),
+                 r.bwd_weight(xr, dyr), rel, abs, tag + " bwd_weight");
+  }
+}
+
+// oneDNN bfloat16 where this CPU supports it: against the naive bfloat16 loops on the same inputs.
+TEST_P(ConvCase, OnednnBfloat16MatchesNaive) {
+  const Case& c = GetParam();
+  const Ref r(c);
+  const cpu::ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
+  auto to_bf = [](const std::vector<double>& v) {
+    std::vector<bfloat16> o;
+    for (double e : v) o.emplace_back(float(e));
+    return o;
+  };
+  auto to_d = [](const std::vector<bfloat16>& v) {
+    std::vector<double> o;
+    for (auto e : v) o.push_back(double(float(e)));
+    return o;
+  };
+  const auto x = to_bf(random_vec(size_t(c.N * c.H * c.W * c.C), 51));
+  const auto w = to_bf(random_vec(size_t(c.O * c.KH * c.KW * r.Cg), 52));
+  const auto dy = to_bf(random_vec(size_t(c.N * r.OH * r.OW * c.O), 53));
+  std::vector<bfloat16> y1(dy.size()), y2(dy.size()), dx1(x.size()), dx2(x.size()), dw1(w.size()),
+      dw2(w.size());
+  if (!cpu::conv2d_fwd_onednn(DType::bfloat16, x.data(), w.data(), y2.data(), g))
+    GTEST_SKIP() << "oneDNN has no bfloat16 convolution on this CPU";
+  cpu::conv2d_fwd_naive(DType::bfloat16, x.data(), w.data(), y1.data(), g);
+  // Both accumulate in float and round once: at most one bfloat16 ulp (2^-7 relative) apart.
+  expect_close(to_d(y2), to_d(y1), 8e-3, 1e-4, "bf16 fwd");
+  cpu::conv2d_bwd_data_naive(DType::bfloat16, dy.data(), w.data(), dx1.data(), g);
+  if (cpu::conv2d_bwd_data_onednn(DType::bfloat16, dy.data(), w.data(), dx2.data(), g))
+    expect_close(to_d(dx2), to_d(dx1), 8e-3, 1e-4, "bf16 bwd_data");
+  cpu::conv2d_bwd_weight_naive(DType::bfloat16, x.data(), dy.data(), dw1.data(), g);
+  if (cpu::conv2d_bwd_weight_onednn(DType::bfloat16, x.data(), dy.data(), dw2.data(), g))
+    expect_close(to_d(dw2), to_d(dw1), 8e-3, 1e-4, "bf16 bwd_weight");
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, ConvCase, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// ---- unsupported dtypes ----------------------------------------------------------------------------------
+TEST(ConvKernels, OnednnDeclinesFloat64AndFloat16) {
+  const cpu::ConvGeom g{1, 3, 3, 1, 1, 1, 1, 3, 3, Conv2dArg{}};
+  std::vector<double> x(9, 1.0), w(1, 1.0), y(9);
+  EXPECT_FALSE(cpu::conv2d_fwd_onednn(DType::float64, x.data(), w.data(), y.data(), g));
+  EXPECT_FALSE(cpu::conv2d_bwd_data_onednn(DType::float16, x.data(), w.data(), y.data(), g));
+  EXPECT_FALSE(cpu::conv2d_bwd_weight_onednn(DType::float64, x.data(), x.data(), w.data(), g));
+}
+
+TEST(ConvKernels, NaiveRejectsIntegers) {
+  const cpu::ConvGeom g{1, 1, 1, 1, 1, 1, 1, 1, 1, Conv2dArg{}};
+  int32_t x = 1, w = 1, y = 0;
+  EXPECT_THROW(cpu::conv2d_fwd_naive(DType::int32, &x, &w, &y, g), Error);
+}
+
+// ---- functional conv2d: hand-computed values, bias, promotion
+// ------------------------------------------------
+TEST(Conv2d, HandComputedWithBias) {
+  // x (1,3,3,1) = 1..9, w (1,2,2,1) = [[1,0],[0,-1]], bias 10: y = x[i][j] - x[i+1][j+1] + 10 = 6.
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {1, 3, 3, 1});
+  const Tensor w = Tensor::from_vector<float>({1, 0, 0, -1}, {1, 2, 2, 1});
+  const Tensor b = Tensor::from_vector<float>({10}, {1});
+  const Tensor y = conv2d(x, w, b);
+  EXPECT_EQ(y.shape(), (Shape{1, 2, 2, 1}));
+  EXPECT_EQ(y.to_vector<float>(), (std::vector<float>{6, 6, 6, 6}));
+  // Two output channels: identity and sum over the 2x2 window, bias (1, -1); padding 1 on the
+  // bottom/right only, stride 2: windows start at (0,0), (0,2), (2,0), (2,2).
+  const Tensor w2 = Tensor::from_vector<float>({1, 0, 0, 0, 1, 1, 1, 1}, {2, 2, 2, 1});
+  const Tensor b2 = Tensor::from_vector<float>({1, -1}, {2});
+  const Tensor y2 = conv2d(x, w2, b2, {.stride = 2, .padding = {0, 1, 0, 1}});
+  EXPECT_EQ(y2.shape(), (Shape{1, 2, 2, 2}));
+  EXPECT_EQ(y2.to_vector<float>(), (std::vector<float>{2, 11, 4, 8, 8, 14, 10, 8}));
+}
+
+TEST(Conv2d, PromotesDtypes) {
+  const Tensor x = Tensor::from_vector<int32_t>({1, 2, 3, 4}, {1, 2, 2, 1});
+  const Tensor w = Tensor::from_vector<double>({1, 1, 1, 1}, {1, 2, 2, 1});
+  const Tensor y = conv2d(x, w, Tensor::from_vector<float>({0.5}, {1}));
+  EXPECT_EQ(y.dtype(), DType::float64);
+  EXPECT_DOUBLE_EQ(y.item<double>(), 10.5);
+  const Tensor h = conv2d(x.cast(DType::float16), w.cast(DType::float32));
+  EXPECT_EQ(h.dtype(), DType::float32);
+  EXPECT_EQ(h.item<float>(), 10.0f);
+}
+
+TEST(Conv2d, SamePaddingLikeTensorFlow) {
+  struct S {
+    int64_t in, k, stride, dil, top, bottom;
+  };
+  // total = max((ceil(in/s) - 1) * s + dil*(k-1) + 1 - in, 0), top = total / 2.
+  const std::vector<S> ss = {
+      {7, 3, 2, 1, 1, 1},  // out 4: total 2
+      {6, 3, 2, 1, 0, 1},  // out 3: total 1, odd pixel at the bottom
+      {5, 4, 1, 1, 1, 2},  // total 3
+      {5, 3, 1, 2, 2, 2},  // dilated extent 5: total 4
+      {8, 1, 2, 1, 0, 0},  // (4-1)*2 + 1 - 8 < 0: no padding
+      {5, 5, 3, 1, 1, 2},  // out 2: 3 + 5 - 5 = 3
+  };
+  for (const S& s : ss) {
+    const Conv2dArg a = conv2d_arg({1, s.in, s.in + 1, 2}, {3, s.k, 1, 2},
+                                   {.stride = {s.stride, 1}, .padding = "same", .dilation = {s.dil, 1}});
+    EXPECT_EQ(a.pad_top, s.top) << "in " << s.in << " k " << s.k << " stride " << s.stride;
+    EXPECT_EQ(a.pad_bottom, s.bottom) << "in " << s.in << " k " << s.k << " stride " << s.stride;
+    EXPECT_EQ(a.pad_left, 0);
+    EXPECT_EQ(a.pad_right, 0);
+    const Tensor y = conv2d(Tensor::zeros({1, s.in, s.in + 1, 2}), Tensor::zeros({3, s.k, 1, 2}), Tensor(),
+                            {.stride = {s.stride, 1}, .padding = "same", .dilation = {s.dil, 1}});
+    EXPECT_EQ(y.shape(), (Shape{1, (s.in + s.stride - 1) / s.stride, s.in + 1, 3}));
+  }
+  // Both dims at once, stride 2 everywhere: ceil(in / 2).
+  const Tensor y = conv2d(Tensor::ones({2, 9, 6, 4}), Tensor::ones({8, 3, 3, 2}), Tensor(),
+                          {.stride = 2, .padding = "same", .groups = 2});
+  EXPECT_EQ(y.shape(), (Shape{2, 5, 3, 8}));
+  // "valid" means no padding.
+  EXPECT_EQ(
+      conv2d(Tensor::ones({1, 5, 5, 1}), Tensor::ones({1, 3, 3, 1}), Tensor(), {.padding = "valid"}).shape(),
+      (Shape{1, 3, 3, 1}));
+}
+
+// ---- finite-difference gradients (float64)
+// ---------------------------------------------------------------------
+namespace {
+// loss = sum(conv2d(x, w, b) * r); checks d loss / d {x, w, b} by central differences.
+void check_conv_grads(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, uint64_t seed) {
+  ImplGuard impl(LibraryImpl::naive);
+  std::vector<double> xv = random_vec(size_t(numel(xs)), seed), wv = random_vec(size_t(numel(ws)), seed + 1),
+                      bv = random_vec(size_t(ws[0]), seed + 2);
+  const Shape ys =
+      conv2d(Tensor::zeros(xs, DType::float64), Tensor::zeros(ws, DType::float64), Tensor(), opt).shape();
+  const Tensor r = Tensor::from_vector(random_vec(size_t(numel(ys)), seed + 3), ys);
+  auto loss = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
+    return (conv2d(x, w, b, opt) * r).sum();
+  };
+
+  Tensor x = Tensor::from_vector(xv, xs).set_requires_grad();
+  Tensor w = Tensor::from_vector(wv, ws).set_requires_grad();
+  Tensor b = Tensor::from_vector(bv, {ws[0]}).set_requires_grad();
+  const auto g = gradients(loss(x, w, b), {x, w, b});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].shape(), xs);
+  EXPECT_EQ(g[1].shape(), ws);
+  EXPECT_EQ(g[2].shape(), (Shape{ws[0]}));
+
+  constexpr double kEps = 1e-6;
+  auto fd = [&](std::vector<double>& v) {
+    std::vector<double> out(v.size());
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i];
+      double f[2];
+      for (int s = 0; s < 2; ++s) {
+        v[i] = keep + (s == 0 ? kEps : -kEps);
+        f[s] =
+            loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws), Tensor::from_vector(bv, {ws[0]}))
+                .item<double>();
+      }
+      v[i] = keep;
+      out[i] = (f[0] - f[1]) / (2 * kEps);
+    }
+    return out;
+  };
+  expect_close(g[0].to_vector<double>(), fd(xv), 1e-6, 1e-6, "d/dx");
+  expect_close(g[1].to_vector<double>(), fd(wv), 1e-6, 1e-6, "d/dw");
+  expect_close(g[2].to_vector<double>(), fd(bv), 1e-6, 1e-6, "d/db");
+}
+}  // namespace
+
+TEST(Conv2dGrad, FiniteDifferencesPlain) {
+  check_conv_grads({2, 4, 5, 3}, {2, 3, 2, 3}, {.padding = 1}, 100);
+}
+
+TEST(Conv2dGrad, FiniteDifferencesStrideDilationGroupsAsymmetric) {
+  check_conv_grads({1, 7, 6, 4}, {4, 3, 2, 2},
+                   {.stride = {2, 1}, .padding = {1, 0, 2, 1}, .dilation = {2, 1}, .groups = 2}, 200);
+}
+
+TEST(Conv2dGrad, FiniteDifferencesSameDepthwise) {
+  check_conv_grads({1, 5, 6, 3}, {3, 3, 3, 1}, {.stride = 2, .padding = "same", .groups = 3}, 300);
+}
+
+// The gradient through backward() and .grad() agrees with gradients() and reaches the bias as a sum.
+TEST(Conv2dGrad, BackwardFillsGrad) {
+  Tensor x = Tensor::ones({2, 3, 3, 1}, DType::float64).set_requires_grad();
+  Tensor w = Tensor::ones({2, 2, 2, 1}, DType::float64).set_requires_grad();
+  Tensor b = Tensor::zeros({2}, DType::float64).set_requires_grad();
+  conv2d(x, w, b).sum().backward();
+  // 2 images x 2x2 outputs: db = 8 per channel; each w tap sees 8 ones; x corners are in 1 window
+  // per output channel, edges 2, the centre 4 (times 2 output channels).
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{8, 8}));
+  EXPECT_EQ(w.grad().to_vector<double>(), std::vector<double>(8, 8.0));
+  const std::vector<double> img = {2, 4, 2, 4, 8, 4, 2, 4, 2};
+  std::vector<double> both(img);
+  both.insert(both.end(), img.begin(), img.end());
+  EXPECT_EQ(x.grad().to_vector<double>(), both);
+}
+
+// ---- errors
+// ------------------------------------------------------------------------------------------------------
+namespace {
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "expected aether::Error containing \"" << part << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message: " << e.what();
+  }
+}
+}  // namespace
+
+TEST(Conv2dErrors, Messages) {
+  const Tensor x = Tensor::ones({1, 5, 5, 4});
+  expect_error([&] { conv2d(x, Tensor::ones({2, 3, 3, 3})); }, "channel mismatch");
+  expect_error([&] { conv2d(x, Tensor::ones({2, 3, 3, 3})); }, "(1, 5, 5, 4)");
+  EXPECT_THROW(conv2d(x, Tensor::ones({2, 3, 3, 3})), Error);
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({2, 3, 3, 1}), Tensor(), {.groups = 3});
+      },
+      "divisible by groups");
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({3, 3, 3, 2}), Tensor(), {.groups = 2});
+      },
+      "output channels (3) must be divisible by groups (2)");
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({2, 3, 3, 4}), Tensor(), {.groups = 0});
+      },
+      "groups must be >= 1");
+  expect_error([&] { conv2d(x, Tensor::ones({2, 6, 3, 4})); }, "input too small");
+  expect_error([&] { conv2d(x, Tensor::ones({2, 3, 3, 4}), Tensor(), {.dilation = 3}); }, "input too small");
+  EXPECT_NO_THROW(conv2d(x, Tensor::ones({2, 6, 3, 4}), Tensor(), {.padding = {1, 0}}));
+  expect_error([&] { conv2d(Tensor::ones({5, 5, 4}), Tensor::ones({2, 3, 3, 4})); }, "expected x of shape");
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({2, 3, 3, 4}), Tensor::ones({3}));
+      },
+      "expected bias of shape (2)");
+  expect_error(
+      [&] {
+        conv2d(x.cast(DType::int32), Tensor::ones({2, 3, 3, 4}, DType::int64));
+      },
+      "expected float tensors");
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({2, 3, 3, 4}), Tensor(), {.stride = 0});
+      },
+      "stride must be >= 1");
+  expect_error(
+      [&] {
+        conv2d(x, Tensor::ones({2, 3, 3, 4}), Tensor(), {.padding = {-1, 0}});
+      },
+      "padding must be >= 0");
+  expect_error(
+      [] {
+        Conv2dOptions o{.padding = "full"};
+        (void)o;
+      },
+      "\"same\" or \"valid\"");
+}

@@ -1,0 +1,252 @@
+// Tests of aether::matmul: hand-computed values and a naive double loop written here for every
+// supported dtype, batched and broadcast batch dims, 1-D operands, strided operands, oneDNN
+// against the naive loop, finite-difference gradients in float64, and error messages.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "backend/cpu/kernels.h"
+
+using namespace aether;
+
+namespace {
+
+class ImplGuard {
+ public:
+  explicit ImplGuard(LibraryImpl impl) : prev_(library_impl()) { set_library_impl(impl); }
+  ~ImplGuard() { set_library_impl(prev_); }
+
+ private:
+  LibraryImpl prev_;
+};
+
+const std::vector<DType> kDtypes = {DType::float32, DType::float64,  DType::int32,
+                                    DType::int64,   DType::bfloat16, DType::float16};
+
+// Small integers in [-3, 3]: every product and sum below is exact in every dtype.
+std::vector<double> small_ints(size_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int> u(-3, 3);
+  std::vector<double> v(n);
+  for (auto& e : v) e = u(gen);
+  return v;
+}
+std::vector<double> uniform(size_t n, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> v(n);
+  for (auto& e : v) e = u(gen);
+  return v;
+}
+
+// c[b] = a[b] (M,K) x b[b] (K,N) for B stacked matrices, in double.
+std::vector<double> naive_bmm(const std::vector<double>& a, const std::vector<double>& b, int64_t B,
+                              int64_t M, int64_t K, int64_t N) {
+  std::vector<double> c(size_t(B * M * N), 0.0);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k)
+          c[size_t((i * M + m) * N + n)] += a[size_t((i * M + m) * K + k)] * b[size_t((i * K + k) * N + n)];
+  return c;
+}
+
+void expect_error(const std::function<void()>& f, const std::string& part) {
+  try {
+    f();
+    ADD_FAILURE() << "expected aether::Error containing \"" << part << "\"";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message: " << e.what();
+  }
+}
+
+}  // namespace
+
+// ---- forward ---------------------------------------------------------------------------------------------
+TEST(Matmul, HandComputedEveryDtype) {
+  // [[1,2,3],[4,5,6]] x [[7,8],[9,10],[11,12]] = [[58,64],[139,154]] (exact even in bfloat16).
+  for (LibraryImpl impl : {LibraryImpl::onednn, LibraryImpl::naive}) {
+    ImplGuard guard(impl);
+    for (DType t : kDtypes) {
+      const Tensor a = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3}).cast(t);
+      const Tensor b = Tensor::from_vector<double>({7, 8, 9, 10, 11, 12}, {3, 2}).cast(t);
+      const Tensor c = matmul(a, b);
+      EXPECT_EQ(c.dtype(), t);
+      EXPECT_EQ(c.shape(), (Shape{2, 2}));
+      EXPECT_EQ(c.to_vector<double>(), (std::vector<double>{58, 64, 139, 154})) << dtype_name(t);
+    }
+  }
+  // Native integer storage, no casts.
+  const Tensor ai = Tensor::from_vector<int32_t>({1, -2, 3, 4}, {2, 2});
+  EXPECT_EQ(matmul(ai, ai).to_vector<int32_t>(), (std::vector<int32_t>{-5, -10, 15, 10}));
+  const Tensor al = Tensor::from_vector<int64_t>({3000000000LL, 1, 0, 2}, {2, 2});
+  EXPECT_EQ(matmul(al, al).to_vector<int64_t>(),
+            (std::vector<int64_t>{9000000000000000000LL, 3000000002LL, 0, 4}));
+}
+
+TEST(Matmul, PromotesMixedDtypes) {
+  const Tensor a = Tensor::from_vector<int32_t>({1, 2}, {1, 2});
+  const Tensor b = Tensor::from_vector<float>({0.5f, 0.25f}, {2, 1});
+  const Tensor c = matmul(a, b);
+  EXPECT_EQ(c.dtype(), DType::float32);
+  EXPECT_EQ(c.item<float>(), 1.0f);
+  EXPECT_EQ(matmul(a.cast(DType::float16), b.cast(DType::bfloat16)).dtype(), DType::float32);
+  EXPECT_EQ(matmul(a, a.t().cast(DType::int64)).dtype(), DType::int64);
+}
+
+TEST(Matmul, BatchedAndBroadcastBatchDimsEveryDtype) {
+  // a (2,1,3,4) x b (3,4,5) -> (2,3,3,5): out[i][j] = a[i][0] x b[j].
+  const auto av = small_ints(2 * 3 * 4, 1), bv = small_ints(3 * 4 * 5, 2);
+  std::vector<double> want;
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j) {
+      const std::vector<double> ai(av.begin() + i * 12, av.begin() + (i + 1) * 12);
+      const std::vector<double> bj(bv.begin() + j * 20, bv.begin() + (j + 1) * 20);
+      const auto c = naive_bmm(ai, bj, 1, 3, 4, 5);
+      want.insert(want.end(), c.begin(), c.end());
+    }
+  for (LibraryImpl impl : {LibraryImpl::onednn, LibraryImpl::naive}) {
+    ImplGuard guard(impl);
+    for (DType t : kDtypes) {
+      const Tensor a = Tensor::from_vector(av, {2, 1, 3, 4}).cast(t);
+      const Tensor b = Tensor::from_vector(bv, {3, 4, 5}).cast(t);
+      const Tensor c = matmul(a, b);
+      EXPECT_EQ(c.shape(), (Shape{2, 3, 3, 5}));
+      EXPECT_EQ(c.to_vector<double>(), want) << dtype_name(t);
+      // Plain batch (no broadcasting): (3,4,5)^T-ish stack against itself.
+      const Tensor d = matmul(b.transpose(1, 2), b);  // (3,5,5), a strided left operand
+      EXPECT_EQ(d.to_vector<double>(),
+                naive_bmm(Tensor::from_vector(bv, {3, 4, 5}).transpose(1, 2).contiguous().to_vector<double>(),
+                          bv, 3, 5, 4, 5))
+          << dtype_name(t);
+    }
+  }
+}
+
+TEST(Matmul, OneDimensionalOperands) {
+  const Tensor v = Tensor::from_vector<double>({1, 2, 3}, {3});
+  const Tensor m = Tensor::from_vector<double>({1, 0, 2, 1, 0, 3, 4, 1, 1, 0, 2, 5}, {3, 4});
+  // (K) x (K,N) -> (N)
+  Tensor r = matmul(v, m);
+  EXPECT_EQ(r.shape(), (Shape{4}));
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{4, 6, 16, 18}));
+  // (M,K) x (K) -> (M)
+  const Tensor w = Tensor::from_vector<double>({2, -1, 1, 3}, {4});
+  r = matmul(m, w);
+  EXPECT_EQ(r.shape(), (Shape{3}));
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{7, 4, 19}));
+  // (K) x (K) -> () : the dot product
+  r = matmul(v, v);
+  EXPECT_EQ(r.shape(), Shape{});
+  EXPECT_EQ(r.item<double>(), 14);
+  // (K) x (B,K,N) -> (B,N) and (B,M,K) x (K) -> (B,M)
+  const Tensor bm = Tensor::from_vector<double>(
+      {1, 0, 2, 1, 0, 3, 4, 1, 1, 0, 2, 5, 1, 0, 2, 1, 0, 3, 4, 1, 1, 0, 2, 5}, {2, 3, 4});
+  r = matmul(v, bm);
+  EXPECT_EQ(r.shape(), (Shape{2, 4}));
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{4, 6, 16, 18, 4, 6, 16, 18}));
+  r = matmul(bm, w);
+  EXPECT_EQ(r.shape(), (Shape{2, 3}));
+  EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{7, 4, 19, 7, 4, 19}));
+  // The Tensor method is the same op.
+  EXPECT_EQ(v.matmul(m).to_vector<double>(), (std::vector<double>{4, 6, 16, 18}));
+}
+
+// ---- oneDNN vs naive (float32, non-integer data) ---------------------------------------------------------
+TEST(Matmul, OnednnMatchesNaiveFloat32) {
+  const int64_t B = 3, M = 17, K = 33, N = 9;
+  const auto av = uniform(size_t(B * M * K), 3), bv = uniform(size_t(B * K * N), 4);
+  // The kernels directly: oneDNN must accept float32 (else the comparison would be vacuous).
+  const std::vector<float> af(av.begin(), av.end()), bf(bv.begin(), bv.end());
+  std::vector<float> c1(size_t(B * M * N)), c2(c1.size());
+  cpu::matmul_naive(DType::float32, af.data(), bf.data(), c1.data(), B, M, K, N);
+  ASSERT_TRUE(cpu::matmul_onednn(DType::float32, af.data(), bf.data(), c2.data(), B, M, K, N));
+  const auto want = naive_bmm(std::vector<double>(af.begin(), af.end()),
+                              std::vector<double>(bf.begin(), bf.end()), B, M, K, N);
+  for (size_t i = 0; i < c1.size(); ++i) {
+    EXPECT_NEAR(c2[i], c1[i], 1e-4 * std::max(1.0, std::abs(double(c1[i])))) << i;
+    EXPECT_NEAR(c1[i], want[i], 1e-4 * std::max(1.0, std::abs(want[i]))) << i;
+  }
+  // Through the tensor API with set_library_impl.
+  const Tensor a = Tensor::from_vector(af, {B, M, K}), b = Tensor::from_vector(bf, {B, K, N});
+  std::vector<float> by_impl[2];
+  for (int i = 0; i < 2; ++i) {
+    ImplGuard guard(i == 0 ? LibraryImpl::onednn : LibraryImpl::naive);
+    by_impl[i] = matmul(a, b).to_vector<float>();
+  }
+  EXPECT_EQ(by_impl[0], c2);
+  EXPECT_EQ(by_impl[1], c1);
+}
+
+TEST(Matmul, OnednnDeclinesUnsupportedDtypes) {
+  double a = 1, b = 2, c = 0;
+  EXPECT_FALSE(cpu::matmul_onednn(DType::float64, &a, &b, &c, 1, 1, 1, 1));
+  int64_t ai = 1, bi = 2, ci = 0;
+  EXPECT_FALSE(cpu::matmul_onednn(DType::int64, &ai, &bi, &ci, 1, 1, 1, 1));
+}
+
+// ---- gradients (float64, central differences)
+// --------------------------------------------------------------
+namespace {
+void check_matmul_grads(const Shape& as, const Shape& bs, uint64_t seed) {
+  auto av = uniform(size_t(numel(as)), seed), bv = uniform(size_t(numel(bs)), seed + 1);
+  const Shape cs = matmul(Tensor::zeros(as, DType::float64), Tensor::zeros(bs, DType::float64)).shape();
+  const Tensor r = Tensor::from_vector(uniform(size_t(numel(cs)), seed + 2), cs);
+  auto loss = [&](const Tensor& a, const Tensor& b) { return (matmul(a, b) * r).sum(); };
+  Tensor a = Tensor::from_vector(av, as).set_requires_grad();
+  Tensor b = Tensor::from_vector(bv, bs).set_requires_grad();
+  const auto g = gradients(loss(a, b), {a, b});
+  ASSERT_EQ(g[0].shape(), as);
+  ASSERT_EQ(g[1].shape(), bs);
+  NoGradGuard no_grad;
+  constexpr double kEps = 1e-6;
+  auto fd = [&](std::vector<double>& v) {
+    std::vector<double> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i];
+      v[i] = keep + kEps;
+      const double fp = loss(Tensor::from_vector(av, as), Tensor::from_vector(bv, bs)).item<double>();
+      v[i] = keep - kEps;
+      const double fm = loss(Tensor::from_vector(av, as), Tensor::from_vector(bv, bs)).item<double>();
+      v[i] = keep;
+      out[i] = (fp - fm) / (2 * kEps);
+    }
+    return out;
+  };
+  const auto ga = g[0].to_vector<double>(), gb = g[1].to_vector<double>();
+  const auto fa = fd(av), fb = fd(bv);
+  for (size_t i = 0; i < ga.size(); ++i) EXPECT_NEAR(ga[i], fa[i], 1e-6) << "d/da " << i;
+  for (size_t i = 0; i < gb.size(); ++i) EXPECT_NEAR(gb[i], fb[i], 1e-6) << "d/db " << i;
+}
+}  // namespace
+
+TEST(MatmulGrad, FiniteDifferencesPlain) { check_matmul_grads({3, 4}, {4, 2}, 10); }
+TEST(MatmulGrad, FiniteDifferencesBatchBroadcast) {
+  check_matmul_grads({2, 1, 3, 4}, {3, 4, 2}, 20);  // both operands broadcast along a batch dim
+  check_matmul_grads({4, 3}, {2, 3, 2}, 30);        // a 2-D left operand shared by the batch
+}
+TEST(MatmulGrad, FiniteDifferencesOneDimensional) {
+  check_matmul_grads({4}, {4, 3}, 40);
+  check_matmul_grads({2, 3, 4}, {4}, 50);
+  check_matmul_grads({5}, {5}, 60);
+}
+
+// ---- errors
+// ----------------------------------------------------------------------------------------------------
+TEST(MatmulErrors, Messages) {
+  expect_error([] { matmul(Tensor::ones({2, 3}), Tensor::ones({4, 2})); }, "inner dims differ");
+  expect_error([] { matmul(Tensor::ones({2, 3}), Tensor::ones({4, 2})); }, "(2, 3) x (4, 2)");
+  expect_error([] { matmul(Tensor::ones({3}), Tensor::ones({4})); }, "inner dims differ");
+  expect_error([] { matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 4})); }, "matmul");
+  expect_error([] { matmul(Tensor::scalar(2), Tensor::ones({2})); }, "scalars");
+  expect_error(
+      [] {
+        matmul(Tensor::ones({2, 2}, DType::boolean), Tensor::ones({2, 2}, DType::boolean));
+      },
+      "bool");
+}
