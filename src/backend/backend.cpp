@@ -3,6 +3,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <sstream>
 #include <unordered_set>
 
 #include "aether/core/error.h"
@@ -20,6 +24,43 @@ bool env_flag(const char* name, bool dflt) {
 bool g_fusion = env_flag("AETHER_FUSE", true);
 LibraryImpl g_library = env_flag("AETHER_ONEDNN", true) ? LibraryImpl::onednn : LibraryImpl::naive;
 }  // namespace
+
+namespace {
+bool g_profiling = env_flag("AETHER_PROFILE", false);
+struct OpStat {
+  double seconds = 0;
+  int64_t calls = 0, elements = 0;
+};
+std::map<std::string, OpStat>& op_stats() {
+  static std::map<std::string, OpStat> m;
+  return m;
+}
+}  // namespace
+
+void set_profiling(bool on) { g_profiling = on; }
+bool profiling_enabled() { return g_profiling; }
+void record_op_time(const char* op, double seconds, int64_t elements) {
+  auto& s = op_stats()[op];
+  s.seconds += seconds;
+  s.calls += 1;
+  s.elements += elements;
+}
+void reset_op_profile() { op_stats().clear(); }
+std::string op_profile_report() {
+  std::vector<std::pair<std::string, OpStat>> v(op_stats().begin(), op_stats().end());
+  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  double total = 0;
+  for (const auto& [n, s] : v) total += s.seconds;
+  std::ostringstream os;
+  os << "op                 calls    time(s)   share   Melem/s\n";
+  for (const auto& [n, s] : v) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%-16s %7lld %10.3f %6.1f%% %9.1f\n", n.c_str(), static_cast<long long>(s.calls),
+                  s.seconds, total > 0 ? 100 * s.seconds / total : 0, s.seconds > 0 ? double(s.elements) / s.seconds / 1e6 : 0);
+    os << buf;
+  }
+  return os.str();
+}
 
 void set_fusion(bool enabled) { g_fusion = enabled; }
 bool fusion_enabled() { return g_fusion; }

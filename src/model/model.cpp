@@ -149,7 +149,10 @@ Model& Model::finalize(const Shape& input_shape) {
   AETHER_CHECK(m.net->size() > 0, "finalize", "the model has no layers");
   check_shape(input_shape, "finalize");
   {  // Build the forward graph on a lazy batch of 2: shape errors surface here, nothing is computed.
+    // Evaluation mode: in training mode batch norm would update its running statistics and dropout
+    // would draw from the global generator (changing every later random number).
     NoGradGuard no_grad;
+    nn::EvalModeGuard eval_mode(*m.net);
     Shape s = input_shape;
     s.insert(s.begin(), 2);
     const Tensor out = m.net->forward(Tensor::zeros(s));
@@ -254,7 +257,7 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
   lo.std = m.std;
   data::DataLoader loader(d, lo);
   loader.begin_epoch(0);
-  m.net->eval();
+  nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0, correct = 0, top5 = 0;
@@ -271,7 +274,6 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
     top5 += t5.item<double>() * double(b->size);
     r.samples += b->size;
   }
-  m.net->train();
   if (r.samples > 0) {
     r.loss = loss_sum / double(r.samples);
     r.accuracy = correct / double(r.samples);
@@ -287,11 +289,9 @@ Tensor Model::predict(const Tensor& images) {
   Tensor x = images.cast(DType::float32);
   if (m.input_shape.size() == 1 && x.ndim() > 2) x = x.flatten(1);
   m.check_input(x, "predict");
-  m.net->eval();
+  nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
-  Tensor p = m.probabilities(m.net->forward(x)).realize();
-  m.net->train();
-  return p;
+  return m.probabilities(m.net->forward(x)).realize();
 }
 
 Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {

@@ -19,11 +19,11 @@ std::shared_ptr<Sequential> mlp(const Shape& s, int64_t k) {
 std::shared_ptr<Sequential> lenet(const Shape& s, int64_t k) {
   AETHER_CHECK(s[0] % 4 == 0 && s[1] % 4 == 0, "lenet", "needs image sides divisible by 4, got ", to_string(s));
   auto n = std::make_shared<Sequential>();
-  const Conv2dOptions same{.padding = "same"};
-  n->add(mk<Conv2d>(s[2], 32, 5, same, false)).add(mk<BatchNorm2d>(32)).add(mk<ReLU>()).add(mk<MaxPool2d>(2));
-  n->add(mk<Conv2d>(32, 64, 5, same, false)).add(mk<BatchNorm2d>(64)).add(mk<ReLU>()).add(mk<MaxPool2d>(2));
-  n->add(mk<Flatten>()).add(mk<Linear>(s[0] / 4 * s[1] / 4 * 64, 256)).add(mk<ReLU>()).add(mk<Dropout>(0.3));
-  n->add(mk<Linear>(256, k));
+  const Conv2dOptions same{.padding = 1};
+  n->add(mk<Conv2d>(s[2], 16, 3, same, false)).add(mk<BatchNorm2d>(16)).add(mk<ReLU>()).add(mk<MaxPool2d>(2));
+  n->add(mk<Conv2d>(16, 32, 3, same, false)).add(mk<BatchNorm2d>(32)).add(mk<ReLU>()).add(mk<MaxPool2d>(2));
+  n->add(mk<Flatten>()).add(mk<Linear>(s[0] / 4 * s[1] / 4 * 32, 128)).add(mk<ReLU>());
+  n->add(mk<Linear>(128, k));
   return n;
 }
 
@@ -55,9 +55,9 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
     p.data.batch_size = 128;
   } else if (name == "lenet") {
     p.network = lenet(s, k);
-    p.config = {.loss = "cross_entropy", .label_smoothing = 0.1, .optimizer = "adam", .lr = 2e-3,
+    p.config = {.loss = "cross_entropy", .label_smoothing = 0.1, .optimizer = "adam", .lr = 3e-3,
                 .weight_decay = 0, .schedule = "one_cycle", .warmup_fraction = 0.25};
-    p.epochs = 6;
+    p.epochs = 5;
     p.data.batch_size = 128;
   } else if (name == "cifarnet") {
     p.network = cifarnet(s, k);

@@ -71,6 +71,23 @@ void Module::to(Device device) {
   for (auto& [n, c] : children_) c->to(device);
 }
 
+EvalModeGuard::EvalModeGuard(Module& m) {
+  std::vector<Module*> stack{&m};
+  while (!stack.empty()) {  // pre-order
+    Module* cur = stack.back();
+    stack.pop_back();
+    modes_.emplace_back(cur, cur->is_training());
+    const auto& ch = cur->children();
+    for (auto it = ch.rbegin(); it != ch.rend(); ++it) stack.push_back(it->second.get());
+  }
+  m.eval();
+}
+
+EvalModeGuard::~EvalModeGuard() {
+  // train(on) also sets the descendants, so restoring in pre-order leaves each module its own mode.
+  for (auto& [mod, on] : modes_) mod->train(on);
+}
+
 Sequential::Sequential(std::vector<ModulePtr> layers) {
   for (auto& l : layers) add(std::move(l));
 }
@@ -94,6 +111,7 @@ nlohmann::json Sequential::config() const {
 
 std::string summary(Module& m, const Shape& input_shape) {
   NoGradGuard no_grad;
+  EvalModeGuard eval_mode(m);  // training mode would update batch-norm statistics and draw dropout masks
   std::vector<std::array<std::string, 3>> rows;
   Tensor x = Tensor::zeros(input_shape);
   auto* seq = dynamic_cast<Sequential*>(&m);

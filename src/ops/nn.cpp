@@ -323,11 +323,12 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   const int64_t n = x.numel() / std::max<int64_t>(c, 1);
 
   BatchNormResult r;
-  Tensor mean, var;  // (C)
+  Tensor mean, var;   // (C)
+  Tensor centered;    // (..., C): x - mean
   if (training) {
     AETHER_CHECK(n > 1, op, "training needs more than one value per channel, got x ", x.str());
     mean = xc.mean(axes);
-    const Tensor centered = xc - mean;
+    centered = xc - mean;
     var = (centered * centered).mean(axes);
     r.batch_mean = mean;
     r.batch_var = var;
@@ -341,11 +342,15 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   } else {
     mean = running_mean.cast(t);
     var = running_var.cast(t);
+    centered = xc - mean;
     r.new_running_mean = running_mean;
     r.new_running_var = running_var;
   }
-  Tensor y = (xc - mean) * (var + eps).rsqrt();  // (..., C)
-  if (weight.defined()) y = y * weight.cast(t);
+  // y = (x - mean) * scale + bias with scale = weight / sqrt(var + eps): the per-channel factors are
+  // combined first (C elements), so the big tensor sees one subtract, one multiply and one add.
+  Tensor scale = (var + eps).rsqrt();  // (C)
+  if (weight.defined()) scale = scale * weight.cast(t);
+  Tensor y = centered * scale;  // (..., C)
   if (bias.defined()) y = y + bias.cast(t);
   r.out = y.cast(x.dtype());
   return r;

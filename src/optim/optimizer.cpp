@@ -25,6 +25,12 @@ Tensor& Optimizer::slot(size_t i, const std::string& name) {
   return state_[i].back().second;
 }
 
+bool Optimizer::has_slot(size_t i, const std::string& name) const {
+  for (const auto& [n, t] : state_[i])
+    if (n == name) return true;
+  return false;
+}
+
 std::vector<std::pair<std::string, Tensor*>> Optimizer::named_state() {
   std::vector<std::pair<std::string, Tensor*>> out;
   for (size_t i = 0; i < state_.size(); ++i)
@@ -70,11 +76,14 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)
                "Nesterov momentum needs momentum > 0 and dampening 0");
 }
 
-Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t t) {
+Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t /*t*/) {
   Tensor g = o_.weight_decay != 0 ? grad + p * o_.weight_decay : grad;
   if (o_.momentum != 0) {
+    // The buffer starts as g on this parameter's first step with a gradient (not the optimizer's
+    // first step: a parameter may get its first gradient later).
+    const bool first = !has_slot(i, "momentum");
     Tensor& buf = slot(i, "momentum");
-    const Tensor nb = t == 1 ? g : buf * o_.momentum + g * (1 - o_.dampening);
+    const Tensor nb = first ? g : buf * o_.momentum + g * (1 - o_.dampening);
     buf = nb;
     g = o_.nesterov ? g + nb * o_.momentum : nb;
   }

@@ -62,16 +62,23 @@ nlohmann::json OneCycleLR::config() const {
 }
 
 std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
+  AETHER_CHECK(c.is_object() && c.contains("type") && c.at("type").is_string(), "schedule_from_config",
+               "expected an object with a \"type\", got ", c.dump());
   const std::string t = c.at("type");
-  if (t == "constant") return std::make_unique<ConstantLR>(c.at("base"));
-  if (t == "step") return std::make_unique<StepLR>(c.at("base"), c.at("step_size"), c.at("gamma"));
-  if (t == "cosine") return std::make_unique<CosineLR>(c.at("base"), c.at("total"), c.at("min"));
-  if (t == "warmup_linear")
-    return std::make_unique<WarmupLinearLR>(c.at("base"), c.at("warmup"), c.at("total"), c.at("final"));
-  if (t == "one_cycle")
-    return std::make_unique<OneCycleLR>(c.at("max"), c.at("total"), c.at("pct_start"), c.at("div_factor"),
-                                        c.at("final_div_factor"));
-  throw Error("schedule_from_config: unknown schedule '" + t + "'");
+  try {
+    if (t == "constant") return std::make_unique<ConstantLR>(c.at("base"));
+    if (t == "step") return std::make_unique<StepLR>(c.at("base"), c.at("step_size"), c.at("gamma"));
+    if (t == "cosine") return std::make_unique<CosineLR>(c.at("base"), c.at("total"), c.at("min"));
+    if (t == "warmup_linear")
+      return std::make_unique<WarmupLinearLR>(c.at("base"), c.at("warmup"), c.at("total"), c.at("final"));
+    if (t == "one_cycle")
+      return std::make_unique<OneCycleLR>(c.at("max"), c.at("total"), c.at("pct_start"), c.at("div_factor"),
+                                          c.at("final_div_factor"));
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(detail::cat("schedule_from_config: bad ", t, " config ", c.dump(), ": ", e.what()));
+  }
+  throw Error("schedule_from_config: unknown schedule '" + t + "' (expected constant, step, cosine, "
+              "warmup_linear or one_cycle)");
 }
 
 }  // namespace aether::optim

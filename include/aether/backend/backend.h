@@ -36,6 +36,14 @@ enum class LibraryImpl { onednn, naive };
 void set_library_impl(LibraryImpl impl);
 LibraryImpl library_impl();
 
+// Per-op time accounting (AETHER_PROFILE=1 or set_profiling(true)): every executed node adds its
+// wall time and output size to its op's line; op_profile_report() prints the table, sorted by time.
+void set_profiling(bool on);
+bool profiling_enabled();
+void record_op_time(const char* op, double seconds, int64_t elements);
+std::string op_profile_report();
+void reset_op_profile();
+
 // Computes the given nodes (and everything they need) now.
 void realize_nodes(const std::vector<NodePtr>& nodes);
 

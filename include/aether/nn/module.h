@@ -66,6 +66,19 @@ class Module {
 
 using ModulePtr = std::shared_ptr<Module>;
 
+// While alive, puts a module tree in evaluation mode (no dropout draws, batch norm uses and keeps
+// its running statistics); afterwards every module gets back its own previous mode.
+class EvalModeGuard {
+ public:
+  explicit EvalModeGuard(Module& m);
+  ~EvalModeGuard();
+  EvalModeGuard(const EvalModeGuard&) = delete;
+  EvalModeGuard& operator=(const EvalModeGuard&) = delete;
+
+ private:
+  std::vector<std::pair<Module*, bool>> modes_;  // pre-order: a parent before its children
+};
+
 // Layers applied in order; children are named by position ("0", "1", ...).
 class Sequential : public Module {
  public:
@@ -80,7 +93,8 @@ class Sequential : public Module {
 };
 
 // A table like Keras' model.summary(): layer, output shape, parameters, and totals. Shapes come
-// from building the forward graph on a lazy input of `input_shape` (nothing is computed).
+// from building the forward graph on a lazy input of `input_shape` (nothing is computed), in
+// evaluation mode: batch-norm statistics, the modes and the random generator are left unchanged.
 std::string summary(Module& m, const Shape& input_shape);
 
 // Rebuilds a module (and its children) from config(); weights are fresh (load them afterwards).

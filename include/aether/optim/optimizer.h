@@ -52,6 +52,7 @@ class Optimizer {
   virtual Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) = 0;
   // A zero-initialised state slot of parameter i, created on first use.
   Tensor& slot(size_t i, const std::string& name);
+  bool has_slot(size_t i, const std::string& name) const;
 
   std::vector<Tensor> params_;
   double lr_;
@@ -63,7 +64,8 @@ class Optimizer {
 
 // SGD, as torch.optim.SGD:
 //   g = grad + weight_decay * p
-//   buf = momentum * buf + (1 - dampening) * g     (buf = g on the first step)
+//   buf = momentum * buf + (1 - dampening) * g     (buf = g on the parameter's first step with a
+//                                                   gradient, as torch: its buffer is None then)
 //   g = nesterov ? g + momentum * buf : buf         (when momentum != 0)
 //   p = p - lr * g
 struct SGDOptions {
@@ -86,7 +88,8 @@ class SGD : public Optimizer {
   SGDOptions o_;
 };
 
-// Adam / AdamW, as torch.optim.Adam and AdamW:
+// Adam / AdamW, as torch.optim.Adam and AdamW (t: the optimizer's step count, shared by all
+// parameters; torch counts per parameter, which differs only for parameters that miss steps):
 //   Adam:  g = grad + weight_decay * p          AdamW: p = p * (1 - lr * weight_decay)
 //   m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
 //   p = p - lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps)

@@ -52,7 +52,10 @@ class CosineLR : public LRSchedule {
   double min_;
 };
 
-// Linear warm-up from 0 to base over `warmup` steps, then linear decay to `final_lr` at `total`.
+// Linear warm-up to base over `warmup` steps, then linear decay to `final_lr` at `total`:
+//   step < warmup:  base * (step + 1) / warmup        (so the first step already has a non-zero lr
+//                                                      and step warmup - 1 reaches base)
+//   otherwise:      base + (final_lr - base) * min((step - warmup) / (total - warmup), 1)
 class WarmupLinearLR : public LRSchedule {
  public:
   WarmupLinearLR(double base, int64_t warmup_steps, int64_t total_steps, double final_lr = 0);

@@ -68,24 +68,40 @@ int64_t avg_divisor(const PoolGeom& g, int64_t oh, int64_t ow) {
   return (he - hs) * (we - ws);
 }
 
-// Position (ih, iw) of the first maximum of channel c in window (oh, ow) of image n; NaN wins.
+// The first maximum of every channel of window (oh, ow) of image n, all channels at once (the
+// channel loop is innermost and contiguous, so it vectorises): best[c] gets the value and pos[c]
+// the position ih * W + iw. Row-major scan; a later element wins only if strictly greater, and
+// the first NaN wins and stays. pos[c] is -1 for an empty window (cannot happen: pad < kernel).
 template <typename T>
-std::pair<int64_t, int64_t> first_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow,
-                                      int64_t c) {
+void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow, Acc<T>* best, int64_t* pos) {
   using A = Acc<T>;
   const Window win = window(g, oh, ow);
-  A best = -std::numeric_limits<A>::infinity();
-  std::pair<int64_t, int64_t> at{-1, -1};
+  const int64_t C = g.C;
+  bool first = true;
   for (int64_t ih = win.h0; ih < win.h1; ++ih)
     for (int64_t iw = win.w0; iw < win.w1; ++iw) {
-      const A v = A(X[((n * g.H + ih) * g.W + iw) * g.C + c]);
-      if (v != v) return {ih, iw};  // NaN propagates
-      if (at.first < 0 || v > best) {
-        best = v;
-        at = {ih, iw};
+      const T* px = X + ((n * g.H + ih) * g.W + iw) * C;  // (C)
+      const int64_t p = ih * g.W + iw;
+      if (first) {
+        for (int64_t c = 0; c < C; ++c) {
+          best[c] = A(px[c]);
+          pos[c] = p;
+        }
+        first = false;
+        continue;
+      }
+      for (int64_t c = 0; c < C; ++c) {
+        const A v = A(px[c]), b = best[c];
+        const bool take = (v > b || v != v) && b == b;
+        best[c] = take ? v : b;
+        pos[c] = take ? p : pos[c];
       }
     }
-  return at;
+  if (first)
+    for (int64_t c = 0; c < C; ++c) {
+      best[c] = -std::numeric_limits<A>::infinity();
+      pos[c] = -1;
+    }
 }
 
 }  // namespace
@@ -93,19 +109,20 @@ std::pair<int64_t, int64_t> first_max(const T* X, const PoolGeom& g, int64_t n, 
 void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
   dispatch_float(dtype, "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
+    using A = Acc<T>;
     const T* X = static_cast<const T*>(x);  // (N,H,W,C)
     T* Y = static_cast<T*>(y);              // (N,OH,OW,C)
 #pragma omp parallel for collapse(2) schedule(static) if (parallel_worth_it(g))
     for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow)
-          for (int64_t c = 0; c < g.C; ++c) {
-            const auto [ih, iw] = first_max(X, g, n, oh, ow, c);
-            T& out = Y[((n * g.OH + oh) * g.OW + ow) * g.C + c];
-            // An empty window cannot happen (padding < kernel); it would read as -inf.
-            out = ih < 0 ? T(-std::numeric_limits<float>::infinity())
-                         : X[((n * g.H + ih) * g.W + iw) * g.C + c];
-          }
+      for (int64_t oh = 0; oh < g.OH; ++oh) {
+        std::vector<A> best(size_t(g.C));        // (C)
+        std::vector<int64_t> pos(size_t(g.C));   // (C)
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          window_max(X, g, n, oh, ow, best.data(), pos.data());
+          T* out = Y + ((n * g.OH + oh) * g.OW + ow) * g.C;
+          for (int64_t c = 0; c < g.C; ++c) out[c] = T(best[size_t(c)]);
+        }
+      }
   });
 }
 
@@ -121,13 +138,15 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
 #pragma omp parallel for schedule(static) if (parallel_worth_it(g))
     for (int64_t n = 0; n < g.N; ++n) {
       std::vector<A> acc(size_t(plane), A(0));  // (H,W,C) of image n
+      std::vector<A> best(size_t(g.C));         // (C)
+      std::vector<int64_t> pos(size_t(g.C));    // (C)
       for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow)
-          for (int64_t c = 0; c < g.C; ++c) {
-            const auto [ih, iw] = first_max(X, g, n, oh, ow, c);
-            if (ih < 0) continue;
-            acc[size_t((ih * g.W + iw) * g.C + c)] += A(DY[((n * g.OH + oh) * g.OW + ow) * g.C + c]);
-          }
+        for (int64_t ow = 0; ow < g.OW; ++ow) {
+          window_max(X, g, n, oh, ow, best.data(), pos.data());
+          const T* d = DY + ((n * g.OH + oh) * g.OW + ow) * g.C;
+          for (int64_t c = 0; c < g.C; ++c)
+            if (pos[size_t(c)] >= 0) acc[size_t(pos[size_t(c)] * g.C + c)] += A(d[c]);
+        }
       for (int64_t i = 0; i < plane; ++i) DX[n * plane + i] = T(acc[size_t(i)]);
     }
   });

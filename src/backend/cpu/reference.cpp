@@ -6,6 +6,7 @@
 // Float math runs in the storage type's natural precision (float for float32/float16/bfloat16,
 // double for float64) except sums, which accumulate in double.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -609,7 +610,14 @@ class ReferenceBackend final : public Backend {
       for (const auto& s : n->srcs)
         AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
                      " is not realized (nodes out of order)");
-      execute_node(*n);
+      if (profiling_enabled()) {
+        const auto t0 = std::chrono::steady_clock::now();
+        execute_node(*n);
+        record_op_time(op_name(n->op), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                       numel(n->shape));
+      } else {
+        execute_node(*n);
+      }
     }
   }
 };

@@ -1,0 +1,82 @@
+// aether/schedule/schedule.h - the fusing scheduler's analysis: which unrealized nodes form which kernel.
+//
+// schedule(outputs) groups every unrealized node reachable from `outputs` into kernels, like
+// tinygrad's scheduler. It only analyses the lazy graph: nothing is computed, generated or changed.
+// It runs a list of small passes (src/schedule/pass_*.cpp), checks the grouping after each one
+// (every node in exactly one group, groups form a DAG, each group is a contiguous sub-DAG) and, when
+// the environment variable AETHER_DEBUG >= 4, prints the groups after each pass to stderr.
+//
+// Fusion rules (issue "Fusion"):
+//  1. elementwise chains fuse; movement ops and broadcasts are index arithmetic inside a kernel
+//     (never kernels of their own); constants are inlined;
+//  2. a reduce fuses with the elementwise ops that feed it and with the elementwise ops on its small
+//     result (the epilogue), and writes its small output once;
+//  3. sibling reduces (same input shape and axes) merge into one multi-output kernel when one member
+//     already loads every big buffer (buffer + view) the others load;
+//  4. groups are built during a reverse topological walk, so they are contiguous sub-DAGs;
+//  5. elementwise ops reading a reduce result broadcast back over the big shape (x - mean) fuse into
+//     their consumer; the reduce result is a small input of that kernel;
+//  6. a reduce does not fuse with an elementwise output of another shape, nor with a reduce whose
+//     result it depends on.
+// Library ops (matmul, conv, pools) are library calls of their own and split fusion.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "aether/core/tensor.h"
+#include "aether/graph/node.h"
+
+namespace aether {
+
+enum class KernelKind : uint8_t {
+  Elementwise,  // a generated kernel over its output shape
+  Reduce,       // a generated kernel with one or more reduces over `shape` (multi-output when merged)
+  Library,      // one library call (matmul, conv, pool)
+  ViewOnly,     // movement ops over a stored value: no kernel, just a view
+};
+const char* kernel_kind_name(KernelKind k);
+
+// One distinct load of a kernel: a buffer seen through one view.
+struct KernelInput {
+  NodePtr base;        // the realized node or the stored output of another kernel
+  int producer = -1;   // index of the kernel that stores `base` in Schedule::kernels; -1: realized
+  std::string view;    // the view the kernel reads `base` through (after the movement ops)
+  bool big = false;    // base is as large as the kernel's iteration space
+  int64_t bytes = 0;   // bytes read (the view's elements, at most the buffer's)
+};
+
+struct Kernel {
+  KernelKind kind = KernelKind::Elementwise;
+  std::vector<NodePtr> nodes;     // members, in topological order
+  std::vector<NodePtr> outputs;   // values stored (ViewOnly: the views it provides, nothing stored)
+  std::vector<KernelInput> inputs;
+  Shape shape;                    // iteration shape (Reduce: the reduce input shape)
+  std::vector<int> reduce_axes;   // Reduce only
+  int64_t bytes_read = 0, bytes_written = 0;
+  bool generated() const { return kind == KernelKind::Elementwise || kind == KernelKind::Reduce; }
+};
+
+struct Schedule {
+  std::vector<Kernel> kernels;   // in an order that runs producers first
+  std::vector<NodePtr> inlined;  // constants (and views of them) inlined wherever they are read
+  int kernel_count = 0;          // generated kernels (Elementwise + Reduce)
+  int library_calls = 0;
+  // Reads and writes of buffers as large as the largest iteration space in the schedule.
+  int big_buffer_passes = 0;
+  int64_t bytes_moved = 0;  // all kernels' bytes read + written
+  nlohmann::json to_json() const;
+};
+
+struct ScheduleOptions {
+  // Nodes treated as realized buffers even if they are not (to schedule a graph's shape only).
+  std::vector<NodePtr> assume_realized;
+};
+
+Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options = {});
+Schedule schedule(const std::vector<Tensor>& outputs, const ScheduleOptions& options = {});
+
+}  // namespace aether

@@ -1,0 +1,115 @@
+// Pass group: build fusion groups in one reverse topological walk (rules 1, 2, 4, 5, 6): a node
+// joins the group of its consumers when they all sit in one group and the fusion rules allow it.
+#include <algorithm>
+
+#include "state.h"
+
+namespace aether::sched {
+namespace {
+
+// Whether a reduce member of g is reachable from node i through members of g.
+bool reaches_reduce_in_group(const State& s, int g, int i) {
+  std::vector<int> stack(s.nodes[size_t(i)].consumers);
+  std::vector<char> seen(s.nodes.size(), 0);
+  while (!stack.empty()) {
+    const int c = stack.back();
+    stack.pop_back();
+    if (seen[size_t(c)] || s.nodes[size_t(c)].group != g) continue;
+    seen[size_t(c)] = 1;
+    if (is_reduce(s.nodes[size_t(c)].node->op)) return true;
+    for (int d : s.nodes[size_t(c)].consumers) stack.push_back(d);
+  }
+  return false;
+}
+
+void found(State& s, int i) {
+  SNode& n = s.nodes[size_t(i)];
+  const Node& node = *n.node;
+  Group g;
+  g.members = {i};
+  g.full = node.shape;
+  g.out_numel = numel(node.shape);
+  n.side = Side::Post;
+  if (is_library(node.op)) {
+    g.kind = KernelKind::Library;
+  } else if (is_reduce(node.op)) {
+    g.kind = KernelKind::Reduce;
+    g.full = node.srcs[0]->shape;
+    g.axes = reduce_axes_of(node);
+    g.has_reduce = true;
+    n.side = Side::Reduce;
+  } else if (is_movement(node.op) && !n.output) {
+    g.kind = KernelKind::ViewOnly;  // a view of a value stored by another group
+  }
+  n.group = int(s.groups.size());
+  s.groups.push_back(std::move(g));
+}
+
+// Tries to add node i (whose consumers are all in group gi) to that group; sets its side.
+bool absorb(State& s, int gi, int i) {
+  Group& g = s.groups[size_t(gi)];
+  SNode& n = s.nodes[size_t(i)];
+  const Node& node = *n.node;
+  if (g.kind == KernelKind::Library || is_library(node.op)) return false;
+  if (g.kind == KernelKind::ViewOnly) {
+    if (!is_movement(node.op)) return false;
+    n.group = gi;
+    g.members.push_back(i);
+    return true;
+  }
+  // Post: every consumer is downstream of the group's reduce (or the group has none yet).
+  bool post = true;
+  for (int c : n.consumers) post = post && s.nodes[size_t(c)].side == Side::Post;
+  const int64_t ne = numel(node.shape), full = numel(g.full);
+  bool ok = false;
+  Side side = post ? Side::Post : Side::Pre;
+  if (is_reduce(node.op)) {
+    // Rule 6: a reduce never feeds another reduce of the same kernel.
+    if (!post) return false;
+    if (!g.has_reduce) {
+      ok = ne == full;  // the group is elementwise over this reduce's output: its epilogue
+      if (ok) {
+        g.kind = KernelKind::Reduce;
+        g.full = node.srcs[0]->shape;
+        g.axes = reduce_axes_of(node);
+        g.has_reduce = true;
+      }
+    } else {
+      // A sibling reduce inside one expression: same input shape and axes, independent.
+      ok = node.srcs[0]->shape == g.full && reduce_axes_of(node) == g.axes && ne == g.out_numel &&
+           !reaches_reduce_in_group(s, gi, i);
+    }
+    side = Side::Reduce;
+  } else if (post) {
+    // Epilogue side: ops on the small output, or small inputs that need no reduce.
+    ok = ne == g.out_numel || (ne < g.out_numel && !n.dep_reduce) || (ne > g.out_numel && !g.has_reduce);
+  } else {
+    // Prologue side (rules 1, 2, 5): the reduce's full shape, or a small input that needs no reduce
+    // (a reduce result broadcast back over the full shape is a small input of this kernel instead).
+    ok = ne == full || !n.dep_reduce;
+  }
+  if (!ok) return false;
+  n.side = side;
+  n.group = gi;
+  g.members.push_back(i);
+  return true;
+}
+}  // namespace
+
+void pass_group(State& s) {
+  for (auto it = s.topo.rbegin(); it != s.topo.rend(); ++it) {
+    const int i = *it;
+    SNode& n = s.nodes[size_t(i)];
+    if (n.inlined) continue;
+    int gi = -1;
+    bool one_group = !n.output && !is_library(n.node->op);
+    for (int c : n.consumers) {
+      const int cg = s.nodes[size_t(c)].group;
+      if (gi < 0) gi = cg;
+      one_group = one_group && cg == gi;
+    }
+    if (!(one_group && gi >= 0 && absorb(s, gi, i))) found(s, i);
+  }
+}
+
+}  // namespace aether::sched

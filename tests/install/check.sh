@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the build in $1 to a temporary prefix, then builds and runs tests/install/consumer.cpp
+# against it twice: with CMake's find_package(aether) and with pkg-config.
+set -euo pipefail
+build=$1
+src=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cmake --install "$build" --prefix "$work/prefix" > /dev/null
+echo "== find_package(aether)"
+cmake -S "$src" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > /dev/null
+cmake --build "$work/cmake" > /dev/null
+"$work/cmake/consumer"
+echo "== pkg-config aether"
+pc_dir=$(dirname "$(find "$work/prefix" -name aether.pc | head -n 1)")
+flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --static --cflags --libs aether)
+# shellcheck disable=SC2086
+${CXX:-c++} "$src/consumer.cpp" -o "$work/consumer_pc" $flags
+"$work/consumer_pc"

@@ -1,0 +1,416 @@
+// Tests of the Model API (aether/model/model.h) on a tiny synthetic data set built in memory
+// (64 images 8x8x1, 2 classes: bright top half or bright bottom half): building, configuring,
+// finalizing and the summary; training lowers the loss; evaluate/predict shapes and
+// probabilities; error messages; save/load round trips; bit-identical resume from a checkpoint;
+// corrupt checkpoints.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "aether/core/random.h"
+#include "aether/io/checkpoint.h"
+#include "aether/model/model.h"
+
+using namespace aether;
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T, typename... A>
+std::shared_ptr<T> mk(A&&... a) {
+  return std::make_shared<T>(std::forward<A>(a)...);
+}
+
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  try {
+    f();
+    ADD_FAILURE() << "expected aether::Error containing '" << parts.front() << "'";
+  } catch (const Error& e) {
+    for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
+  }
+}
+
+// 64 images (8,8,1) uint8: class 0 has a bright top half, class 1 a bright bottom half, plus noise.
+data::Dataset tiny_dataset(int64_t n = 64, uint32_t seed = 1) {
+  data::Dataset d;
+  d.name = "tiny";
+  d.n = n;
+  d.h = 8;
+  d.w = 8;
+  d.c = 1;
+  d.num_classes = 2;
+  d.class_names = {"top", "bottom"};
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> noise(0, 90);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t label = i % 2;
+    d.labels.push_back(label);
+    for (int y = 0; y < 8; ++y)
+      for (int x = 0; x < 8; ++x) {
+        const bool bright = (y < 4) == (label == 0);
+        d.images.push_back(uint8_t((bright ? 150 : 20) + noise(gen)));
+      }
+  }
+  d.check();
+  return d;
+}
+
+// Conv -> BN -> ReLU -> pool -> flatten -> dropout -> linear, for (8,8,1) inputs and 2 classes.
+void add_layers(Model& m, double dropout = 0.25) {
+  m.add(mk<nn::Conv2d>(1, 4, 3, Conv2dOptions{.padding = "same"}))
+      .add(mk<nn::BatchNorm2d>(4))
+      .add(mk<nn::ReLU>())
+      .add(mk<nn::MaxPool2d>(2))
+      .add(mk<nn::Flatten>())
+      .add(mk<nn::Dropout>(dropout))
+      .add(mk<nn::Linear>(4 * 4 * 4, 2));
+}
+
+ModelConfig sgd_config(const std::string& schedule = "constant") {
+  ModelConfig c;
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.momentum = 0.9;
+  c.schedule = schedule;
+  return c;
+}
+
+TrainOptions train_options(int64_t epochs) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.data.batch_size = 16;
+  o.data.seed = 3;
+  o.data.mean = {0.35f};
+  o.data.std = {0.3f};
+  o.progress = false;
+  return o;
+}
+
+// A fresh temporary directory per test, removed afterwards.
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = fs::temp_directory_path() /
+           ("aether_model_test_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
+
+bool bit_equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
+  const auto va = floats(a), vb = floats(b);
+  return std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0;
+}
+
+// Every parameter, buffer and optimizer state slot of two models is bitwise equal (names too).
+void expect_same_state(Model& a, Model& b) {
+  auto pa = a.network().named_parameters(), pb = b.network().named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].first, pb[i].first);
+    EXPECT_TRUE(bit_equal(*pa[i].second, *pb[i].second)) << "parameter " << pa[i].first;
+  }
+  auto ba = a.network().named_buffers(), bb = b.network().named_buffers();
+  ASSERT_EQ(ba.size(), bb.size());
+  for (size_t i = 0; i < ba.size(); ++i)
+    EXPECT_TRUE(bit_equal(*ba[i].second, *bb[i].second)) << "buffer " << ba[i].first;
+  auto sa = a.optimizer()->named_state(), sb = b.optimizer()->named_state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].first, sb[i].first);
+    EXPECT_TRUE(bit_equal(*sa[i].second, *sb[i].second)) << "optimizer state " << sa[i].first;
+  }
+  EXPECT_EQ(a.optimizer()->steps(), b.optimizer()->steps());
+  EXPECT_EQ(a.steps_done(), b.steps_done());
+  EXPECT_EQ(a.epochs_done(), b.epochs_done());
+}
+
+}  // namespace
+
+// ---- building ---------------------------------------------------------------------------------------------
+TEST(ModelBuild, ConfigureFinalizeSummary) {
+  manual_seed(1);
+  Model m;
+  add_layers(m);
+  expect_error([&] { m.finalize({8, 8, 1}); }, {"finalize", "configure"});
+  expect_error([&] { m.summary(); }, {"summary", "finalize"});
+  m.configure(sgd_config());
+  expect_error([&] { m.finalize({8, 8, 3}); }, {"Conv2d", "(2, 8, 8, 3)"});
+  // Finalizing builds the graph only: no batch-norm statistics change, no random numbers drawn.
+  const auto rng_before = generator_state();
+  m.finalize({8, 8, 1});
+  EXPECT_EQ(generator_state().next_stream, rng_before.next_stream);
+  EXPECT_EQ(floats(*m.network().named_buffers()[0].second), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(floats(*m.network().named_buffers()[1].second), std::vector<float>(4, 1.0f));
+  EXPECT_EQ(m.input_shape(), (Shape{8, 8, 1}));
+  ASSERT_NE(m.optimizer(), nullptr);
+  EXPECT_EQ(m.optimizer()->type_name(), "SGD");
+  EXPECT_EQ(m.optimizer()->params().size(), 6u);
+  EXPECT_EQ(m.network().num_parameters(), 40 + 8 + 130);
+  const std::string s = m.summary();
+  for (const char* part : {"0 Conv2d(1 -> 4, 3x3, stride 1, pad same)", "(1, 8, 8, 4)", "3 MaxPool2d(2)",
+                           "(1, 4, 4, 4)", "(1, 64)", "5 Dropout(0.25)", "6 Linear(64 -> 2)", "(1, 2)",
+                           "Trainable parameters: 178", "Buffers (non-trainable): 8"})
+    EXPECT_NE(s.find(part), std::string::npos) << "missing " << part << " in\n" << s;
+  EXPECT_EQ(generator_state().next_stream, rng_before.next_stream);  // summary draws nothing either
+  EXPECT_EQ(floats(*m.network().named_buffers()[1].second), std::vector<float>(4, 1.0f));
+  expect_error([&] { m.add(mk<nn::ReLU>()); }, {"Model::add", "finalize"});
+
+  Model flat;
+  flat.add(mk<nn::Linear>(8, 3)).configure(sgd_config());
+  expect_error([&] { flat.finalize({8, 8, 1}); }, {"Linear"});
+  Model empty;
+  empty.configure(sgd_config());
+  expect_error([&] { empty.finalize({8}); }, {"finalize", "no layers"});
+  Model not2d;
+  not2d.add(mk<nn::ReLU>()).configure(sgd_config());
+  expect_error([&] { not2d.finalize({8, 8, 1}); }, {"finalize", "(N, classes)"});
+}
+
+TEST(ModelBuild, ConfigurationErrors) {
+  Model m;
+  add_layers(m);
+  ModelConfig c = sgd_config();
+  c.loss = "hinge";
+  expect_error([&] { m.configure(c); }, {"configure", "unknown loss 'hinge'"});
+  c = sgd_config();
+  c.optimizer = "rmsprop";
+  expect_error([&] { m.configure(c); }, {"configure", "unknown optimizer 'rmsprop'"});
+  c = sgd_config();
+  c.schedule = "zigzag";
+  expect_error([&] { m.configure(c); }, {"configure", "zigzag"});
+  c = sgd_config();
+  c.metrics = {"f1"};
+  expect_error([&] { m.configure(c); }, {"configure", "f1"});
+  c = sgd_config();
+  c.lr = -1;
+  expect_error([&] { m.configure(c); }, {"configure", "learning rate"});
+
+  expect_error([&] { m.set_precision("float16"); }, {"set_precision", "float16", "not yet supported"});
+  expect_error([&] { m.set_precision("bfloat16"); }, {"not yet supported"});
+  EXPECT_NO_THROW(m.set_precision("float32"));
+  expect_error([&] { m.to("cuda"); }, {"CUDA"});
+  expect_error([&] { m.to("cuda:1"); }, {"CUDA"});
+  expect_error([&] { m.to("tpu"); }, {"unknown device 'tpu'"});
+  EXPECT_NO_THROW(m.to("cpu"));
+
+  Model unfinished;
+  add_layers(unfinished);
+  const data::Dataset d = tiny_dataset(8);
+  expect_error([&] { unfinished.train(d, train_options(1)); }, {"train", "finalize"});
+  expect_error([&] { unfinished.evaluate(d); }, {"evaluate", "finalize"});
+  expect_error([&] { unfinished.save("/tmp/never.aether"); }, {"save", "finalize"});
+}
+
+// ---- training, evaluation, prediction ------------------------------------------------------------------
+TEST(ModelTrain, LossFallsAndPredictionsAreProbabilities) {
+  manual_seed(2);
+  const data::Dataset d = tiny_dataset();
+  Model m;
+  add_layers(m, 0.1);
+  m.configure(sgd_config()).finalize({8, 8, 1});
+  TrainOptions o = train_options(2);
+  std::vector<int64_t> seen_epochs;
+  o.on_epoch = [&](const EpochStats& s) { seen_epochs.push_back(s.epoch); };
+  // Before training (no normalisation known yet): roughly chance.
+  const History h = m.train(d, o);
+  ASSERT_EQ(h.epochs.size(), 2u);
+  EXPECT_EQ(seen_epochs, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(m.epochs_done(), 2);
+  EXPECT_EQ(m.steps_done(), 8);  // 64 / 16 = 4 batches per epoch
+  EXPECT_EQ(m.optimizer()->steps(), 8);
+  EXPECT_LT(h.epochs[1].train_loss, h.epochs[0].train_loss);
+  EXPECT_LT(h.epochs[1].train_loss, 0.5);
+  EXPECT_GT(h.epochs[1].images_per_second, 0);
+  EXPECT_EQ(m.norm_mean(), std::vector<float>{0.35f});
+  const EvalResult r = m.evaluate(d, 20);
+  EXPECT_EQ(r.samples, 64);
+  EXPECT_LT(r.loss, 0.4);
+  EXPECT_GT(r.accuracy, 0.9);
+  EXPECT_TRUE(m.network().is_training());  // evaluate restores the mode
+
+  const Tensor p = m.predict(d, 24);
+  EXPECT_EQ(p.shape(), (Shape{64, 2}));
+  const auto pv = p.to_vector<double>();
+  for (int64_t i = 0; i < 64; ++i) {
+    EXPECT_NEAR(pv[size_t(2 * i)] + pv[size_t(2 * i + 1)], 1.0, 1e-6) << i;
+    EXPECT_GE(pv[size_t(2 * i)], 0.0);
+  }
+  // predict(Tensor) on normalised images gives the same rows.
+  std::vector<float> imgs;
+  for (int64_t i = 0; i < 5 * 64; ++i) imgs.push_back((float(d.images[size_t(i)]) / 255.0f - 0.35f) / 0.3f);
+  const Tensor p5 = m.predict(Tensor::from_vector(imgs, {5, 8, 8, 1}));
+  EXPECT_EQ(p5.shape(), (Shape{5, 2}));
+  const auto p5v = p5.to_vector<double>();
+  for (size_t i = 0; i < 10; ++i) EXPECT_NEAR(p5v[i], pv[i], 1e-5) << i;
+  expect_error([&] { m.predict(Tensor::zeros({2, 8, 8, 3})); }, {"predict", "(2, 8, 8, 3)"});
+  // Training data of the wrong shape.
+  data::Dataset wrong = tiny_dataset(4);
+  wrong.c = 2;
+  wrong.images.resize(size_t(4 * 8 * 8 * 2));
+  expect_error([&] { m.train(wrong, train_options(3)); }, {"train", "tiny"});
+}
+
+TEST(ModelTrain, AdamMlpOnFlatInput) {
+  manual_seed(4);
+  const data::Dataset d = tiny_dataset();
+  Model m;
+  m.add(mk<nn::Linear>(64, 16)).add(mk<nn::ReLU>()).add(mk<nn::Linear>(16, 2));
+  ModelConfig c;
+  c.optimizer = "adamw";
+  c.lr = 0.01;
+  c.weight_decay = 0.01;
+  c.schedule = "cosine";
+  c.clip_grad_norm = 1.0;
+  c.loss = "cross_entropy";
+  c.label_smoothing = 0.1;
+  m.configure(c).finalize({64});
+  const History h = m.train(d, train_options(2));
+  EXPECT_LT(h.epochs[1].train_loss, h.epochs[0].train_loss);
+  EXPECT_EQ(m.optimizer()->type_name(), "AdamW");
+  EXPECT_EQ(m.predict(d).shape(), (Shape{64, 2}));
+}
+
+// ---- save / load ---------------------------------------------------------------------------------------------
+TEST(ModelSaveLoad, RoundTripGivesIdenticalPredictionsAndState) {
+  TempDir tmp;
+  manual_seed(5);
+  const data::Dataset d = tiny_dataset();
+  Model m;
+  add_layers(m);
+  m.configure(sgd_config("cosine")).finalize({8, 8, 1});
+  m.train(d, train_options(1));
+  m.info()["note"] = "hello";
+  const std::string path = tmp.file("m.aether");
+  m.save(path);
+  Model back = Model::load(path);
+  EXPECT_EQ(back.input_shape(), m.input_shape());
+  EXPECT_EQ(back.config().optimizer, "sgd");
+  EXPECT_EQ(back.config().schedule, "cosine");
+  EXPECT_EQ(back.config().lr, 0.05);
+  EXPECT_EQ(back.norm_mean(), m.norm_mean());
+  EXPECT_EQ(back.norm_std(), m.norm_std());
+  EXPECT_EQ(back.info().at("note"), "hello");
+  EXPECT_EQ(back.optimizer()->lr(), m.optimizer()->lr());
+  EXPECT_EQ(back.network().config(), m.network().config());
+  EXPECT_EQ(back.summary(), m.summary());
+  expect_same_state(m, back);
+  EXPECT_FALSE(m.optimizer()->named_state().empty());
+  const Tensor pa = m.predict(d), pb = back.predict(d);
+  EXPECT_TRUE(bit_equal(pa, pb));
+}
+
+// Resuming from a checkpoint reproduces an uninterrupted run bit for bit: same seed, dropout, SGD
+// momentum, a one-cycle schedule over all 3 epochs and flip/crop augmentation.
+TEST(ModelSaveLoad, BitIdenticalResume) {
+  TempDir tmp;
+  const data::Dataset d = tiny_dataset();
+  auto make = [] {
+    manual_seed(77);
+    Model m;
+    add_layers(m, 0.3);
+    m.configure(sgd_config("one_cycle")).finalize({8, 8, 1});
+    return m;
+  };
+  auto options = [&](const std::string& ckpt) {
+    TrainOptions o = train_options(3);
+    o.data.hflip = true;
+    o.data.crop_padding = 1;
+    o.checkpoint_path = ckpt;
+    return o;
+  };
+  // A: 3 epochs in one go (checkpointing every epoch).
+  Model a = make();
+  const History ha = a.train(d, options(tmp.file("a.aether")));
+  ASSERT_EQ(ha.epochs.size(), 3u);
+
+  // B: the same run, interrupted after its first epoch (after the checkpoint was written).
+  struct Interrupt {};
+  {
+    Model b = make();
+    TrainOptions ob = options(tmp.file("b.aether"));
+    ob.on_epoch = [](const EpochStats& s) {
+      if (s.epoch == 0) throw Interrupt{};
+    };
+    EXPECT_THROW(b.train(d, ob), Interrupt);
+    EXPECT_EQ(b.epochs_done(), 1);
+  }
+  // Something else draws random numbers in between; the checkpoint's RNG state must win.
+  manual_seed(12345);
+  (void)Tensor::rand({10}).realize();
+  Model c = Model::load(tmp.file("b.aether"));
+  EXPECT_EQ(c.epochs_done(), 1);
+  EXPECT_EQ(c.steps_done(), 4);
+  const History hc = c.train(d, options(tmp.file("b.aether")));
+  ASSERT_EQ(hc.epochs.size(), 2u);
+  EXPECT_EQ(hc.epochs[0].epoch, 1);
+  EXPECT_EQ(hc.epochs[0].train_loss, ha.epochs[1].train_loss);
+  EXPECT_EQ(hc.epochs[1].train_loss, ha.epochs[2].train_loss);
+  EXPECT_EQ(hc.epochs[1].lr, ha.epochs[2].lr);
+  expect_same_state(a, c);
+  // The final checkpoints agree too (both are at epoch 3).
+  Model a3 = Model::load(tmp.file("a.aether")), c3 = Model::load(tmp.file("b.aether"));
+  expect_same_state(a3, c3);
+  EXPECT_TRUE(bit_equal(a.predict(d), c.predict(d)));
+}
+
+TEST(ModelSaveLoad, CorruptCheckpointsThrowClearErrors) {
+  TempDir tmp;
+  manual_seed(6);
+  Model m;
+  add_layers(m);
+  m.configure(sgd_config()).finalize({8, 8, 1});
+  const std::string good = tmp.file("good.aether");
+  m.save(good);
+  // Not a checkpoint at all.
+  const std::string junk = tmp.file("junk.aether");
+  std::ofstream(junk) << "this is not a zip archive, just text\n";
+  expect_error([&] { Model::load(junk); }, {junk});
+  // Truncated.
+  std::string bytes;
+  {
+    std::ifstream in(good, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string cut = tmp.file("cut.aether");
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_error([&] { Model::load(cut); }, {cut});
+  // Flipped bytes in the middle.
+  std::string flipped = bytes;
+  for (size_t i = bytes.size() / 3; i < bytes.size() / 3 + 64 && i < flipped.size(); ++i) flipped[i] ^= 0x5a;
+  const std::string bad = tmp.file("flipped.aether");
+  std::ofstream(bad, std::ios::binary) << flipped;
+  expect_error([&] { Model::load(bad); }, {bad});
+  // Missing file.
+  expect_error([&] { Model::load(tmp.file("nope.aether")); }, {"nope.aether"});
+  // A valid checkpoint that is not a model.
+  Checkpoint ck;
+  ck.manifest_extra = {{"hello", 1}};
+  const std::string other = tmp.file("other.aether");
+  save_checkpoint(other, ck);
+  expect_error([&] { Model::load(other); }, {other, "manifest"});
+  // A model checkpoint whose tensor disagrees with its architecture.
+  Checkpoint real = load_checkpoint(good);
+  real.model[0].second = Tensor::zeros({3, 3});
+  const std::string mismatch = tmp.file("mismatch.aether");
+  save_checkpoint(mismatch, real);
+  expect_error([&] { Model::load(mismatch); }, {mismatch, real.model[0].first, "(3, 3)"});
+}
