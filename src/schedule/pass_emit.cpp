@@ -22,13 +22,15 @@ Schedule pass_emit(const State& s) {
   for (size_t g = 0; g < s.groups.size(); ++g)
     if (s.groups[g].alive && indeg[g] == 0) ready.push_back(int(g));
   while (!ready.empty()) {
-    auto it = std::min_element(ready.begin(), ready.end(), [&](int a, int b) { return first[size_t(a)] < first[size_t(b)]; });
+    auto it = std::min_element(ready.begin(), ready.end(),
+                               [&](int a, int b) { return first[size_t(a)] < first[size_t(b)]; });
     const int g = *it;
     ready.erase(it);
     order.push_back(g);
     for (int h : edges[size_t(g)])
       if (--indeg[size_t(h)] == 0) ready.push_back(h);
   }
+  const auto readers = all_reader_groups(s);
   std::vector<int> kernel_of(s.groups.size(), -1);
   for (size_t k = 0; k < order.size(); ++k) kernel_of[size_t(order[k])] = int(k);
 
@@ -39,18 +41,24 @@ Schedule pass_emit(const State& s) {
     k.shape = grp.full;
     k.reduce_axes = grp.axes;
     std::vector<int> members = grp.members;
-    std::sort(members.begin(), members.end(), [&](int a, int b) { return s.nodes[size_t(a)].topo < s.nodes[size_t(b)].topo; });
+    std::sort(members.begin(), members.end(),
+              [&](int a, int b) { return s.nodes[size_t(a)].topo < s.nodes[size_t(b)].topo; });
     for (int m : members) {
       const SNode& n = s.nodes[size_t(m)];
       k.nodes.push_back(n.node);
       bool stored = n.output;
-      for (int c : n.consumers) stored = stored || s.nodes[size_t(c)].group != g;
+      for (int h : readers[size_t(m)]) stored = stored || h != g;
       if (!stored) continue;
       k.outputs.push_back(n.node);
       if (k.kind != KernelKind::ViewOnly) k.bytes_written += numel(n.node->shape) * dtype_size(n.node->dtype);
     }
     const int64_t iter = numel(grp.full);
-    for (const Load& l : group_loads(s, g)) {
+    std::vector<int> inlined;
+    const std::vector<Load> loads = group_loads(s, g, &inlined);
+    std::sort(inlined.begin(), inlined.end(),
+              [&](int a, int b) { return s.nodes[size_t(a)].topo < s.nodes[size_t(b)].topo; });
+    for (int i : inlined) k.inlined.push_back(s.nodes[size_t(i)].node);
+    for (const Load& l : loads) {
       const SNode& b = s.nodes[size_t(l.base)];
       KernelInput in;
       in.base = b.node;

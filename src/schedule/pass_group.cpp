@@ -1,5 +1,7 @@
 // Pass group: build fusion groups in one reverse topological walk (rules 1, 2, 4, 5, 6): a node
-// joins the group of its consumers when they all sit in one group and the fusion rules allow it.
+// joins the group of its readers when they all sit in one group and the fusion rules allow it;
+// else an elementwise or movement node is recomputed by each reader (inlined, rule 5), and any
+// other node (a reduce, a library op, an output, a library op's input) starts a group of its own.
 #include <algorithm>
 
 #include "state.h"
@@ -7,14 +9,14 @@
 namespace aether::sched {
 namespace {
 
-// Whether a reduce member of g is reachable from node i through members of g.
+// Whether a reduce member of g is reachable from node i through members of g (or inlined nodes).
 bool reaches_reduce_in_group(const State& s, int g, int i) {
   std::vector<int> stack(s.nodes[size_t(i)].consumers);
   std::vector<char> seen(s.nodes.size(), 0);
   while (!stack.empty()) {
     const int c = stack.back();
     stack.pop_back();
-    if (seen[size_t(c)] || s.nodes[size_t(c)].group != g) continue;
+    if (seen[size_t(c)] || (s.nodes[size_t(c)].group != g && !s.nodes[size_t(c)].inlined)) continue;
     seen[size_t(c)] = 1;
     if (is_reduce(s.nodes[size_t(c)].node->op)) return true;
     for (int d : s.nodes[size_t(c)].consumers) stack.push_back(d);
@@ -39,13 +41,13 @@ void found(State& s, int i) {
     g.has_reduce = true;
     n.side = Side::Reduce;
   } else if (is_movement(node.op) && !n.output) {
-    g.kind = KernelKind::ViewOnly;  // a view of a value stored by another group
+    g.kind = KernelKind::ViewOnly;  // defensive: pass_group recomputes (inlines) such views instead
   }
   n.group = int(s.groups.size());
   s.groups.push_back(std::move(g));
 }
 
-// Tries to add node i (whose consumers are all in group gi) to that group; sets its side.
+// Tries to add node i (read only by group gi, directly or through inlined nodes) to gi; sets its side.
 bool absorb(State& s, int gi, int i) {
   Group& g = s.groups[size_t(gi)];
   SNode& n = s.nodes[size_t(i)];
@@ -94,21 +96,43 @@ bool absorb(State& s, int gi, int i) {
   g.members.push_back(i);
   return true;
 }
+
+// Whether node i may be recomputed by each group reading it instead of being stored.
+bool recomputable(const State& s, int i, const std::vector<int>& readers) {
+  const SNode& n = s.nodes[size_t(i)];
+  const Op op = n.node->op;
+  if (n.output || is_reduce(op) || is_library(op) || op == Op::Copy) return false;  // Copy: asked to store
+  if (is_movement(op)) return true;  // a view: index arithmetic wherever it is read
+  for (int g : readers)
+    if (s.groups[size_t(g)].kind == KernelKind::Library) return false;  // a library reads a buffer
+  return true;
+}
 }  // namespace
 
 void pass_group(State& s) {
+  // Groups reading each inlined node (fixed once it is inlined: its readers were placed before it).
+  std::vector<std::vector<int>> inlined_readers(s.nodes.size());
   for (auto it = s.topo.rbegin(); it != s.topo.rend(); ++it) {
     const int i = *it;
     SNode& n = s.nodes[size_t(i)];
     if (n.inlined) continue;
-    int gi = -1;
-    bool one_group = !n.output && !is_library(n.node->op);
+    std::vector<int> readers;
     for (int c : n.consumers) {
-      const int cg = s.nodes[size_t(c)].group;
-      if (gi < 0) gi = cg;
-      one_group = one_group && cg == gi;
+      const SNode& cn = s.nodes[size_t(c)];
+      for (int g : cn.inlined ? inlined_readers[size_t(c)] : std::vector<int>{cn.group})
+        if (g >= 0 && std::find(readers.begin(), readers.end(), g) == readers.end()) readers.push_back(g);
     }
-    if (!(one_group && gi >= 0 && absorb(s, gi, i))) found(s, i);
+    const bool one_group = readers.size() == 1 && !n.output && !is_library(n.node->op);
+    if (one_group && absorb(s, readers[0], i)) continue;
+    if (recomputable(s, i, readers)) {
+      n.inlined = true;
+      inlined_readers[size_t(i)] = readers;
+      n.side = Side::Post;
+      for (int c : n.consumers)
+        if (s.nodes[size_t(c)].side != Side::Post) n.side = Side::Pre;
+      continue;
+    }
+    found(s, i);
   }
 }
 

@@ -41,7 +41,8 @@ void pass_merge_siblings(State& s) {
     big[g] = big_loads(s, int(g));
   }
   // Anchors first: the groups loading the most big buffers; ties keep group order.
-  std::stable_sort(cands.begin(), cands.end(), [&](int a, int b) { return big[size_t(a)].size() > big[size_t(b)].size(); });
+  std::stable_sort(cands.begin(), cands.end(),
+                   [&](int a, int b) { return big[size_t(a)].size() > big[size_t(b)].size(); });
   for (size_t ai = 0; ai < cands.size(); ++ai) {
     const int a = cands[ai];
     if (!s.groups[size_t(a)].alive) continue;

@@ -1,5 +1,5 @@
 // Pass view_only: a group of movement ops only (e.g. a requested reshape of a value another group
-// stores) computes nothing: it becomes a view, not a kernel (unless it views an inlined constant).
+// stores) computes nothing: it becomes a view, not a kernel (unless it views an inlined value).
 #include "state.h"
 
 namespace aether::sched {
@@ -15,8 +15,11 @@ void pass_view_only(State& s) {
         views_only = false;
         break;
       }
-      const SNode& src = s.nodes[size_t(n.srcs[0])];
-      views_only = views_only && !src.inlined;  // a view of a constant needs a fill kernel
+      int base = n.srcs[0];  // through recomputed views to what they view
+      while (s.nodes[size_t(base)].inlined && is_movement(s.nodes[size_t(base)].node->op))
+        base = s.nodes[size_t(base)].srcs[0];
+      // A view of a constant or of a recomputed value needs a kernel computing it.
+      views_only = views_only && !s.nodes[size_t(base)].inlined;
     }
     if (views_only) g.kind = KernelKind::ViewOnly;
   }

@@ -29,6 +29,7 @@ Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& op
       {"group", sched::pass_group},
       {"view_only", sched::pass_view_only},
       {"merge_siblings", sched::pass_merge_siblings},
+      {"merge_epilogues", sched::pass_merge_epilogues},
   };
   for (const Pass& p : passes) {
     p.run(s);
@@ -52,20 +53,33 @@ nlohmann::json Schedule::to_json() const {
   };
   json ks = json::array();
   for (const Kernel& k : kernels) {
-    json nodes = json::array(), outs = json::array(), ins = json::array();
+    json nodes = json::array(), outs = json::array(), ins = json::array(), inl = json::array();
     for (const auto& n : k.nodes) nodes.push_back(node_json(n));
+    for (const auto& n : k.inlined) inl.push_back(node_json(n));
     for (const auto& n : k.outputs) outs.push_back(n->id);
     for (const auto& in : k.inputs)
-      ins.push_back({{"base", in.base->id}, {"producer", in.producer}, {"view", in.view}, {"big", in.big},
+      ins.push_back({{"base", in.base->id},
+                     {"producer", in.producer},
+                     {"view", in.view},
+                     {"big", in.big},
                      {"bytes", in.bytes}});
-    ks.push_back({{"kind", kernel_kind_name(k.kind)}, {"shape", k.shape}, {"reduce_axes", k.reduce_axes},
-                  {"nodes", nodes}, {"outputs", outs}, {"inputs", ins}, {"bytes_read", k.bytes_read},
+    ks.push_back({{"kind", kernel_kind_name(k.kind)},
+                  {"shape", k.shape},
+                  {"reduce_axes", k.reduce_axes},
+                  {"nodes", nodes},
+                  {"inlined", inl},
+                  {"outputs", outs},
+                  {"inputs", ins},
+                  {"bytes_read", k.bytes_read},
                   {"bytes_written", k.bytes_written}});
   }
   json inl = json::array();
   for (const auto& n : inlined) inl.push_back(n->id);
-  return json{{"kernel_count", kernel_count}, {"library_calls", library_calls},
-              {"big_buffer_passes", big_buffer_passes}, {"bytes_moved", bytes_moved}, {"kernels", ks},
+  return json{{"kernel_count", kernel_count},
+              {"library_calls", library_calls},
+              {"big_buffer_passes", big_buffer_passes},
+              {"bytes_moved", bytes_moved},
+              {"kernels", ks},
               {"inlined", inl}};
 }
 

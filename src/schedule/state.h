@@ -1,8 +1,8 @@
 // schedule/state.h - the scheduler's working state, shared by its passes (internal header).
 //
 // The passes (pass_*.cpp) run in order over one State: collect indexes the graph, group builds the
-// fusion groups, view_only and merge_siblings refine them, emit turns them into a Schedule. verify()
-// checks the grouping between passes; dump() prints it when AETHER_DEBUG >= 4.
+// fusion groups, view_only, merge_siblings and merge_epilogues refine them, emit turns them into a
+// Schedule. verify() checks the grouping between passes; dump() prints it when AETHER_DEBUG >= 4.
 #pragma once
 
 #include <string>
@@ -24,10 +24,12 @@ struct SNode {
   std::vector<int> srcs;       // indices into State::nodes (empty for leaves)
   std::vector<int> consumers;  // indices of the nodes reading this one (within the scheduled graph)
   bool leaf = false;           // realized (or assumed realized): a buffer read by kernels
-  bool inlined = false;        // a constant or a view of one: inlined wherever it is read
-  bool output = false;         // requested by the caller: its value is stored
-  bool dep_reduce = false;     // depends on a reduce through unstored compute nodes
-  int topo = -1;               // position in State::topo (-1 for leaves)
+  // Computed wherever it is read, in no group of its own: constants (and views of them), and
+  // elementwise/movement nodes that several groups read (recomputed instead of stored, rule 5).
+  bool inlined = false;
+  bool output = false;      // requested by the caller: its value is stored
+  bool dep_reduce = false;  // depends on a reduce through unstored compute nodes
+  int topo = -1;            // position in State::topo (-1 for leaves)
   int group = -1;
   Side side = Side::Post;
 };
@@ -39,7 +41,7 @@ struct Group {
   int64_t out_numel = 0;     // elements of the group's (epilogue) output shape
   std::vector<int> axes;     // reduce axes
   bool has_reduce = false;
-  bool alive = true;         // false once merged into another group
+  bool alive = true;  // false once merged into another group
 };
 
 struct State {
@@ -51,9 +53,9 @@ struct State {
 // One distinct load of a group: a leaf or stored node seen through a chain of movement ops.
 struct Load {
   int base = -1;
-  std::string key;        // buffer identity + composed view: equal keys read the same elements
-  std::string view;       // the composed view alone
-  int64_t elements = 0;   // elements read: the view's, at most the buffer's
+  std::string key;              // buffer identity + composed view: equal keys read the same elements
+  std::string view;             // the composed view alone
+  int64_t elements = 0;         // elements read: the view's, at most the buffer's
   int64_t buffer_elements = 0;  // size of the buffer read (decides whether it is "big")
 };
 
@@ -61,10 +63,13 @@ struct Load {
 bool is_movement(Op op);
 bool is_library(Op op);
 bool is_reduce(Op op);
-int64_t node_numel(const State& s, int i);
 const std::vector<int>& reduce_axes_of(const Node& n);
-// The distinct loads of group g (none for ViewOnly groups).
-std::vector<Load> group_loads(const State& s, int g);
+// The distinct loads of group g (none for ViewOnly groups), seen through views and recomputed
+// (inlined) nodes; `inlined`, when given, receives the inlined nodes group g computes or reads.
+std::vector<Load> group_loads(const State& s, int g, std::vector<int>* inlined = nullptr);
+// The groups reading node i, directly or through inlined nodes; for all nodes at once (one sweep).
+std::vector<int> reader_groups(const State& s, int i);
+std::vector<std::vector<int>> all_reader_groups(const State& s);
 // Group-level edges: for each alive group, the alive groups reading one of its members.
 std::vector<std::vector<int>> group_edges(const State& s);
 std::string describe(const State& s, int i);  // "#12 Add (256, 256)"
@@ -74,6 +79,7 @@ void pass_collect(State& s, const std::vector<NodePtr>& outputs, const ScheduleO
 void pass_group(State& s);
 void pass_view_only(State& s);
 void pass_merge_siblings(State& s);
+void pass_merge_epilogues(State& s);
 Schedule pass_emit(const State& s);
 
 // Throws aether::Error naming the pass after which the grouping is broken.

@@ -14,14 +14,15 @@ void verify(const State& s, const char* after) {
   std::vector<int> listed(s.nodes.size(), 0);
   for (size_t g = 0; g < s.groups.size(); ++g) {
     if (!s.groups[g].alive) {
-      AETHER_CHECK(s.groups[g].members.empty(), op, "after ", after, ": merged group ", g, " still has members");
+      AETHER_CHECK(s.groups[g].members.empty(), op, "after ", after, ": merged group ", g,
+                   " still has members");
       continue;
     }
     AETHER_CHECK(!s.groups[g].members.empty(), op, "after ", after, ": group ", g, " is empty");
     for (int m : s.groups[g].members) {
       ++listed[size_t(m)];
-      AETHER_CHECK(s.nodes[size_t(m)].group == int(g), op, "after ", after, ": ", describe(s, m), " is listed in group ",
-                   g, " but records group ", s.nodes[size_t(m)].group);
+      AETHER_CHECK(s.nodes[size_t(m)].group == int(g), op, "after ", after, ": ", describe(s, m),
+                   " is listed in group ", g, " but records group ", s.nodes[size_t(m)].group);
     }
   }
   for (int i : s.topo) {
@@ -30,8 +31,8 @@ void verify(const State& s, const char* after) {
       AETHER_CHECK(listed[size_t(i)] == 0 && n.group < 0, op, "after ", after, ": inlined ", describe(s, i),
                    " is in a group");
     } else {
-      AETHER_CHECK(listed[size_t(i)] == 1, op, "after ", after, ": ", describe(s, i), " is in ", listed[size_t(i)],
-                   " groups, expected exactly 1");
+      AETHER_CHECK(listed[size_t(i)] == 1, op, "after ", after, ": ", describe(s, i), " is in ",
+                   listed[size_t(i)], " groups, expected exactly 1");
     }
   }
   // Groups form a DAG (Kahn's algorithm over the group edges).
@@ -53,23 +54,30 @@ void verify(const State& s, const char* after) {
     for (int h : edges[size_t(g)])
       if (--indeg[size_t(h)] == 0) ready.push_back(h);
   }
-  AETHER_CHECK(done == alive, op, "after ", after, ": the groups form a cycle (", alive - done, " groups on it)");
-  // Contiguity: no path leaves a group and comes back into it.
+  AETHER_CHECK(done == alive, op, "after ", after, ": the groups form a cycle (", alive - done,
+               " groups on it)");
+  // Contiguity: no path leaves a group and comes back into it. Inlined nodes are computed by the
+  // groups reading them, so a path only leaves a group at a node of another group.
   for (size_t g = 0; g < s.groups.size(); ++g) {
     if (!s.groups[g].alive) continue;
-    std::vector<char> seen(s.nodes.size(), 0);
-    std::vector<int> stack;
+    std::vector<char> seen(s.nodes.size() * 2, 0);  // (node, has left the group)
+    std::vector<std::pair<int, bool>> stack;
     for (int m : s.groups[g].members)
       for (int c : s.nodes[size_t(m)].consumers)
-        if (s.nodes[size_t(c)].group != int(g)) stack.push_back(c);
+        if (s.nodes[size_t(c)].group != int(g)) stack.push_back({c, false});
     while (!stack.empty()) {
-      const int c = stack.back();
+      auto [c, left] = stack.back();
       stack.pop_back();
-      if (seen[size_t(c)]) continue;
-      seen[size_t(c)] = 1;
-      AETHER_CHECK(s.nodes[size_t(c)].group != int(g), op, "after ", after, ": group ", g,
-                   " is not contiguous: a path leaves it and comes back at ", describe(s, c));
-      for (int d : s.nodes[size_t(c)].consumers) stack.push_back(d);
+      const SNode& n = s.nodes[size_t(c)];
+      if (n.group == int(g)) {
+        AETHER_CHECK(!left, op, "after ", after, ": group ", g,
+                     " is not contiguous: a path leaves it and comes back at ", describe(s, c));
+        continue;
+      }
+      left = left || !n.inlined;
+      if (seen[size_t(c) * 2 + left]) continue;
+      seen[size_t(c) * 2 + left] = 1;
+      for (int d : n.consumers) stack.push_back({d, left});
     }
   }
   // Kinds: a library call alone, views only in view groups, compatible and independent reduces.
@@ -84,15 +92,17 @@ void verify(const State& s, const char* after) {
         AETHER_CHECK(is_movement(n.op), op, "after ", after, ": view group ", g, " holds ", describe(s, m));
       if (is_reduce(n.op)) {
         ++reduces;
-        AETHER_CHECK(n.srcs[0]->shape == grp.full && reduce_axes_of(n) == grp.axes, op, "after ", after, ": group ", g,
-                     " iterates over ", to_string(grp.full), " but holds reduce ", describe(s, m));
+        AETHER_CHECK(n.srcs[0]->shape == grp.full && reduce_axes_of(n) == grp.axes, op, "after ", after,
+                     ": group ", g, " iterates over ", to_string(grp.full), " but holds reduce ",
+                     describe(s, m));
         // A reduce never depends on another reduce of its own group (rule 6).
         std::vector<int> stack(s.nodes[size_t(m)].consumers);
         std::vector<char> seen(s.nodes.size(), 0);
         while (!stack.empty()) {
           const int c = stack.back();
           stack.pop_back();
-          if (seen[size_t(c)] || s.nodes[size_t(c)].group != int(g)) continue;
+          if (seen[size_t(c)] || (s.nodes[size_t(c)].group != int(g) && !s.nodes[size_t(c)].inlined))
+            continue;
           seen[size_t(c)] = 1;
           AETHER_CHECK(!is_reduce(s.nodes[size_t(c)].node->op), op, "after ", after, ": group ", g, " holds ",
                        describe(s, c), " which depends on its reduce ", describe(s, m));
@@ -101,12 +111,12 @@ void verify(const State& s, const char* after) {
       }
     }
     if (grp.kind == KernelKind::Library)
-      AETHER_CHECK(libs == 1 && grp.members.size() == 1, op, "after ", after, ": library group ", g, " holds ",
-                   grp.members.size(), " nodes");
+      AETHER_CHECK(libs == 1 && grp.members.size() == 1, op, "after ", after, ": library group ", g,
+                   " holds ", grp.members.size(), " nodes");
     else
       AETHER_CHECK(libs == 0, op, "after ", after, ": generated group ", g, " holds a library op");
-    AETHER_CHECK((reduces > 0) == (grp.kind == KernelKind::Reduce), op, "after ", after, ": group ", g, " of kind ",
-                 kernel_kind_name(grp.kind), " holds ", reduces, " reduces");
+    AETHER_CHECK((reduces > 0) == (grp.kind == KernelKind::Reduce), op, "after ", after, ": group ", g,
+                 " of kind ", kernel_kind_name(grp.kind), " holds ", reduces, " reduces");
   }
 }
 
@@ -117,10 +127,16 @@ void dump(const State& s, const char* after) {
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const Group& grp = s.groups[g];
     if (!grp.alive) continue;
-    std::cerr << "  group " << g << " " << kernel_kind_name(grp.kind) << " over " << to_string(grp.full) << ":";
+    std::cerr << "  group " << g << " " << kernel_kind_name(grp.kind) << " over " << to_string(grp.full)
+              << ":";
     for (int m : grp.members) std::cerr << " [" << describe(s, m) << "]";
     std::cerr << "\n";
   }
+  std::cerr << "  recomputed where read:";
+  for (int i : s.topo)
+    if (s.nodes[size_t(i)].inlined && s.nodes[size_t(i)].node->op != Op::Const)
+      std::cerr << " [" << describe(s, i) << "]";
+  std::cerr << "\n";
 }
 
 }  // namespace aether::sched

@@ -13,7 +13,7 @@ cmake --build "$work/cmake" > /dev/null
 "$work/cmake/consumer"
 echo "== pkg-config aether"
 pc_dir=$(dirname "$(find "$work/prefix" -name aether.pc | head -n 1)")
-flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --static --cflags --libs aether)
+flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs aether)
 # shellcheck disable=SC2086
 ${CXX:-c++} "$src/consumer.cpp" -o "$work/consumer_pc" $flags
 "$work/consumer_pc"

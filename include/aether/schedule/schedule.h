@@ -15,17 +15,20 @@
 //     already loads every big buffer (buffer + view) the others load;
 //  4. groups are built during a reverse topological walk, so they are contiguous sub-DAGs;
 //  5. elementwise ops reading a reduce result broadcast back over the big shape (x - mean) fuse into
-//     their consumer; the reduce result is a small input of that kernel;
+//     their consumer; the reduce result is a small input of that kernel. More generally, an
+//     elementwise or movement node read by several kernels is recomputed by each (inlined), not
+//     stored, unless it is a requested output or a library op's input;
 //  6. a reduce does not fuse with an elementwise output of another shape, nor with a reduce whose
 //     result it depends on.
+//  7. an elementwise kernel over a reduce kernel's small output that loads no big buffer (e.g.
+//     the final scaling of a gradient's sum) becomes that reduce kernel's epilogue.
 // Library ops (matmul, conv, pools) are library calls of their own and split fusion.
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "aether/core/tensor.h"
 #include "aether/graph/node.h"
@@ -42,28 +45,31 @@ const char* kernel_kind_name(KernelKind k);
 
 // One distinct load of a kernel: a buffer seen through one view.
 struct KernelInput {
-  NodePtr base;        // the realized node or the stored output of another kernel
-  int producer = -1;   // index of the kernel that stores `base` in Schedule::kernels; -1: realized
-  std::string view;    // the view the kernel reads `base` through (after the movement ops)
-  bool big = false;    // base is as large as the kernel's iteration space
-  int64_t bytes = 0;   // bytes read (the view's elements, at most the buffer's)
+  NodePtr base;       // the realized node or the stored output of another kernel
+  int producer = -1;  // index of the kernel that stores `base` in Schedule::kernels; -1: realized
+  std::string view;   // the view the kernel reads `base` through (after the movement ops)
+  bool big = false;   // base is as large as the kernel's iteration space
+  int64_t bytes = 0;  // bytes read (the view's elements, at most the buffer's)
 };
 
 struct Kernel {
   KernelKind kind = KernelKind::Elementwise;
-  std::vector<NodePtr> nodes;     // members, in topological order
-  std::vector<NodePtr> outputs;   // values stored (ViewOnly: the views it provides, nothing stored)
+  std::vector<NodePtr> nodes;    // members, in topological order
+  std::vector<NodePtr> outputs;  // values stored (ViewOnly: the views it provides, nothing stored)
+  std::vector<NodePtr> inlined;  // constants and recomputed nodes it computes in place (topological)
   std::vector<KernelInput> inputs;
-  Shape shape;                    // iteration shape (Reduce: the reduce input shape)
-  std::vector<int> reduce_axes;   // Reduce only
+  Shape shape;                   // iteration shape (Reduce: the reduce input shape)
+  std::vector<int> reduce_axes;  // Reduce only
   int64_t bytes_read = 0, bytes_written = 0;
   bool generated() const { return kind == KernelKind::Elementwise || kind == KernelKind::Reduce; }
 };
 
 struct Schedule {
-  std::vector<Kernel> kernels;   // in an order that runs producers first
-  std::vector<NodePtr> inlined;  // constants (and views of them) inlined wherever they are read
-  int kernel_count = 0;          // generated kernels (Elementwise + Reduce)
+  std::vector<Kernel> kernels;  // in an order that runs producers first
+  // Nodes in no kernel of their own, computed wherever read: constants (and views of them), and
+  // elementwise/movement nodes read by several kernels (recomputed rather than stored).
+  std::vector<NodePtr> inlined;
+  int kernel_count = 0;  // generated kernels (Elementwise + Reduce)
   int library_calls = 0;
   // Reads and writes of buffers as large as the largest iteration space in the schedule.
   int big_buffer_passes = 0;
