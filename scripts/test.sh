@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 jobs=$(nproc)
 export CTEST_OUTPUT_ON_FAILURE=1
+# ctest runs test programs side by side; idle OpenMP threads should sleep, not spin, meanwhile.
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 
 echo "==> [1/3] g++ build and tests"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAETHER_WERROR=ON \
