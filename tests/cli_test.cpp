@@ -56,7 +56,9 @@ void expect_clear_error(const CliResult& r, const std::vector<std::string>& part
   expect_no_crash(r);
   ASSERT_FALSE(r.out.empty());
   EXPECT_EQ(r.out.back(), '\n') << r.out;
-  if (!multi_line) EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "more than one line:\n" << r.out;
+  if (!multi_line) {
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "more than one line:\n" << r.out;
+  }
   EXPECT_EQ(r.out.rfind("aether: error: ", 0), 0u) << r.out;
   for (const auto& p : parts) EXPECT_NE(r.out.find(p), std::string::npos) << "missing '" << p << "' in:\n" << r.out;
 }

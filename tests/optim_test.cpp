@@ -398,8 +398,11 @@ TEST(Schedules, OneCycleLRMatchesTorchFormulas) {
   EXPECT_NEAR(t.lr(9), 0.0002, 1e-17);
   // Monotone up to the peak, then down.
   for (int64_t k = 1; k < 100; ++k) {
-    if (k <= 29) EXPECT_GT(s.lr(k), s.lr(k - 1)) << k;
-    else EXPECT_LT(s.lr(k), s.lr(k - 1)) << k;
+    if (k <= 29) {
+      EXPECT_GT(s.lr(k), s.lr(k - 1)) << k;
+    } else {
+      EXPECT_LT(s.lr(k), s.lr(k - 1)) << k;
+    }
   }
   expect_error([] { optim::OneCycleLR(1.0, 100, 1.5); }, {"OneCycleLR", "pct_start"});
 }

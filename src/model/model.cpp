@@ -101,6 +101,15 @@ struct Model::Impl {
     if (c.schedule == "step") return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
     return std::make_unique<optim::ConstantLR>(c.lr);
   }
+  // Fixed order, no augmentation, the training normalisation.
+  data::LoaderOptions eval_loader(int64_t batch_size) const {
+    data::LoaderOptions lo;
+    lo.batch_size = batch_size;
+    lo.shuffle = false;
+    lo.mean = mean;
+    lo.std = std;
+    return lo;
+  }
   // Input batches are normalised by the loader; this checks a batch against the model's input.
   void check_input(const Tensor& x, const char* op) const {
     Shape want = input_shape;
@@ -250,12 +259,7 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
   auto& m = *impl_;
   m.require_finalized("evaluate");
   const auto t0 = std::chrono::steady_clock::now();
-  data::LoaderOptions lo;
-  lo.batch_size = batch_size;
-  lo.shuffle = false;
-  lo.mean = m.mean;
-  lo.std = m.std;
-  data::DataLoader loader(d, lo);
+  data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
   nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
@@ -297,12 +301,7 @@ Tensor Model::predict(const Tensor& images) {
 Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
   auto& m = *impl_;
   m.require_finalized("predict");
-  data::LoaderOptions lo;
-  lo.batch_size = batch_size;
-  lo.shuffle = false;
-  lo.mean = m.mean;
-  lo.std = m.std;
-  data::DataLoader loader(d, lo);
+  data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
   std::vector<Tensor> parts;
   while (auto b = loader.next()) parts.push_back(predict(b->images));

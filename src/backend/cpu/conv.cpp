@@ -27,22 +27,6 @@ bool parallel_worth_it(const ConvGeom& g) {
   return g.N * g.OH * g.OW * g.O * g.KH * g.KW * (g.C / g.arg.groups) >= kParallelWork;
 }
 
-// Calls f(T{}) for the float storage types; throws naming `op` for the others.
-template <typename F>
-void dispatch_float(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::float32: return f(float{});
-    case DType::float64: return f(double{});
-    case DType::float16: return f(half{});
-    case DType::bfloat16: return f(bfloat16{});
-    case DType::int32:
-    case DType::int64:
-    case DType::uint8:
-    case DType::boolean: break;
-  }
-  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
-}
-
 }  // namespace
 
 // ---- naive loops --------------------------------------------------------------------------------

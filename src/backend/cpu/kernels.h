@@ -12,6 +12,23 @@
 
 namespace aether::cpu {
 
+// Calls f(T{}) for the float storage types; throws naming `op` for the others.
+template <typename F>
+void dispatch_float(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::float32: return f(float{});
+    case DType::float64: return f(double{});
+    case DType::float16: return f(half{});
+    case DType::bfloat16: return f(bfloat16{});
+    case DType::int32:
+    case DType::int64:
+    case DType::uint8:
+    case DType::boolean: break;
+  }
+  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
+}
+
+
 // a (B,M,K), b (B,K,N) -> c (B,M,N)
 void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
                   int64_t K, int64_t N);

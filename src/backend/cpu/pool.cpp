@@ -27,22 +27,6 @@ bool parallel_worth_it(const PoolGeom& g) {
   return g.N * g.OH * g.OW * g.C * g.arg.kernel_h * g.arg.kernel_w >= kParallelWork;
 }
 
-// Calls f(T{}) for the float storage types; throws naming `op` for the others.
-template <typename F>
-void dispatch_float(DType dtype, const char* op, F&& f) {
-  switch (dtype) {
-    case DType::float32: return f(float{});
-    case DType::float64: return f(double{});
-    case DType::float16: return f(half{});
-    case DType::bfloat16: return f(bfloat16{});
-    case DType::int32:
-    case DType::int64:
-    case DType::uint8:
-    case DType::boolean: break;
-  }
-  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
-}
-
 // The real (non-padding) part of window (oh, ow): rows [h0, h1), columns [w0, w1).
 struct Window {
   int64_t h0, h1, w0, w1;
