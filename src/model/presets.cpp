@@ -61,7 +61,7 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
     p.data.batch_size = 128;
   } else if (name == "cifarnet") {
     p.network = cifarnet(s, k);
-    p.config = {.loss = "cross_entropy", .label_smoothing = 0.2, .optimizer = "sgd", .lr = 0.2, .momentum = 0.9,
+    p.config = {.loss = "cross_entropy", .label_smoothing = 0.2, .optimizer = "sgd", .lr = 0.1, .momentum = 0.9,
                 .nesterov = true, .weight_decay = 5e-4, .schedule = "one_cycle", .warmup_fraction = 0.25};
     p.epochs = 20;
     p.data.batch_size = 256;
