@@ -196,8 +196,6 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
-  const bool top5 = std::find(m.config.metrics.begin(), m.config.metrics.end(), "top5") != m.config.metrics.end();
-  (void)top5;
   History history;
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
