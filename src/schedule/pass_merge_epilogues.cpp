@@ -8,19 +8,10 @@ namespace aether::sched {
 namespace {
 // Whether `to` is reachable from `from` through at least one group other than the two.
 bool reaches_indirectly(const std::vector<std::vector<int>>& edges, int from, int to) {
-  std::vector<char> seen(edges.size(), 0);
-  std::vector<int> stack;
+  std::vector<int> starts;
   for (int h : edges[size_t(from)])
-    if (h != to) stack.push_back(h);
-  while (!stack.empty()) {
-    const int g = stack.back();
-    stack.pop_back();
-    if (g == to) return true;
-    if (seen[size_t(g)]) continue;
-    seen[size_t(g)] = 1;
-    for (int h : edges[size_t(g)]) stack.push_back(h);
-  }
-  return false;
+    if (h != to) starts.push_back(h);
+  return reachable(edges, std::move(starts), to);
 }
 }  // namespace
 

@@ -8,21 +8,6 @@
 namespace aether::sched {
 namespace {
 
-// Whether group `to` is reachable from group `from` in the group DAG.
-bool reaches(const std::vector<std::vector<int>>& edges, int from, int to) {
-  std::vector<char> seen(edges.size(), 0);
-  std::vector<int> stack{from};
-  while (!stack.empty()) {
-    const int g = stack.back();
-    stack.pop_back();
-    if (g == to) return true;
-    if (seen[size_t(g)]) continue;
-    seen[size_t(g)] = 1;
-    for (int h : edges[size_t(g)]) stack.push_back(h);
-  }
-  return false;
-}
-
 std::set<std::string> big_loads(const State& s, int g) {
   std::set<std::string> out;
   const int64_t full = numel(s.groups[size_t(g)].full);
@@ -55,7 +40,7 @@ void pass_merge_siblings(State& s) {
       // Same big buffer through the same view, and no new big load for the anchor.
       if (sb.empty() || !std::includes(sa.begin(), sa.end(), sb.begin(), sb.end())) continue;
       const auto edges = group_edges(s);
-      if (reaches(edges, a, b) || reaches(edges, b, a)) continue;  // rule 6 / would break the DAG
+      if (reachable(edges, {a}, b) || reachable(edges, {b}, a)) continue;  // rule 6 / would break the DAG
       for (int m : gb.members) s.nodes[size_t(m)].group = a;
       ga.members.insert(ga.members.end(), gb.members.begin(), gb.members.end());
       ga.out_numel = std::max(ga.out_numel, gb.out_numel);

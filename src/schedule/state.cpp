@@ -182,4 +182,17 @@ std::vector<std::vector<int>> group_edges(const State& s) {
   return out;
 }
 
+bool reachable(const std::vector<std::vector<int>>& edges, std::vector<int> starts, int to) {
+  std::vector<char> seen(edges.size(), 0);
+  while (!starts.empty()) {
+    const int g = starts.back();
+    starts.pop_back();
+    if (g == to) return true;
+    if (seen[size_t(g)]) continue;
+    seen[size_t(g)] = 1;
+    for (int h : edges[size_t(g)]) starts.push_back(h);
+  }
+  return false;
+}
+
 }  // namespace aether::sched

@@ -84,6 +84,8 @@ Schedule pass_emit(const State& s);
 
 // Throws aether::Error naming the pass after which the grouping is broken.
 void verify(const State& s, const char* after);
+// Whether group `to` is reachable in the group DAG `edges` from any group in `starts`.
+bool reachable(const std::vector<std::vector<int>>& edges, std::vector<int> starts, int to);
 // Prints the groups to stderr when AETHER_DEBUG >= 4.
 void dump(const State& s, const char* after);
 
