@@ -223,6 +223,58 @@ TEST(BatchNorm, TrainingForwardAndRunningStats) {
   }
 }
 
+// A large mean (1000 + values of std ~1): the statistics take one pass (sum and sum of squares),
+// so float32 x must be accumulated in float64: E[x^2] - E[x]^2 in float32 would lose ~6% of the
+// variance here. The batch var matches a two-pass float64 computation to ~1e-5 relative, and the
+// gradients stay float32 and match the double formula.
+TEST(BatchNorm, LargeMeanStatisticsArePrecise) {
+  const int64_t c = 4;
+  const Shape shape{64, 8, 8, c};  // n = 4096 values per channel
+  auto xv = det_values(size_t(numel(shape)), 21, -1.7, 1.7);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] += 1000.0 + 10.0 * double(i % size_t(c));
+  const auto xr = rounded(xv, DType::float32);
+  const std::vector<double> w = {1.5, -0.5, 2, 1}, b = {0.1, 0.2, -0.3, 0};
+  const std::vector<double> rm = {0, 0, 0, 0}, rv = {1, 1, 1, 1};
+  const BnRef want = ref_batch_norm(xr, c, w, b, rm, rv, 0.1, 1e-5);
+  Tensor x = make(xv, shape, DType::float32), wt = make(w, {c}, DType::float32);
+  Tensor bt = make(b, {c}, DType::float32);
+  for (Tensor* t : {&x, &wt, &bt}) t->set_requires_grad();
+  const BatchNormResult r =
+      batch_norm(x, wt, bt, make(rm, {c}, DType::float32), make(rv, {c}, DType::float32), true, 0.1, 1e-5);
+  expect_close(r.batch_var.to_vector<double>(), want.var, 0, 1e-5, "large-mean var");
+  expect_close(r.batch_mean.to_vector<double>(), want.mean, 0, 1e-7, "large-mean mean");
+  expect_close(r.new_running_var.to_vector<double>(), want.running_var, 0, 1e-5, "large-mean running var");
+  expect_close(r.out.to_vector<double>(), want.out, 1e-4, 1e-4, "large-mean out");
+  // Backward with an upstream gradient g: in double, with x_hat = (x - mean) / sqrt(var + eps),
+  //   dx = w / sqrt(var + eps) (g - mean(g) - x_hat mean(g x_hat)),  dw = sum(g x_hat),  db = sum(g).
+  const auto gv = det_values(xv.size(), 22, -1, 1);
+  const auto gr = rounded(gv, DType::float32);
+  const int64_t n = int64_t(xv.size()) / c;
+  std::vector<double> dx(xv.size()), dw(static_cast<size_t>(c)), db(static_cast<size_t>(c));
+  for (int64_t j = 0; j < c; ++j) {
+    const double rs = 1 / std::sqrt(want.var[size_t(j)] + 1e-5);
+    double sg = 0, sgx = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(i * c + j);
+      sg += gr[k];
+      sgx += gr[k] * (xr[k] - want.mean[size_t(j)]) * rs;
+    }
+    dw[size_t(j)] = sgx;
+    db[size_t(j)] = sg;
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t k = size_t(i * c + j);
+      const double xh = (xr[k] - want.mean[size_t(j)]) * rs;
+      dx[k] = w[size_t(j)] * rs * (gr[k] - sg / double(n) - xh * sgx / double(n));
+    }
+  }
+  r.out.backward(make(gv, shape, DType::float32));
+  EXPECT_EQ(x.grad().dtype(), DType::float32);
+  EXPECT_EQ(wt.grad().dtype(), DType::float32);
+  expect_close(x.grad().to_vector<double>(), dx, 1e-5, 1e-4, "large-mean dx");
+  expect_close(wt.grad().to_vector<double>(), dw, 1e-3, 1e-4, "large-mean dw");
+  expect_close(bt.grad().to_vector<double>(), db, 1e-3, 1e-4, "large-mean db");
+}
+
 TEST(BatchNorm, EvaluationUsesRunningStats) {
   const std::vector<double> xv = {1, 2, 3, -4, 0.5, 6}, rm = {0.5, -1, 2}, rv = {4, 0.25, 1};
   const std::vector<double> w = {2, 1, -1}, b = {0, 1, 0.5};

@@ -316,27 +316,123 @@ TEST(Schedule, VerifierRejectsDependentReducesInOneGroup) {
 }
 
 // ---- batch norm training step ------------------------------------------------------------------
+namespace {
+// Big-buffer loads of kernel k, as the bases they read.
+std::set<const Node*> big_bases(const Kernel& k) {
+  std::set<const Node*> out;
+  for (const KernelInput& in : k.inputs)
+    if (in.big) out.insert(in.base.get());
+  return out;
+}
+bool stores(const Kernel& k, const Tensor& t) {
+  return std::find(k.outputs.begin(), k.outputs.end(), t.node()) != k.outputs.end();
+}
+// The generated (Elementwise or Reduce) kernels of s, in order.
+std::vector<const Kernel*> generated(const Schedule& s) {
+  std::vector<const Kernel*> out;
+  for (const Kernel& k : s.kernels)
+    if (k.generated()) out.push_back(&k);
+  return out;
+}
+}  // namespace
+
 TEST(Schedule, BatchNormTrainingForwardAndBackward) {
-  // Shapes only: x (256, 32, 32, 32) NHWC, weight/bias (32), upstream gradient dy of x's shape.
+  // Shapes only: x (256, 32, 32, 32) NHWC, weight/bias/running stats (32), upstream gradient dy of
+  // x's shape. Outputs: relu(bn(x)), the new running mean and var, x.grad, weight.grad, bias.grad.
   Tensor x = Tensor::rand({256, 32, 32, 32});
   Tensor w = Tensor::rand({32}), bias = Tensor::rand({32});
+  const Tensor rm = Tensor::rand({32}), rv = Tensor::rand({32});
   const Tensor dy = Tensor::rand({256, 32, 32, 32});
   x.set_requires_grad();
   w.set_requires_grad();
   bias.set_requires_grad();
-  const Tensor out = batch_norm(x, w, bias, Tensor(), Tensor(), true).out.relu();
+  const BatchNormResult bn = batch_norm(x, w, bias, rm, rv, true);
+  const Tensor out = bn.out.relu();
   const auto grads = gradients(out, {x, w, bias}, dy);
   ScheduleOptions opt;
-  opt.assume_realized = {x.node(), w.node(), bias.node(), dy.node()};
-  const Schedule s = schedule({out, grads[0], grads[1], grads[2]}, opt);
-  std::cout << "batch norm training (forward + relu + dx, dw, db): " << s.kernel_count << " kernels, "
-            << s.big_buffer_passes << " big-buffer passes, " << s.bytes_moved << " bytes moved\n";
+  opt.assume_realized = {x.node(), w.node(), bias.node(), rm.node(), rv.node(), dy.node()};
+  const Schedule s =
+      schedule({out, bn.new_running_mean, bn.new_running_var, grads[0], grads[1], grads[2]}, opt);
+  std::cout << "batch norm training (forward + relu + dx, dw, db, running stats): " << s.kernel_count
+            << " kernels, " << s.big_buffer_passes << " big-buffer passes, " << s.bytes_moved
+            << " bytes moved\n";
   if (const char* e = std::getenv("AETHER_DEBUG"); e && std::atoi(e) >= 4)
     std::cout << s.to_json().dump(1) << "\n";
-  // The target is <= 4 kernels and <= 8 big-buffer passes. What this scheduler achieves:
-  EXPECT_EQ(s.kernel_count, 6);
-  EXPECT_EQ(s.big_buffer_passes, 11);
+  // The bounds: at most 4 generated kernels and 8 passes over x-sized buffers.
+  EXPECT_LE(s.kernel_count, 4);
+  EXPECT_LE(s.big_buffer_passes, 8);
+  // What this scheduler achieves, kernel by kernel (x: 1 read; y: 2; backward sums: 2; dx: 3 = 8):
+  //  1. Reduce: the statistics, one pass over x: sum(x), sum(x^2) in float64 (cast fused) and the
+  //     float32 sums that carry their gradient; epilogue: the running-statistics update.
+  //  2. Elementwise: y = relu((x - mean) * scale + bias), reading x and the per-channel factors.
+  //  3. Reduce: the backward sums in one pass over x and dy, with relu's select (x_hat recomputed from
+  //     x) in front: sum(g (x - mean)) (weight.grad, d var), sum(-g scale) (d mean), sum(g)
+  //     (bias.grad); epilogue: weight.grad.
+  //  4. Elementwise: dx from x, dy and the per-channel sums.
+  EXPECT_EQ(s.kernel_count, 4);
+  EXPECT_EQ(s.big_buffer_passes, 8);
+  EXPECT_EQ(s.library_calls, 0);
+  const auto ks = generated(s);
+  ASSERT_EQ(ks.size(), 4u);
+  const std::set<const Node*> just_x{x.node().get()}, x_dy{x.node().get(), dy.node().get()};
+  EXPECT_EQ(ks[0]->kind, KernelKind::Reduce);
+  EXPECT_EQ(big_bases(*ks[0]), just_x);
+  EXPECT_TRUE(ks[0]->outputs.size() >= 2 && stores(*ks[0], bn.new_running_mean) &&
+              stores(*ks[0], bn.new_running_var));
+  EXPECT_EQ(ks[1]->kind, KernelKind::Elementwise);
+  EXPECT_EQ(big_bases(*ks[1]), just_x);
+  EXPECT_TRUE(stores(*ks[1], out));
+  EXPECT_EQ(ks[2]->kind, KernelKind::Reduce);
+  EXPECT_EQ(big_bases(*ks[2]), x_dy);  // not y: relu's select is recomputed from x
+  EXPECT_TRUE(stores(*ks[2], grads[1]) && stores(*ks[2], grads[2]));
+  EXPECT_EQ(ks[3]->kind, KernelKind::Elementwise);
+  EXPECT_EQ(big_bases(*ks[3]), x_dy);
+  EXPECT_TRUE(stores(*ks[3], grads[0]));
   EXPECT_FALSE(out.is_realized());
+}
+
+TEST(Schedule, ConvBatchNormReluTrainingStep) {
+  // conv3x3 (16 -> 32 channels, same padding) -> batch norm (training) -> relu, forward and
+  // backward with an upstream gradient dy: shapes only. x (64, 32, 32, 16) NHWC, w (32, 3, 3, 16).
+  Tensor x = Tensor::rand({64, 32, 32, 16});
+  Tensor w = Tensor::rand({32, 3, 3, 16}), g = Tensor::rand({32}), beta = Tensor::rand({32});
+  const Tensor rm = Tensor::rand({32}), rv = Tensor::rand({32});
+  const Tensor dy = Tensor::rand({64, 32, 32, 32});
+  for (Tensor* t : {&x, &w, &g, &beta}) t->set_requires_grad();
+  Conv2dOptions same;
+  same.padding = 1;
+  const Tensor h = conv2d(x, w, Tensor(), same);  // (64, 32, 32, 32)
+  const BatchNormResult bn = batch_norm(h, g, beta, rm, rv, true);
+  const Tensor out = bn.out.relu();
+  const auto grads = gradients(out, {x, w, g, beta}, dy);
+  ScheduleOptions opt;
+  opt.assume_realized = {x.node(), w.node(), g.node(), beta.node(), rm.node(), rv.node(), dy.node()};
+  const Schedule s = schedule(
+      {out, bn.new_running_mean, bn.new_running_var, grads[0], grads[1], grads[2], grads[3]}, opt);
+  std::cout << "conv -> batch norm -> relu training: " << s.kernel_count << " kernels, " << s.library_calls
+            << " library calls, " << s.big_buffer_passes << " big-buffer passes\n";
+  // The convolutions stay library calls: forward, backward-data (x.grad), backward-weight (w.grad).
+  EXPECT_EQ(s.library_calls, 3);
+  std::multiset<Op> libs;
+  for (const Kernel& k : s.kernels)
+    if (k.kind == KernelKind::Library) libs.insert(k.nodes.at(0)->op);
+  EXPECT_EQ(libs, (std::multiset<Op>{Op::Conv2d, Op::Conv2dBwdData, Op::Conv2dBwdWeight}));
+  // Everything else: the bound is 4 generated kernels; they are the batch-norm kernels of
+  // the test above, with the conv output h in place of x: statistics (+ running stats), y, the
+  // backward sums (h, dy), and dh, which is stored for the two backward convolutions.
+  EXPECT_LE(s.kernel_count, 4);
+  EXPECT_EQ(s.kernel_count, 4);
+  const auto ks = generated(s);
+  ASSERT_EQ(ks.size(), 4u);
+  const std::set<const Node*> just_h{h.node().get()}, h_dy{h.node().get(), dy.node().get()};
+  EXPECT_EQ(ks[0]->kind, KernelKind::Reduce);
+  EXPECT_EQ(big_bases(*ks[0]), just_h);
+  EXPECT_EQ(ks[1]->kind, KernelKind::Elementwise);
+  EXPECT_EQ(big_bases(*ks[1]), just_h);
+  EXPECT_EQ(ks[2]->kind, KernelKind::Reduce);
+  EXPECT_EQ(big_bases(*ks[2]), h_dy);
+  EXPECT_EQ(ks[3]->kind, KernelKind::Elementwise);
+  EXPECT_EQ(big_bases(*ks[3]), h_dy);
 }
 
 // ---- a whole training step: every node placed once, producers first ------------------------------

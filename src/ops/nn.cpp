@@ -327,14 +327,38 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor centered;    // (..., C): x - mean
   if (training) {
     AETHER_CHECK(n > 1, op, "training needs more than one value per channel, got x ", x.str());
-    mean = xc.mean(axes);
+    // The statistics take ONE pass over x (sum and sum of squares, not Welford/Chan: a Welford
+    // update is sequential and Chan's merge needs a second reduce level), accumulated in float64:
+    // x is cast to float64 inside the reduces, so the cast costs no pass of its own. Then
+    // var = E[x^2] - E[x]^2 in float64, clamped at 0; its relative error is about 1e-16 (mean/std)^2,
+    // below float32 rounding up to mean/std ~ 1e4.
+    const Tensor x64 = x.detach().cast(DType::float64);  // x (..., C)
+    const Tensor m64 = x64.mean(axes);                   // (C)
+    const Tensor v64 = ((x64 * x64).mean(axes) - m64 * m64).maximum(Tensor::zeros({}, DType::float64));
+    const Tensor mean_d = m64.cast(t), var_d = v64.cast(t);  // (C), no gradient history
+    mean = mean_d;
+    var = var_d;
+    if (grad_enabled() && x.requires_grad()) {
+      // The float64 statistics are detached: a float64 path would make x's gradient (and every
+      // gradient before it, e.g. a conv's) float64. Their gradients come from compute-dtype sums with
+      // the same derivatives, added as exact zeros (v - detach(v)):
+      //   mean += s1 - detach(s1),  s1 = E[x]                  d/dx_i = 1/n
+      //   var  += q - detach(q),    q = E[x^2] - 2 mean E[x]   d/dx_i = 2 (x_i - mean)/n, mean detached
+      // Their reduces read x like the statistics', so they run in the statistics kernel (no pass).
+      // The backward has no reduce depending on another: sum(dy), sum(dy (x - mean)), sum(dy scale)
+      // in one pass, dx in one more; d var/d mean (zero) is never formed. Limits: dx's var term is
+      // 2 x a - 2 mean a (a = d var / n) in float32, about eps |mean|/std absolute error (2e-6 at
+      // mean/std = 1000); the float32 sum of squares must not overflow (|x| below ~1e16).
+      const Tensor s1 = xc.mean(axes), q = (xc * xc).mean(axes) - s1 * (mean_d * 2.0);  // (C)
+      mean = mean + (s1 - s1.detach());
+      var = var + (q - q.detach());
+    }
     centered = xc - mean;
-    var = (centered * centered).mean(axes);
     r.batch_mean = mean;
     r.batch_var = var;
     if (running_mean.defined()) {
       NoGradGuard no_grad;
-      const Tensor bm = mean.detach(), bv = var.detach() * (double(n) / double(n - 1));
+      const Tensor bm = mean_d, bv = var_d * (double(n) / double(n - 1));
       r.new_running_mean =
           (running_mean.cast(t) * (1.0 - momentum) + bm * momentum).cast(running_mean.dtype());
       r.new_running_var = (running_var.cast(t) * (1.0 - momentum) + bv * momentum).cast(running_var.dtype());
