@@ -14,6 +14,8 @@
 namespace aether {
 
 Backend& reference_backend();  // backend/cpu/reference.cpp
+bool fused_executor_available();  // backend/cpu/fused.cpp
+void fused_execute(const std::vector<NodePtr>& targets);
 
 namespace {
 bool env_flag(const char* name, bool dflt) {
@@ -99,6 +101,12 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
     AETHER_CHECK(n->device == dev, "realize", "graph mixes devices ", dev.str(), " and ", n->device.str());
   // Keep the targets alive; intermediate nodes die (and free their buffers) as soon as their last
   // consumer has run and dropped them, unless a tensor still holds them.
+  if (g_fusion && dev.type == DeviceType::cpu && fused_executor_available()) {
+    std::vector<NodePtr> pending;
+    for (const auto& t : targets)
+      if (t && !t->realized()) pending.push_back(t);
+    return fused_execute(pending);
+  }
   backend_for(dev).execute(order);
 }
 

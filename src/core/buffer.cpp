@@ -14,7 +14,7 @@ std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_peak{0};
 }  // namespace
 
-Buffer::Buffer(Device device, DType dtype, int64_t numel)
+Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
     : device_(device), dtype_(dtype), numel_(numel) {
   AETHER_CHECK(device.type == DeviceType::cpu, "Buffer", "device ", device.str(),
                " has no allocator in this build");
@@ -26,7 +26,7 @@ Buffer::Buffer(Device device, DType dtype, int64_t numel)
     if (!data_)
       throw Error(detail::cat("Buffer: out of memory allocating ", bytes, " bytes (", numel, " x ",
                               dtype_name(dtype), ")"));
-    std::memset(data_, 0, rounded);
+    if (zero_fill) std::memset(data_, 0, rounded);
   }
   const int64_t live = g_live.fetch_add(int64_t(bytes)) + int64_t(bytes);
   int64_t peak = g_peak.load();

@@ -24,9 +24,9 @@ class Backend {
 // The backend that runs nodes on `device` under the current execution mode.
 Backend& backend_for(Device device);
 
-// Execution mode: the fused executor (the default, once it exists) or the reference backend.
+// Execution mode: the fused executor (the default: scheduler + generated kernels, see
+// aether/schedule/schedule.h and aether/codegen/) or the reference backend, one primitive at a time.
 // AETHER_FUSE=0 in the environment selects the reference at start-up; set_fusion() at run time.
-// Until the fusion issue lands, both modes run the reference backend.
 void set_fusion(bool enabled);
 bool fusion_enabled();
 

@@ -14,7 +14,9 @@ namespace aether {
 
 class Buffer {
  public:
-  Buffer(Device device, DType dtype, int64_t numel);  // zero-initialised host memory on the CPU
+  // Host memory on the CPU, zero-initialised unless `zero_fill` is false (for a kernel that writes
+  // every element).
+  Buffer(Device device, DType dtype, int64_t numel, bool zero_fill = true);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;

@@ -1,0 +1,44 @@
+// aether/codegen/compiler.h - run-time compilation of generated CPU kernels, with a disk cache.
+//
+// Generated C++ is compiled by the host compiler (AETHER_CXX, else the compiler aether was built
+// with) into a shared object and loaded. Objects are cached on disk, keyed by a hash of the
+// source, the compiler (path and version) and its flags, in a per-user directory created with mode
+// 0700: AETHER_CACHE_DIR, else $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels. An
+// object is loaded only if the key recorded next to it matches exactly, and never from a directory
+// that is not owned by the user or that others can write (then a private temporary directory is
+// used instead, with a warning). A warm cache means a second process compiles nothing. If no
+// compiler works, a single warning is printed and the caller runs the reference backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aether::codegen {
+
+using KernelFn = void (*)(void** bufs, void* scratch);
+
+struct CompiledKernel {
+  KernelFn fn = nullptr;  // nullptr when compilation failed (see error)
+  int64_t scratch_bytes = 0;
+  std::string error;
+};
+
+struct CodegenStats {
+  int64_t compiled = 0;     // compiler runs that succeeded
+  int64_t disk_hits = 0;    // objects loaded from the disk cache
+  int64_t memory_hits = 0;  // kernels already loaded in this process
+  int64_t failures = 0;     // compiler runs that failed (a bug: reported on stderr)
+  int64_t fallbacks = 0;    // kernels run on the reference backend because the IR cannot express them
+};
+
+// Whether generated kernels can be compiled here (finds and checks the compiler once).
+bool host_compiler_available();
+// Compiled kernels for C++ sources from codegen::render_cpp, compiling what is missing in parallel.
+std::vector<CompiledKernel> compile_kernels(const std::vector<std::string>& sources);
+// The kernel cache directory in use ("" before the first compilation or when none is usable).
+std::string kernel_cache_dir();
+CodegenStats codegen_stats();
+void note_fallback();
+
+}  // namespace aether::codegen

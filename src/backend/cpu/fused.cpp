@@ -1,0 +1,181 @@
+// The fused CPU executor: schedule -> lower each generated kernel to the IR -> render C++ ->
+// compile (in parallel, disk-cached) -> run, with library calls and views on the reference backend.
+//
+// Lowering happens for the whole schedule before anything runs (so the kernels compile in
+// parallel): a value stored by an earlier kernel is assumed to be dense, and just before a kernel
+// runs its inputs' real views are checked against what it was compiled for (re-lowered if not).
+// A kernel the IR cannot express yet runs its nodes on the reference backend (a "fallback").
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <unordered_set>
+
+#include "aether/backend/backend.h"
+#include "aether/codegen/compiler.h"
+#include "aether/core/error.h"
+#include "aether/schedule/schedule.h"
+#include "codegen/lower.h"
+#include "codegen/render.h"
+
+namespace aether {
+
+Backend& reference_backend();  // backend/cpu/reference.cpp
+
+namespace {
+
+int debug_level() {
+  static const int level = [] {
+    const char* e = std::getenv("AETHER_DEBUG");
+    return e && *e ? std::atoi(e) : 0;
+  }();
+  return level;
+}
+
+bool same_view(const View& a, const View& b) {
+  return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset && a.mask == b.mask;
+}
+
+// Runs the unrealized ancestors of `targets` (and the targets) on the reference backend.
+void reference_realize(const std::vector<NodePtr>& targets) {
+  std::vector<Node*> order;
+  std::unordered_set<Node*> seen;
+  std::vector<std::pair<Node*, size_t>> stack;
+  for (const auto& t : targets) {
+    if (t->realized() || !seen.insert(t.get()).second) continue;
+    stack.push_back({t.get(), 0});
+    while (!stack.empty()) {
+      auto& [n, i] = stack.back();
+      if (i < n->srcs.size()) {
+        Node* s = n->srcs[i++].get();
+        if (!s->realized() && seen.insert(s).second) stack.push_back({s, 0});
+      } else {
+        order.push_back(n);
+        stack.pop_back();
+      }
+    }
+  }
+  if (!order.empty()) reference_backend().execute(order);
+}
+
+struct Planned {
+  std::optional<codegen::Lowered> lowered;
+  std::string source;
+  codegen::CompiledKernel compiled;
+};
+
+void run_generated(const Kernel& k, Planned& p) {
+  codegen::Lowered& l = *p.lowered;
+  // The inputs must be realized with the views the kernel was compiled for.
+  bool views_ok = true;
+  for (size_t i = 0; i < l.inputs.size(); ++i) {
+    AETHER_CHECK(l.inputs[i]->realized(), "fused", "input ", l.inputs[i]->id, " of kernel ", l.kernel.name,
+                 " is not computed");
+    views_ok = views_ok && same_view(l.inputs[i]->view, l.views[i]);
+  }
+  if (!views_ok) {  // re-lower with the real views (rare: a fallback produced a non-dense value)
+    std::string why;
+    auto relowered =
+        codegen::lower(k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    if (relowered) {
+      auto c = codegen::compile_kernels({codegen::render_cpp(relowered->kernel)});
+      if (c[0].fn) {
+        p.lowered = std::move(relowered);
+        p.compiled = c[0];
+      } else {
+        p.compiled.fn = nullptr;
+      }
+    } else {
+      p.compiled.fn = nullptr;
+    }
+    if (!p.compiled.fn) {
+      codegen::note_fallback();
+      return reference_realize(k.outputs);
+    }
+  }
+  codegen::Lowered& L = *p.lowered;
+  std::vector<void*> bufs;
+  std::vector<BufferPtr> outs;
+  for (const NodePtr& o : L.outputs) {
+    outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
+    bufs.push_back(outs.back()->data());
+  }
+  for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
+  std::unique_ptr<uint64_t[]> scratch(
+      p.compiled.scratch_bytes > 0 ? new uint64_t[size_t(p.compiled.scratch_bytes + 7) / 8] : nullptr);
+  p.compiled.fn(bufs.data(), scratch.get());
+  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+}
+
+}  // namespace
+
+bool fused_executor_available() { return codegen::host_compiler_available(); }
+
+void fused_execute(const std::vector<NodePtr>& targets) {
+  const Schedule s = schedule(targets);
+  const int debug = debug_level();
+  if (debug >= 2) std::fprintf(stderr, "aether schedule: %s\n", s.to_json().dump().c_str());
+
+  // Lower and render every generated kernel, then compile them together.
+  std::unordered_set<const Node*> stored;
+  auto leaf = [&](const Node& n) -> std::optional<View> {
+    if (n.realized()) return n.view;
+    if (stored.count(&n)) return View::contiguous(n.shape);
+    return std::nullopt;
+  };
+  std::vector<Planned> plan(s.kernels.size());
+  std::vector<std::string> sources;
+  std::vector<size_t> source_of;
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const Kernel& k = s.kernels[i];
+    if (k.generated()) {
+      std::string why;
+      plan[i].lowered = codegen::lower(k, leaf, &why);
+      if (plan[i].lowered) {
+        try {
+          plan[i].source = codegen::render_cpp(plan[i].lowered->kernel);
+        } catch (const Error& e) {  // a renderer gap: run this kernel on the reference, say why
+          why = e.what();
+          plan[i].lowered.reset();
+        }
+      }
+      if (plan[i].lowered) {
+        if (debug >= 3) std::fprintf(stderr, "%s\n", plan[i].source.c_str());
+        sources.push_back(plan[i].source);
+        source_of.push_back(i);
+      } else if (debug >= 1) {
+        std::fprintf(stderr, "aether: kernel %zu runs on the reference backend: %s\n", i, why.c_str());
+      }
+    }
+    if (k.kind != KernelKind::ViewOnly)
+      for (const NodePtr& o : k.outputs) stored.insert(o.get());
+  }
+  const auto compiled = codegen::compile_kernels(sources);
+  for (size_t j = 0; j < compiled.size(); ++j) plan[source_of[j]].compiled = compiled[j];
+
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const Kernel& k = s.kernels[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    std::string name;
+    if (k.generated() && plan[i].lowered && plan[i].compiled.fn) {
+      name = plan[i].lowered->kernel.name;
+      run_generated(k, plan[i]);
+    } else {
+      if (k.generated()) codegen::note_fallback();
+      name = k.generated() ? "reference" : op_name(k.nodes.back()->op);
+      reference_realize(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
+    }
+    if (debug >= 1 || profiling_enabled()) {
+      const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (debug >= 1)
+        std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind), name.c_str(),
+                     sec * 1e3);
+      if (profiling_enabled() && k.kind != KernelKind::ViewOnly)
+        record_op_time(name.c_str(), sec, numel(k.shape));
+    }
+  }
+  // Targets that are views of stored values (or realized by no kernel) are made real here.
+  reference_realize(targets);
+}
+
+}  // namespace aether

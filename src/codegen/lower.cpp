@@ -1,0 +1,376 @@
+// Lowering: a scheduled kernel's nodes -> kernel IR. Every value is evaluated at an index (one
+// affine expression per dim of the node's shape, in the kernel's loop variables): movement ops map
+// the index (index arithmetic, never copies), leaves become loads through their view, elementwise
+// ops become ALU instructions, and a reduce kernel's reduces become accumulations plus an epilogue.
+#include "lower.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "aether/core/error.h"
+
+namespace aether::codegen {
+namespace {
+
+using ir::Affine;
+using ir::Guard;
+using ir::Inst;
+using ir::InstKind;
+using Index = std::vector<Affine>;
+
+struct Unsupported {
+  std::string why;
+};
+
+Shape contiguous_strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int d = int(s.size()) - 2; d >= 0; --d) st[size_t(d)] = st[size_t(d) + 1] * s[size_t(d) + 1];
+  return st;
+}
+
+// (L / q) % s as an affine expression when the division is exact over the iteration extent (the
+// reshape merges or splits dims on aligned boundaries); nullopt otherwise.
+std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape& extent) {
+  const int rank = int(l.k.size());
+  if (s == 1) return Affine::constant(0, rank);
+  Affine hi = Affine::constant(0, rank), lo = Affine::constant(0, rank);
+  for (int v = 0; v < rank; ++v) {
+    if (l.k[size_t(v)] % q == 0) hi.k[size_t(v)] = l.k[size_t(v)] / q;
+    else lo.k[size_t(v)] = l.k[size_t(v)];
+  }
+  int64_t cq = l.c / q, cr = l.c % q;
+  if (cr < 0) cr += q, cq -= 1;
+  lo.c = cr;
+  if (lo.min(extent) < 0 || lo.max(extent) >= q) return std::nullopt;
+  hi.c = cq;
+  // hi % s: terms that are multiples of s vanish; the rest must stay within [0, s).
+  for (auto& k : hi.k)
+    if (k % s == 0) k = 0;
+  hi.c = ((hi.c % s) + s) % s;
+  if (hi.min(extent) < 0 || hi.max(extent) >= s) return std::nullopt;
+  return hi;
+}
+
+bool is_16bit(DType t) { return t == DType::float16 || t == DType::bfloat16; }
+
+class Lowerer {
+ public:
+  Lowerer(const Kernel& k, const LeafView& leaf) : k_(k), leaf_(leaf), rank_(int(k.shape.size())) {}
+
+  Lowered run() {
+    ir::Kernel& K = out_.kernel;
+    K.full = k_.shape;
+    K.name = k_.kind == KernelKind::Reduce ? "r" : "e";
+    for (const auto& n : k_.nodes) {
+      if (K.name.size() > 40) break;
+      if (op_kind(n->op) != OpKind::Movement) K.name += std::string("_") + op_name(n->op);
+    }
+    for (const NodePtr& o : k_.outputs) {  // outputs first: buf j stores outputs[j]
+      if (is_16bit(o->dtype)) throw Unsupported{"16-bit float values"};
+      out_.outputs.push_back(o);
+      K.bufs.push_back({o->dtype, numel(o->shape), true});
+    }
+    if (k_.kind == KernelKind::Reduce) {
+      K.reduce_axes = k_.reduce_axes;
+      for (const NodePtr& n : k_.nodes) {
+        if (n->op != Op::ReduceSum && n->op != Op::ReduceMax) continue;
+        const Node& src = *n->srcs[0];
+        if (src.shape != k_.shape || std::get<Axes>(n->arg) != k_.reduce_axes || src.dtype != n->dtype)
+          throw Unsupported{"a reduce of another shape, axes or dtype than its kernel's"};
+        slot_of_[n.get()] = int(K.reductions.size());
+        K.reductions.push_back({n->op, n->dtype});
+      }
+      if (K.reductions.empty()) throw Unsupported{"a reduce kernel without a reduce"};
+      phase(&K.body, K.full);
+      for (const NodePtr& n : k_.nodes) {
+        auto it = slot_of_.find(n.get());
+        if (it == slot_of_.end()) continue;
+        const int v = eval(n->srcs[0], vars(), {});
+        Inst acc;
+        acc.kind = InstKind::Accum;
+        acc.dtype = n->dtype;
+        acc.srcs = {v};
+        acc.slot = it->second;
+        K.body.push_back(acc);
+      }
+      phase(&K.epilogue, K.reduced_shape());
+    } else {
+      phase(&K.body, K.full);
+    }
+    const Shape out_shape = K.is_reduce() ? K.reduced_shape() : K.full;
+    for (size_t j = 0; j < out_.outputs.size(); ++j) {
+      const NodePtr& o = out_.outputs[j];
+      if (numel(out_shape) == 0) continue;  // nothing to store
+      // An output of another shape with as many elements (e.g. a mean without keepdim) is the
+      // same dense values: its index is the linear position in the kernel's output shape.
+      if (numel(o->shape) != numel(out_shape))
+        throw Unsupported{detail::cat("an output of another size than the kernel's (", op_name(o->op), " ",
+                                      to_string(o->shape), " in a kernel over ", to_string(k_.shape), ")")};
+      Index oidx = vars();
+      if (o->shape != out_shape) {
+        const Affine lin = dense_offset(vars(), out_shape);
+        const Shape st = contiguous_strides(o->shape);
+        oidx.clear();
+        for (size_t d = 0; d < o->shape.size(); ++d) {
+          auto a = div_mod(lin, st[d], o->shape[d], extent_);
+          if (!a) throw Unsupported{"an output whose shape does not regroup the kernel's"};
+          oidx.push_back(*a);
+        }
+      }
+      const int v = eval(o, oidx, {});
+      Inst st;
+      st.kind = InstKind::Store;
+      st.dtype = o->dtype;
+      st.srcs = {v};
+      st.buf = int(j);
+      st.offset = dense_offset(vars(), out_shape);
+      list_->push_back(st);
+    }
+    return std::move(out_);
+  }
+
+ private:
+  void phase(std::vector<Inst>* list, const Shape& extent) {
+    list_ = list;
+    extent_ = extent;
+    epilogue_ = list != &out_.kernel.body;
+    memo_.clear();
+  }
+  Index vars() const {
+    Index idx;
+    for (int v = 0; v < rank_; ++v) idx.push_back(Affine::var(v, rank_));
+    return idx;
+  }
+  Affine dense_offset(const Index& idx, const Shape& shape) const {
+    const Shape st = contiguous_strides(shape);
+    Affine off = Affine::constant(0, rank_);
+    for (size_t d = 0; d < idx.size(); ++d) off = off + idx[d].scaled(st[d]);
+    return off;
+  }
+  int emit(Inst in, const std::string& key) {
+    if (!key.empty()) {
+      auto it = memo_.find(key);
+      if (it != memo_.end()) return it->second;
+    }
+    list_->push_back(std::move(in));
+    const int id = int(list_->size()) - 1;
+    if (!key.empty()) memo_[key] = id;
+    return id;
+  }
+  int constant(DType t, double v) {
+    Inst c;
+    c.kind = InstKind::Const;
+    c.dtype = t;
+    c.value = v;
+    return emit(c, detail::cat("c", int(t), ":", v));
+  }
+  static std::string key_of(const Index& idx, const std::vector<Guard>& guards) {
+    std::string s;
+    for (const Affine& a : idx) s += ir::to_string(a) + ",";
+    for (const Guard& g : guards) s += detail::cat("|", g.lo, "<=", ir::to_string(g.e), "<", g.hi);
+    return s;
+  }
+  // Drops guards that always hold; returns false when one never holds.
+  bool simplify(std::vector<Guard>& guards) const {
+    std::vector<Guard> kept;
+    for (const Guard& g : guards) {
+      const int64_t lo = g.e.min(extent_), hi = g.e.max(extent_);
+      if (numel(extent_) > 0 && (hi < g.lo || lo >= g.hi)) return false;
+      if (lo >= g.lo && hi < g.hi) continue;
+      if (std::find(kept.begin(), kept.end(), g) == kept.end()) kept.push_back(g);
+    }
+    guards = std::move(kept);
+    return true;
+  }
+
+  int load(const NodePtr& np, const View& v, const Index& idx, std::vector<Guard> guards) {
+    if (v.mask)
+      for (size_t d = 0; d < idx.size(); ++d) guards.push_back({idx[d], (*v.mask)[d].first, (*v.mask)[d].second});
+    const Node& n = *np;
+    if (!simplify(guards)) return constant(n.dtype, 0);
+    auto [it, fresh] = buf_of_.try_emplace(&n, int(out_.kernel.bufs.size()));
+    if (fresh) {
+      const int64_t count = n.realized() ? n.buffer->numel() : numel(n.shape);
+      out_.kernel.bufs.push_back({n.dtype, count, false});
+      out_.inputs.push_back(np);
+      out_.views.push_back(v);
+    }
+    Affine off = Affine::constant(v.offset, rank_);
+    for (size_t d = 0; d < idx.size(); ++d) off = off + idx[d].scaled(v.strides[d]);
+    Inst ld;
+    ld.kind = InstKind::Load;
+    ld.dtype = n.dtype;
+    ld.buf = it->second;
+    ld.offset = off;
+    ld.guards = std::move(guards);
+    return emit(ld, detail::cat("l", it->second, ":", ir::to_string(off), key_of({}, ld.guards)));
+  }
+
+  int alu(const Node& n, std::vector<int> srcs) {
+    Inst a;
+    a.kind = InstKind::Alu;
+    a.op = n.op;
+    a.dtype = n.dtype;
+    std::string key = detail::cat("a", int(n.op), ":", int(n.dtype));
+    for (int s : srcs) key += detail::cat(",", s);
+    a.srcs = std::move(srcs);
+    return emit(a, key);
+  }
+
+  int eval(const NodePtr& np, const Index& idx, const std::vector<Guard>& guards) {
+    const Node& n = *np;
+    if (is_16bit(n.dtype)) throw Unsupported{"16-bit float values"};
+    if (auto v = leaf_(n)) return load(np, *v, idx, guards);
+    const std::string key = detail::cat("n", n.id, "@", key_of(idx, guards));
+    if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+    const int r = compute(n, idx, guards);
+    memo_[key] = r;
+    return r;
+  }
+
+  int compute(const Node& n, const Index& idx, const std::vector<Guard>& guards) {
+    auto src = [&](int i) { return eval(n.srcs[size_t(i)], idx, guards); };
+    const Shape& ss = n.srcs.empty() ? n.shape : n.srcs[0]->shape;
+    switch (n.op) {
+      case Op::Load: throw Unsupported{"an unrealized Load"};
+      case Op::Const: return constant(n.dtype, std::get<double>(n.arg));
+      case Op::Rand: {
+        if (n.dtype != DType::float32 && n.dtype != DType::float64)
+          throw Unsupported{"random numbers of a non-float dtype"};
+        const auto& r = std::get<RandArg>(n.arg);
+        Inst in;
+        in.kind = InstKind::Rand;
+        in.dtype = n.dtype;
+        in.offset = dense_offset(idx, n.shape);
+        in.seed = r.seed;
+        in.stream = r.stream;
+        return emit(in, detail::cat("x", r.seed, ":", r.stream, ":", ir::to_string(in.offset), ":", int(n.dtype)));
+      }
+      case Op::Exp:
+      case Op::Log:
+      case Op::Sqrt:
+      case Op::Sin:
+        if (!is_float(n.dtype)) throw Unsupported{"a transcendental op on integers"};
+        return alu(n, {src(0)});
+      case Op::Copy:
+      case Op::Cast:
+      case Op::Neg:
+      case Op::Recip: return alu(n, {src(0)});
+      case Op::Add:
+      case Op::Sub:
+      case Op::Mul:
+      case Op::Div:
+      case Op::Max:
+      case Op::CmpLt:
+      case Op::CmpLe:
+      case Op::CmpEq:
+      case Op::CmpNe: return alu(n, {src(0), src(1)});
+      case Op::Where: return alu(n, {src(0), src(1), src(2)});
+      case Op::ReduceSum:
+      case Op::ReduceMax: {
+        auto it = slot_of_.find(&n);
+        if (it == slot_of_.end() || !epilogue_) throw Unsupported{"a reduce read before it is computed"};
+        Inst r;
+        r.kind = InstKind::Result;
+        r.dtype = n.dtype;
+        r.slot = it->second;
+        r.offset = dense_offset(idx, n.shape);
+        return emit(r, detail::cat("r", r.slot, ":", ir::to_string(r.offset)));
+      }
+      case Op::Reshape: {
+        const Shape& out = n.shape;
+        if (numel(out) == 0) return constant(n.dtype, 0);  // never read: the kernel has no points
+        const Shape ost = contiguous_strides(out), sst = contiguous_strides(ss);
+        Affine lin = Affine::constant(0, rank_);
+        for (size_t d = 0; d < out.size(); ++d) lin = lin + idx[d].scaled(ost[d]);
+        Index sidx;
+        for (size_t d = 0; d < ss.size(); ++d) {
+          auto a = div_mod(lin, sst[d], ss[d], extent_);
+          if (!a) throw Unsupported{"a reshape of a computed value across unaligned dims"};
+          sidx.push_back(*a);
+        }
+        return eval(n.srcs[0], sidx, guards);
+      }
+      case Op::Permute: {
+        const auto& perm = std::get<Axes>(n.arg);
+        Index sidx(ss.size());
+        for (size_t d = 0; d < perm.size(); ++d) sidx[size_t(perm[d])] = idx[d];
+        return eval(n.srcs[0], sidx, guards);
+      }
+      case Op::Expand: {
+        Index sidx = idx;
+        for (size_t d = 0; d < ss.size(); ++d)
+          if (ss[d] == 1) sidx[d] = Affine::constant(0, rank_);
+        return eval(n.srcs[0], sidx, guards);
+      }
+      case Op::Slice: {
+        const auto& s = std::get<SliceArg>(n.arg);
+        Index sidx = idx;
+        for (size_t d = 0; d < ss.size(); ++d) sidx[d] = idx[d].scaled(s.step[d]) + Affine::constant(s.start[d], rank_);
+        return eval(n.srcs[0], sidx, guards);
+      }
+      case Op::Flip: {
+        Index sidx = idx;
+        for (int a : std::get<Axes>(n.arg))
+          sidx[size_t(a)] = idx[size_t(a)].scaled(-1) + Affine::constant(ss[size_t(a)] - 1, rank_);
+        return eval(n.srcs[0], sidx, guards);
+      }
+      case Op::Pad: {
+        const auto& p = std::get<PadArg>(n.arg);
+        Index sidx = idx;
+        std::vector<Guard> inner = guards, pad;
+        for (size_t d = 0; d < ss.size(); ++d) {
+          sidx[d] = idx[d] + Affine::constant(-p.before[d], rank_);
+          pad.push_back({sidx[d], 0, ss[d]});
+        }
+        if (!simplify(pad)) return constant(n.dtype, 0);
+        if (pad.empty()) return eval(n.srcs[0], sidx, guards);
+        inner.insert(inner.end(), pad.begin(), pad.end());
+        const int v = eval(n.srcs[0], sidx, inner);
+        Inst in;
+        in.kind = InstKind::InBounds;
+        in.dtype = DType::boolean;
+        in.guards = pad;
+        const int c = emit(in, "g" + key_of({}, pad));
+        Inst w;
+        w.kind = InstKind::Alu;
+        w.op = Op::Where;
+        w.dtype = n.dtype;
+        w.srcs = {c, v, constant(n.dtype, 0)};
+        return emit(w, detail::cat("w", c, ",", v, ",", int(n.dtype)));
+      }
+      case Op::Matmul:
+      case Op::Conv2d:
+      case Op::Conv2dBwdData:
+      case Op::Conv2dBwdWeight:
+      case Op::MaxPool2d:
+      case Op::MaxPool2dBwd:
+      case Op::AvgPool2d:
+      case Op::AvgPool2dBwd: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
+    }
+    throw Unsupported{"unknown op"};
+  }
+
+  const Kernel& k_;
+  const LeafView& leaf_;
+  int rank_;
+  Lowered out_;
+  std::unordered_map<const Node*, int> slot_of_, buf_of_;
+  std::vector<Inst>* list_ = nullptr;
+  Shape extent_;
+  bool epilogue_ = false;
+  std::unordered_map<std::string, int> memo_;
+};
+
+}  // namespace
+
+std::optional<Lowered> lower(const Kernel& k, const LeafView& leaf, std::string* why) {
+  try {
+    return Lowerer(k, leaf).run();
+  } catch (const Unsupported& u) {
+    if (why) *why = u.why;
+    return std::nullopt;
+  }
+}
+
+}  // namespace aether::codegen

@@ -1,0 +1,359 @@
+// The fused executor (scheduler -> kernel IR -> generated C++ -> run-time compile) against the
+// reference backend, graph by graph, and the kernel cache's rules (warm cache, keys, unsafe
+// directories, no compiler), checked in child processes so each starts with a fresh cache state.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "aether/backend/backend.h"
+#include "aether/codegen/compiler.h"
+#include "aether/codegen/ir.h"
+#include "aether/core/random.h"
+#include "aether/graph/autograd.h"
+#include "aether/ops/nn.h"
+#include "codegen/lower.h"
+
+using namespace aether;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Deterministic values (not from aether's RNG) so both runs see the same inputs.
+std::vector<float> values(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (auto& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = lo + (hi - lo) * float(s >> 8) / 16777216.0f;
+  }
+  return v;
+}
+Tensor input(const Shape& shape, uint32_t seed, float lo = -2, float hi = 2) {
+  return Tensor::from_vector<float>(values(numel(shape), seed, lo, hi), shape);
+}
+
+struct Case {
+  const char* name;
+  std::function<std::vector<Tensor>()> build;
+  bool may_fall_back = false;  // the IR cannot express part of it yet (runs on the reference)
+};
+
+std::vector<std::vector<double>> run(const Case& c, bool fused) {
+  const bool was = fusion_enabled();
+  set_fusion(fused);
+  manual_seed(7);
+  std::vector<Tensor> outs = c.build();
+  realize(outs);
+  std::vector<std::vector<double>> r;
+  for (const Tensor& t : outs) r.push_back(t.to_vector<double>());
+  set_fusion(was);
+  return r;
+}
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> cs = {
+      {"elementwise chain",
+       [] {
+         const Tensor x = input({64, 48}, 1), y = input({64, 48}, 2);
+         return std::vector<Tensor>{((x + y) * 0.5).exp() - y / (x.abs() + 1.0)};
+       }},
+      {"broadcast small inputs",
+       [] {
+         const Tensor x = input({256, 256}, 3), a = input({1, 256}, 4), b = input({256, 1}, 5);
+         return std::vector<Tensor>{(x + a - b).relu(), (x * a).sqrt()};
+       }},
+      {"permuted, sliced, flipped and padded views",
+       [] {
+         const Tensor x = input({16, 24}, 6), y = input({24, 16}, 7);
+         const Tensor t = x.transpose(0, 1) * y;                         // (24, 16)
+         const Tensor s = x.slice(1, 1, 23, 3).flip({0}) + 1.0;          // (16, 8)
+         const Tensor p = (x + 1.0).pad({{1, 2}, {0, 3}}).exp();         // (19, 27): exp(0) = 1 in the pad
+         return std::vector<Tensor>{t, s, p, p.sum({0})};
+       }},
+      {"reshape of computed values into finer dims",
+       [] {
+         const Tensor x = input({48, 4}, 8), z = input({8, 6, 4}, 9);
+         return std::vector<Tensor>{(x + 1.0).reshape({8, 6, 4}) * z, (x * 2.0).reshape({8, 6, 4}).sum({1})};
+       }},
+      {"reshape of computed values into coarser dims (an iteration dim would need splitting: not affine)",
+       [] {
+         const Tensor x = input({8, 6, 4}, 10), z = input({48, 4}, 11);
+         return std::vector<Tensor>{(x + 1.0).reshape({48, 4}) * z, (x + 1.0).transpose(0, 1).reshape({3, 64})};
+       },
+       true},
+      {"reductions over axes",
+       [] {
+         const Tensor x = input({32, 16, 8}, 11);
+         return std::vector<Tensor>{x.sum(), x.sum({0}), x.sum({1}, true), x.max({2}), x.mean({0, 2}), x.min({1})};
+       }},
+      {"sibling reduces and their epilogues",
+       [] {
+         const Tensor x = input({128, 64}, 12), a = input({1, 64}, 13), b = input({1, 64}, 14);
+         return std::vector<Tensor>{(x + a).sum() * 2.0, (x + b).sum() * 3.0, (x * a).sum({0}) + b};
+       }},
+      {"normalisation (mean, variance, broadcast back)",
+       [] {
+         const Tensor x = input({64, 10}, 15);
+         const Tensor m = x.mean({1}, true);
+         const Tensor c = x - m;
+         return std::vector<Tensor>{c / ((c * c).mean({1}, true) + 1e-5).sqrt()};
+       }},
+      {"softmax and log-softmax",
+       [] {
+         const Tensor x = input({32, 10}, 16, -20, 20);
+         const Tensor e = (x - x.max({1}, true)).exp();
+         const Tensor sm = e / e.sum({1}, true);
+         return std::vector<Tensor>{sm, (x - x.max({1}, true)) - e.sum({1}, true).log()};
+       }},
+      {"integers: wrap-around, division by zero, casts that saturate",
+       [] {
+         const Tensor a = Tensor::from_vector<int32_t>({2147483647, -7, 9, 0, -2147483647 - 1, 5}, {6});
+         const Tensor b = Tensor::from_vector<int32_t>({1, 2, 0, 0, -1, -3}, {6});
+         const Tensor f = Tensor::from_vector<float>({1e10f, -1e10f, NAN, 2.7f, -2.7f, 255.9f}, {6});
+         return std::vector<Tensor>{a + b, a * b, a / b, -a, a.maximum(b), f.cast(DType::int32),
+                                    f.cast(DType::uint8), f.cast(DType::int64), a.cast(DType::int64).sum(),
+                                    a.sum()};
+       }},
+      {"comparisons, where and bool",
+       [] {
+         const Tensor x = input({40, 30}, 17), y = input({40, 30}, 18);
+         return std::vector<Tensor>{where(x.lt(y), x, y * 2.0), x.ge(y), x.eq(x), x.gt(Tensor::scalar(0.0)).cast(DType::float32).sum()};
+       }},
+      {"float64",
+       [] {
+         const Tensor x = input({50, 20}, 19).cast(DType::float64), y = input({50, 20}, 20).cast(DType::float64);
+         return std::vector<Tensor>{((x * y).abs() + 1.0).log(), (x * y).sum({0})};
+       }},
+      {"random numbers",
+       [] {
+         const Tensor r = Tensor::rand({33, 17}), d = Tensor::rand({5, 7}, DType::float64);
+         return std::vector<Tensor>{r * 2.0, d + 1.0, Tensor::rand({100}).sum()};
+       }},
+      {"scalars and empty tensors",
+       [] {
+         const Tensor s = Tensor::scalar(3.0), e = Tensor::zeros({0, 4});
+         return std::vector<Tensor>{s * 2.0 + 1.0, s.sum(), (e + 1.0).sum({0}), (e * 2.0)};
+       }},
+      {"16-bit floats",
+       [] {
+         const Tensor x = input({16, 16}, 21).cast(DType::float16);
+         return std::vector<Tensor>{(x * x).cast(DType::float32)};
+       },
+       true},
+      {"batch norm training + relu, forward and backward",
+       [] {
+         Tensor x = input({4, 5, 5, 8}, 22), w = input({8}, 23, 0.5, 1.5), b = input({8}, 24);
+         const Tensor rm = Tensor::zeros({8}), rv = Tensor::ones({8});
+         const Tensor dy = input({4, 5, 5, 8}, 25);
+         x.set_requires_grad();
+         w.set_requires_grad();
+         b.set_requires_grad();
+         const BatchNormResult r = batch_norm(x, w, b, rm, rv, true);
+         const Tensor out = r.out.relu();
+         auto g = gradients(out, {x, w, b}, dy);
+         return std::vector<Tensor>{out, r.new_running_mean, r.new_running_var, g[0], g[1], g[2]};
+       }},
+  };
+  return cs;
+}
+
+}  // namespace
+
+TEST(Codegen, FusedMatchesReferenceOnEveryGraph) {
+  ASSERT_TRUE(codegen::host_compiler_available()) << "the test machine has a C++ compiler";
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    const auto want = run(c, false);
+    const auto before = codegen::codegen_stats();
+    const auto got = run(c, true);
+    const auto after = codegen::codegen_stats();
+    EXPECT_EQ(after.failures, before.failures) << "a generated kernel failed to compile";
+    if (!c.may_fall_back) {
+      EXPECT_EQ(after.fallbacks, before.fallbacks) << "a kernel ran on the reference backend";
+    }
+    EXPECT_GT(after.compiled + after.disk_hits + after.memory_hits,
+              before.compiled + before.disk_hits + before.memory_hits)
+        << "no generated kernel ran";
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t o = 0; o < want.size(); ++o) {
+      ASSERT_EQ(got[o].size(), want[o].size()) << "output " << o;
+      for (size_t i = 0; i < want[o].size(); ++i) {
+        const double w = want[o][i], g = got[o][i];
+        if (g == w) continue;  // also infinities
+        if (std::isnan(w)) {
+          EXPECT_TRUE(std::isnan(g)) << "output " << o << " [" << i << "]";
+          continue;
+        }
+        // Elementwise float32 math is bit-identical (no FMA contraction, same libm calls); sums
+        // accumulate in double in both, in different orders.
+        EXPECT_NEAR(g, w, 1e-6 * std::max(1.0, std::fabs(w))) << "output " << o << " [" << i << "]";
+      }
+    }
+  }
+}
+
+// Turns fusion on for one test (the suite also runs with AETHER_FUSE=0).
+struct FusionOn {
+  bool was = fusion_enabled();
+  FusionOn() { set_fusion(true); }
+  ~FusionOn() { set_fusion(was); }
+};
+
+TEST(Codegen, KernelCountsMatchTheSchedule) {
+  FusionOn on;
+  // One elementwise chain over two inputs: one generated kernel, no intermediate stored.
+  const Tensor x = input({1000}, 30), y = input({1000}, 31);
+  const Tensor b = (x + y).exp();
+  const Tensor c = b * 2.0 - y;
+  const Schedule s = schedule({c});
+  EXPECT_EQ(s.kernel_count, 1);
+  const auto before = codegen::codegen_stats();
+  c.realize();
+  const auto after = codegen::codegen_stats();
+  EXPECT_EQ((after.compiled + after.disk_hits + after.memory_hits) -
+                (before.compiled + before.disk_hits + before.memory_hits),
+            1);
+  EXPECT_FALSE(b.is_realized());  // fused into c's kernel, never stored
+  const auto xv = x.to_vector<float>(), yv = y.to_vector<float>(), cv = c.to_vector<float>();
+  for (size_t i = 0; i < xv.size(); ++i) EXPECT_EQ(cv[i], std::exp(xv[i] + yv[i]) * 2.0f - yv[i]);
+}
+
+TEST(Codegen, IrListsLoadsAccumulationsAndStores) {
+  const Tensor x = input({8, 4}, 32), a = input({1, 4}, 33);
+  const Tensor s = (x + a).sum({0});
+  const Schedule sch = schedule({s});
+  ASSERT_EQ(sch.kernels.size(), 1u);
+  std::string why;
+  const auto lowered = codegen::lower(
+      sch.kernels[0], [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+  ASSERT_TRUE(lowered) << why;
+  const std::string ir = ir::to_string(lowered->kernel);
+  EXPECT_NE(ir.find("reducing axes 0"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("load float32 buf"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("accum"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("store"), std::string::npos) << ir;
+}
+
+// ---- the kernel cache, in child processes ----------------------------------------------------------
+namespace {
+
+// Run by the parent in a child process: computes a few kernels, checks them, prints the stats.
+TEST(CodegenChild, Run) {
+  if (!std::getenv("AETHER_CODEGEN_CHILD")) GTEST_SKIP() << "only run as a child of the cache tests";
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {4}), y = Tensor::from_vector<float>({5, 6, 7, 8}, {4});
+  const Tensor e = (x + y) * 2.0;
+  const Tensor s = (x * y).sum();
+  realize({e, s});
+  EXPECT_EQ(e.to_vector<float>(), (std::vector<float>{12, 16, 20, 24}));
+  EXPECT_EQ(s.item<float>(), 70.0f);
+  const auto st = codegen::codegen_stats();
+  std::printf("stats compiled=%lld disk_hits=%lld failures=%lld\n", static_cast<long long>(st.compiled),
+              static_cast<long long>(st.disk_hits), static_cast<long long>(st.failures));
+}
+
+struct ChildResult {
+  std::string out;
+  long long compiled = -1, disk_hits = -1, failures = -1;
+  bool passed = false;
+};
+ChildResult child(const std::string& env) {
+  const std::string cmd = "AETHER_FUSE=1 AETHER_CODEGEN_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) +
+                          "/exe --gtest_filter=CodegenChild.Run 2>&1";
+  ChildResult r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) r.out += buf;
+  const int status = pclose(p);
+  r.passed = status == 0 && r.out.find("[  PASSED  ] 1 test") != std::string::npos;
+  if (auto at = r.out.find("stats compiled="); at != std::string::npos)
+    std::sscanf(r.out.c_str() + at, "stats compiled=%lld disk_hits=%lld failures=%lld", &r.compiled, &r.disk_hits,
+                &r.failures);
+  return r;
+}
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/aether-cache-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+};
+int count_ext(const fs::path& dir, const std::string& ext) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ext;
+  return n;
+}
+
+}  // namespace
+
+TEST(CodegenCache, WarmCacheMeansTheSecondProcessCompilesNothing) {
+  TempDir t;
+  const std::string dir = (t.path / "new" / "kernels").string();  // created by aether
+  const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(first.passed) << first.out;
+  EXPECT_GE(first.compiled, 1);
+  EXPECT_EQ(first.disk_hits, 0);
+  struct stat st {};
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u) << "the cache directory is private";
+  const ChildResult second = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(second.passed) << second.out;
+  EXPECT_EQ(second.compiled, 0);
+  EXPECT_EQ(second.disk_hits, first.compiled);
+}
+
+TEST(CodegenCache, AnObjectWhoseKeyDoesNotMatchIsNotLoaded) {
+  TempDir t;
+  const std::string dir = t.path.string();
+  ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
+  const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(first.passed) << first.out;
+  ASSERT_GE(count_ext(t.path, ".key"), 1);
+  // A key that no longer matches (another compiler, flags or source): the object is rebuilt.
+  for (const auto& e : fs::directory_iterator(t.path))
+    if (e.path().extension() == ".key") std::ofstream(e.path(), std::ios::app) << "tampered";
+  const ChildResult second = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(second.passed) << second.out;
+  EXPECT_EQ(second.compiled, first.compiled);
+  EXPECT_EQ(second.disk_hits, 0);
+  // A damaged object under a valid key fails to load and is rebuilt, never run.
+  for (const auto& e : fs::directory_iterator(t.path))
+    if (e.path().extension() == ".so") std::ofstream(e.path(), std::ios::trunc) << "not an object file";
+  const ChildResult third = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(third.passed) << third.out;
+  EXPECT_EQ(third.compiled, first.compiled);
+}
+
+TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
+  TempDir t;
+  const std::string dir = t.path.string();
+  ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
+  const ChildResult r = child("AETHER_CACHE_DIR=" + dir);
+  ASSERT_TRUE(r.passed) << r.out;
+  EXPECT_NE(r.out.find("not using the kernel cache"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("others can write"), std::string::npos) << r.out;
+  EXPECT_EQ(count_ext(t.path, ".so"), 0) << "nothing was written to or loaded from it";
+}
+
+TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {
+  TempDir t;
+  ASSERT_EQ(chmod(t.path.c_str(), 0700), 0);
+  const ChildResult r = child("AETHER_CACHE_DIR=" + t.path.string() + " AETHER_CXX=/nonexistent/c++");
+  ASSERT_TRUE(r.passed) << r.out;  // the results are still right
+  const std::string msg = "no working C++ compiler";
+  const auto first = r.out.find(msg);
+  EXPECT_NE(first, std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(msg, first + 1), std::string::npos) << "said once";
+  EXPECT_EQ(r.compiled, 0);
+}
