@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -201,4 +202,116 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + std::string(kFashionDir) +
                             "/t10k-labels-idx1-ubyte.gz'"),
                         {"t10k-labels"});
+}
+
+TEST(Cli, ScheduleJsonTableAndDot) {
+  const CliResult r = run("schedule bn-relu-train --batch 2 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_no_crash(r);
+  const nlohmann::json j = nlohmann::json::parse(r.out);  // the whole output is one JSON object
+  for (const char* key :
+       {"kernel_count", "library_calls", "big_buffer_passes", "bytes_moved", "bytes_min", "kernels"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_GT(j.at("kernel_count").get<int>(), 0);
+  EXPECT_EQ(j.at("library_calls").get<int>(), 0);
+  // Reads x, dy (2*32*32*32 floats) and 4 (32) vectors; writes out, dx and 4 (32) vectors.
+  EXPECT_EQ(j.at("bytes_min").get<int64_t>(), 2 * (2 * 65536 + 4 * 32) * 4);
+  EXPECT_LE(j.at("bytes_min").get<int64_t>(), j.at("bytes_moved").get<int64_t>());
+
+  TempDir tmp;
+  const CliResult t = run("schedule conv-bn-relu-train --batch 2 --dot '" + tmp.file("k.dot") + "'");
+  ASSERT_EQ(t.code, 0) << t.out;
+  expect_no_crash(t);
+  for (const char* part : {"generated kernels", "library calls      3", "bytes min", "Conv2dBwdWeight"})
+    EXPECT_NE(t.out.find(part), std::string::npos) << part << " in:\n" << t.out;
+  std::ifstream f(tmp.file("k.dot"));
+  const std::string dot((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u) << dot;
+  EXPECT_NE(dot.find("shape=box"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("shape=ellipse"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("k0 -> k"), std::string::npos) << dot;  // the conv's output feeds other kernels
+}
+
+TEST(Cli, ScheduleUnknownGraph) {
+  expect_one_line_error(run("schedule resnet-50"), {"resnet-50", "bn-relu-train", "cifarnet-step"});
+  const CliResult b = run("schedule bn-relu-train --batch 0");
+  EXPECT_NE(b.code, 0) << b.out;
+  expect_no_crash(b);
+}
+
+// `aether bench`: each benchmark's JSON (timing keys, throughput, byte counts computed here from the
+// shapes), --compare, and clear errors for an unknown benchmark or an option it does not take.
+namespace {
+nlohmann::json bench_json(const std::string& args) {
+  const CliResult r = run("bench " + args + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  expect_no_crash(r);
+  nlohmann::json j;
+  EXPECT_NO_THROW(j = nlohmann::json::parse(r.out)) << r.out;  // the whole output is one JSON object
+  return j;
+}
+void expect_timing(const nlohmann::json& j, int runs, const std::string& rate) {
+  for (const char* key : {"median_ms", "min_ms", "max_ms", "runs"}) ASSERT_TRUE(j.contains(key)) << key << j;
+  ASSERT_TRUE(j.contains(rate)) << rate << j;
+  EXPECT_EQ(j.at("runs").get<int>(), runs);
+  EXPECT_GT(j.at("min_ms").get<double>(), 0);
+  EXPECT_LE(j.at("min_ms").get<double>(), j.at("median_ms").get<double>());
+  EXPECT_LE(j.at("median_ms").get<double>(), j.at("max_ms").get<double>());
+  EXPECT_GT(j.at(rate).get<double>(), 0);
+}
+}  // namespace
+
+TEST(Cli, BenchBnReluJson) {
+  setenv("AETHER_FUSE", "1", 1);  // the figures below are the fused schedule's (also in the .reference run)
+  const nlohmann::json j = bench_json("bn-relu --shape 2,4,4,8 --runs 2");
+  expect_timing(j, 2, "gb_per_s");
+  // Reads x, dy (2*4*4*8 floats) and w, b, running mean, running var (8); writes out, dx and the
+  // two new running stats, dw, db (8).
+  EXPECT_EQ(j.at("bytes_min").get<int64_t>(), 2 * (2 * 256 + 4 * 8) * 4);
+  EXPECT_GE(j.at("bytes_moved").get<int64_t>(), j.at("bytes_min").get<int64_t>());
+  EXPECT_EQ(j.at("mode"), "fused");
+  // gb_per_s is over the fused schedule's bytes and the median.
+  EXPECT_NEAR(j.at("gb_per_s").get<double>(),
+              j.at("bytes_moved").get<double>() / (j.at("median_ms").get<double>() * 1e-3) / 1e9,
+              1e-6 * j.at("gb_per_s").get<double>());
+
+  const nlohmann::json c = bench_json("bn-relu --shape 2,4,4,8 --runs 2 --warmup 1 --compare");
+  expect_timing(c, 2, "gb_per_s");
+  for (const char* key : {"fused_median_ms", "unfused_median_ms", "speedup"}) {
+    ASSERT_TRUE(c.contains(key)) << key << c;
+    EXPECT_GT(c.at(key).get<double>(), 0) << key;
+  }
+  EXPECT_NEAR(c.at("speedup").get<double>(),
+              c.at("unfused_median_ms").get<double>() / c.at("fused_median_ms").get<double>(), 1e-9);
+
+  const nlohmann::json u = bench_json("bn-relu --shape 2,4,4,8 --runs 1 --warmup 0 --unfused");
+  expect_timing(u, 1, "gb_per_s");
+  EXPECT_EQ(u.at("mode"), "unfused");
+}
+
+TEST(Cli, BenchReluBackwardConvStep) {
+  const nlohmann::json r = bench_json("relu-backward --shape 2,3,4,5 --runs 3");
+  expect_timing(r, 3, "gb_per_s");
+  EXPECT_EQ(r.at("bytes").get<int64_t>(), 3 * 120 * 4);  // read out, dy; write dx
+  EXPECT_EQ(r.at("kernel_count").get<int>(), 1);
+
+  const nlohmann::json c = bench_json("conv --shape 1,4,4,2 --channels 3 --runs 1 --warmup 0");
+  expect_timing(c, 1, "gflop_per_s");
+  EXPECT_EQ(c.at("flop_per_pass").get<double>(), 2.0 * 1 * 4 * 4 * 3 * 2 * 9);
+  expect_timing(c.at("forward_backward"), 1, "gflop_per_s");
+
+  const nlohmann::json s = bench_json("step --model mlp --batch 2 --runs 1 --warmup 0");
+  expect_timing(s, 1, "images_per_s");
+  EXPECT_TRUE(std::isfinite(s.at("last_loss").get<double>()));
+}
+
+TEST(Cli, BenchErrors) {
+  expect_one_line_error(run("bench warp-drive"),
+                        {"warp-drive", "stream", "bn-relu", "relu-backward", "conv", "step"});
+  expect_one_line_error(run("bench stream --channels 3"), {"--channels", "stream"});
+  expect_one_line_error(run("bench bn-relu --shape 2,4,4"), {"--shape", "2,4,4"});
+  expect_one_line_error(run("bench bn-relu --compare --unfused"), {"--compare"});
+  const CliResult r = run("bench bn-relu --runs 0");
+  EXPECT_NE(r.code, 0) << r.out;
+  expect_no_crash(r);
 }

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   aether::cli::register_devices(app);
   aether::cli::register_train(app);
   aether::cli::register_data(app);
+  aether::cli::register_schedule(app);
+  aether::cli::register_bench(app);
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {

@@ -36,7 +36,9 @@ Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& op
     sched::verify(s, p.name);
     sched::dump(s, p.name);
   }
-  return sched::pass_emit(s);
+  Schedule out = sched::pass_emit(s);
+  out.bytes_min = schedule_bytes_min(outputs, options);
+  return out;
 }
 
 Schedule schedule(const std::vector<Tensor>& outputs, const ScheduleOptions& options) {
@@ -79,6 +81,7 @@ nlohmann::json Schedule::to_json() const {
               {"library_calls", library_calls},
               {"big_buffer_passes", big_buffer_passes},
               {"bytes_moved", bytes_moved},
+              {"bytes_min", bytes_min},
               {"kernels", ks},
               {"inlined", inl}};
 }

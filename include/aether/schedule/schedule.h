@@ -74,6 +74,8 @@ struct Schedule {
   // Reads and writes of buffers as large as the largest iteration space in the schedule.
   int big_buffer_passes = 0;
   int64_t bytes_moved = 0;  // all kernels' bytes read + written
+  // The least bytes any schedule of these outputs must move: schedule_bytes_min() (stats.cpp).
+  int64_t bytes_min = 0;
   nlohmann::json to_json() const;
 };
 
@@ -84,5 +86,14 @@ struct ScheduleOptions {
 
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options = {});
 Schedule schedule(const std::vector<Tensor>& outputs, const ScheduleOptions& options = {});
+
+// The least bytes any schedule of `outputs` must move, whatever its fusion: every distinct leaf
+// buffer (realized, or in options.assume_realized) reachable from the outputs read once (the leaf's
+// elements, at most its buffer's; views of one buffer count once, at the largest), plus every
+// requested output written once. An output that is a chain of movement ops over a value v needs
+// only v stored (the output is then a view of it): it counts min(its elements, v's), v's writes
+// shared by all outputs over v, and nothing when v is a leaf. Reads of only part of a leaf (a
+// slice) are not credited, so a graph that slices a leaf may schedule below this figure.
+int64_t schedule_bytes_min(const std::vector<NodePtr>& outputs, const ScheduleOptions& options = {});
 
 }  // namespace aether
