@@ -232,8 +232,10 @@ class Renderer {
     }
     if (k_.is_reduce()) {
       reduce();
+      hoisted_.clear();
       loop_nest(k_.reduced_shape(), k_.epilogue, "e", "  ");
     } else {
+      hoist(k_.body, "b", k_.full);
       loop_nest(k_.full, k_.body, "b", "  ");
     }
     os_ << "}\n";
@@ -241,11 +243,74 @@ class Renderer {
   }
 
  private:
+  // Hoisting: instructions whose value depends on the last loop variable only (e.g. BatchNorm's
+  // per-channel scale, computed from a few small loads with divisions and a square root) are
+  // computed once per value of that variable before the loops, into small arrays h<i>[], instead
+  // of at every point of the iteration space.
+  void hoist(const std::vector<Inst>& insts, const char* pre, const Shape& extent) {
+    hoisted_.assign(insts.size(), false);
+    if (extent.empty()) return;
+    const int last = int(extent.size()) - 1;
+    const int64_t e = extent[size_t(last)];
+    auto vars_of = [&](const ir::Affine& a, std::vector<bool>& m) {
+      for (size_t v = 0; v < a.k.size(); ++v) m[v] = m[v] || a.k[v] != 0;
+    };
+    std::vector<std::vector<bool>> mask(insts.size(), std::vector<bool>(extent.size(), false));
+    bool any_alu = false;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < insts.size(); ++i) {
+      const Inst& in = insts[i];
+      auto& m = mask[i];
+      bool ok = true;
+      switch (in.kind) {
+        case InstKind::Load:
+        case InstKind::Rand:
+        case InstKind::Result: vars_of(in.offset, m); [[fallthrough]];
+        case InstKind::InBounds:
+          for (const auto& g : in.guards) vars_of(g.e, m);
+          break;
+        case InstKind::Const: break;
+        case InstKind::Alu:
+          for (int sidx : in.srcs) {
+            ok = ok && hoisted_[size_t(sidx)];
+            for (size_t v = 0; v < m.size(); ++v) m[v] = m[v] || mask[size_t(sidx)][v];
+          }
+          break;
+        case InstKind::Accum:
+        case InstKind::Store: ok = false; break;
+      }
+      for (int v = 0; v < last; ++v) ok = ok && !m[size_t(v)];
+      hoisted_[i] = ok;
+      if (ok) bytes += e * 8;
+      any_alu = any_alu || (ok && in.kind == InstKind::Alu);
+    }
+    if (!any_alu || e > 4096 || bytes > (int64_t(1) << 18)) {
+      hoisted_.assign(insts.size(), false);
+      return;
+    }
+    const std::string v = detail::cat("i", last);
+    for (size_t i = 0; i < insts.size(); ++i)
+      if (hoisted_[i]) os_ << "  " << ctype(insts[i].dtype) << " h" << i << "[" << e << "];\n";
+    os_ << "  for (i64 " << v << " = 0; " << v << " < " << e << "; ++" << v << ") {\n";
+    prologue_ = true;
+    statements(insts, pre, extent, "    ");
+    prologue_ = false;
+    for (size_t i = 0; i < insts.size(); ++i)
+      if (hoisted_[i]) os_ << "    h" << i << "[" << v << "] = " << pre << i << ";\n";
+    os_ << "  }\n";
+  }
+
   // `const T name = expr;` for every instruction but accumulations (rendered by the loops).
   void statements(const std::vector<Inst>& insts, const char* pre, const Shape& extent, const std::string& ind) {
     for (size_t i = 0; i < insts.size(); ++i) {
       const Inst& in = insts[i];
       const std::string name = detail::cat(pre, i);
+      const bool h = i < hoisted_.size() && hoisted_[i];
+      if (prologue_ && !h) continue;
+      if (!prologue_ && h) {
+        os_ << ind << "const " << ctype(in.dtype) << " " << name << " = h" << i << "[i" << extent.size() - 1 << "];\n";
+        continue;
+      }
       auto src = [&](int j) { return detail::cat(pre, in.srcs[size_t(j)]); };
       switch (in.kind) {
         case InstKind::Load: {
@@ -431,6 +496,7 @@ class Renderer {
           os_ << "    a" << in.slot << "[0] = " << Acc{k_.reductions[size_t(in.slot)]}.add(detail::cat("a", in.slot, "[0]"), detail::cat("b", in.srcs[0])) << ";\n";
       os_ << "  }\n";
     } else if (total > 0) {
+      hoist(k_.body, "b", s);
       const int64_t tasks = nest_.tasks();
       os_ << "  // " << (owner_ ? "each task owns its outputs" : detail::cat(slabs_, " fixed blocks, each with its own partial sums"))
           << " (the result does not depend on the thread count)\n";
@@ -502,6 +568,8 @@ class Renderer {
   const ir::Kernel& k_;
   int n_;
   std::ostringstream os_;
+  std::vector<bool> hoisted_;  // of the instruction list being rendered
+  bool prologue_ = false;
   Nest nest_;
   bool inner_reduce_ = false, owner_ = false;
   int64_t out_n_ = 1, slabs_ = 1, scratch_ = 0;
