@@ -35,11 +35,11 @@ struct FusionRestore {
   ~FusionRestore() { set_fusion(was); }
 };
 
-// ---- the STREAM-like kernels, compiled at run time (codegen's ABI: aether_kernel(bufs, scratch)) ----
+// ---- the STREAM-like kernels, compiled at run time (codegen's ABI: aether_kernel(bufs, scratch, fp, ip)) ----
 const char* kCopySource = R"(// aether bench stream: copy
 extern "C" long long aether_kernel_scratch(void) { return 0; }
 // bufs[0]: dst float (n), bufs[1]: src float (n), bufs[2]: n (one int64)
-extern "C" void aether_kernel(void** bufs, void* scratch) {
+extern "C" void aether_kernel(void** bufs, void* scratch, const double*, const unsigned long long*) {
   (void)scratch;
   float* __restrict__ dst = (float*)bufs[0];
   const float* __restrict__ src = (const float*)bufs[1];
@@ -82,7 +82,7 @@ extern "C" long long aether_kernel_scratch(void) { return 0; }
 // bufs[0]: iterations per thread (one int64); bufs[1]: a, b (two floats: acc = acc * a + b);
 // bufs[2]: per-thread sums (256 floats, keeps the work alive); bufs[3]: out (two int64): threads, FMAs
 // per thread and iteration.
-extern "C" void aether_kernel(void** bufs, void* scratch) {
+extern "C" void aether_kernel(void** bufs, void* scratch, const double*, const unsigned long long*) {
   (void)scratch;
   const long long iters = *(const long long*)bufs[0];
   const float* ab = (const float*)bufs[1];
@@ -111,14 +111,14 @@ extern "C" void aether_kernel(void** bufs, void* scratch) {
 )";
 
 // The same kernels built into this binary (its optimisation level), used when no compiler works.
-void builtin_copy(void** bufs, void*) {
+void builtin_copy(void** bufs, void*, const double*, const unsigned long long*) {
   float* dst = static_cast<float*>(bufs[0]);
   const float* src = static_cast<const float*>(bufs[1]);
   const long long n = *static_cast<const long long*>(bufs[2]);
 #pragma omp parallel for simd schedule(static)
   for (long long i = 0; i < n; ++i) dst[i] = src[i];
 }
-void builtin_fma(void** bufs, void*) {
+void builtin_fma(void** bufs, void*, const double*, const unsigned long long*) {
   constexpr int kChains = 16;
   const long long iters = *static_cast<const long long*>(bufs[0]);
   const float* ab = static_cast<const float*>(bufs[1]);
@@ -276,9 +276,9 @@ StreamResult measure_stream(int64_t array_bytes, int warmup, int runs) {
   std::memset(dst.get(), 0, size_t(n) * 4);
   long long count = n;
   void* copy_bufs[] = {dst.get(), src.get(), &count};
-  for (int i = 0; i < warmup; ++i) copy(copy_bufs, nullptr);
+  for (int i = 0; i < warmup; ++i) copy(copy_bufs, nullptr, nullptr, nullptr);
   std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) ms.push_back(time_ms([&] { copy(copy_bufs, nullptr); }));
+  for (int i = 0; i < runs; ++i) ms.push_back(time_ms([&] { copy(copy_bufs, nullptr, nullptr, nullptr); }));
   r.copy = summarize(ms);
   r.copy_gb_per_s = 2.0 * double(r.array_bytes) / (r.copy.median_ms * 1e-3) / 1e9;
 
@@ -291,16 +291,16 @@ StreamResult measure_stream(int64_t array_bytes, int warmup, int runs) {
   void* fma_bufs[] = {&iters, const_cast<float*>(ab), sums, info};
   for (;;) {
     const double t =
-        std::min(time_ms([&] { fma(fma_bufs, nullptr); }), time_ms([&] { fma(fma_bufs, nullptr); }));
+        std::min(time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }), time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }));
     if (t >= 10 || iters >= (1LL << 40)) {
       iters = std::max<long long>(1, (long long)(double(iters) * 50.0 / std::max(t, 1e-3)));
       break;
     }
     iters *= 2;
   }
-  for (int i = 0; i < warmup; ++i) fma(fma_bufs, nullptr);
+  for (int i = 0; i < warmup; ++i) fma(fma_bufs, nullptr, nullptr, nullptr);
   ms.clear();
-  for (int i = 0; i < runs; ++i) ms.push_back(time_ms([&] { fma(fma_bufs, nullptr); }));
+  for (int i = 0; i < runs; ++i) ms.push_back(time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }));
   r.fma = summarize(ms);
   r.fma_per_run = iters * info[0] * info[1];
   r.fma_gflop_per_s = 2.0 * double(r.fma_per_run) / (r.fma.median_ms * 1e-3) / 1e9;

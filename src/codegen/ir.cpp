@@ -90,8 +90,8 @@ void list(std::ostringstream& os, const std::vector<Inst>& insts) {
     if (in.buf >= 0) os << " buf" << in.buf << "[" << to_string(in.offset) << "]";
     if (in.slot >= 0) os << " slot" << in.slot;
     if (in.kind == InstKind::Result || in.kind == InstKind::Rand) os << "[" << to_string(in.offset) << "]";
-    if (in.kind == InstKind::Rand) os << " seed " << in.seed << " stream " << in.stream;
-    if (in.kind == InstKind::Const) os << " " << in.value;
+    if (in.param >= 0) os << " param" << in.param;
+    if (in.kind == InstKind::Const && in.param < 0) os << " " << in.value;
     for (const Guard& g : in.guards) os << " if " << g.lo << " <= " << to_string(g.e) << " < " << g.hi;
     os << "\n";
   }

@@ -157,12 +157,20 @@ class Lowerer {
     if (!key.empty()) memo_[key] = id;
     return id;
   }
+  // Float constants other than 0 and 1 (learning rates, momenta, 1/n) are run-time parameters.
   int constant(DType t, double v) {
     Inst c;
     c.kind = InstKind::Const;
     c.dtype = t;
     c.value = v;
-    return emit(c, detail::cat("c", int(t), ":", v));
+    const std::string key = detail::cat("c", int(t), ":", v);
+    if (is_float(t) && v == v && v != 0 && v != 1 && !memo_.count(key)) {
+      auto& fp = out_.kernel.fparams;
+      auto it = std::find(fp.begin(), fp.end(), v);
+      c.param = int(it - fp.begin());
+      if (it == fp.end()) fp.push_back(v);
+    }
+    return emit(c, key);
   }
   static std::string key_of(const Index& idx, const std::vector<Guard>& guards) {
     std::string s;
@@ -242,9 +250,17 @@ class Lowerer {
         in.kind = InstKind::Rand;
         in.dtype = n.dtype;
         in.offset = dense_offset(idx, n.shape);
-        in.seed = r.seed;
-        in.stream = r.stream;
-        return emit(in, detail::cat("x", r.seed, ":", r.stream, ":", ir::to_string(in.offset), ":", int(n.dtype)));
+        auto& ip = out_.kernel.iparams;
+        int p = -1;
+        for (size_t j = 0; j + 1 < ip.size(); j += 2)
+          if (ip[j] == r.seed && ip[j + 1] == r.stream) p = int(j);
+        if (p < 0) {
+          p = int(ip.size());
+          ip.push_back(r.seed);
+          ip.push_back(r.stream);
+        }
+        in.param = p;
+        return emit(in, detail::cat("x", p, ":", ir::to_string(in.offset), ":", int(n.dtype)));
       }
       case Op::Exp:
       case Op::Log:

@@ -223,8 +223,8 @@ class Renderer {
     os_ << kPrelude << "/*\n" << ir::to_string(k_) << "*/\n";
     if (k_.is_reduce()) plan_reduce();
     os_ << "extern \"C\" long long aether_kernel_scratch(void) { return " << scratch_ << "LL; }\n";
-    os_ << "extern \"C\" void aether_kernel(void** bufs, void* scratch) {\n";
-    os_ << "  (void)scratch;\n";
+    os_ << "extern \"C\" void aether_kernel(void** bufs, void* scratch, const double* fp_, const u64* ip_) {\n";
+    os_ << "  (void)scratch; (void)fp_; (void)ip_;\n";
     for (size_t b = 0; b < k_.bufs.size(); ++b) {
       const char* t = ctype(k_.bufs[b].dtype);
       os_ << "  " << (k_.bufs[b].output ? "" : "const ") << t << "* __restrict__ p" << b << " = ("
@@ -321,11 +321,13 @@ class Renderer {
           break;
         }
         case InstKind::Const:
-          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = " << literal(in.dtype, in.value) << ";\n";
+          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = "
+              << (in.param >= 0 ? detail::cat("(", ctype(in.dtype), ")fp_[", in.param, "]") : literal(in.dtype, in.value))
+              << ";\n";
           break;
         case InstKind::Rand:
           os_ << ind << "const " << ctype(in.dtype) << " " << name << " = ae_rand_" << (in.dtype == DType::float32 ? "f32" : "f64")
-              << "(" << in.seed << "ull, " << in.stream << "ull, (u64)" << affine(in.offset) << ");\n";
+              << "(ip_[" << in.param << "], ip_[" << in.param + 1 << "], (u64)" << affine(in.offset) << ");\n";
           break;
         case InstKind::InBounds:
           os_ << ind << "const bool " << name << " = " << guards(in.guards, extent) << ";\n";

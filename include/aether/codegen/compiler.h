@@ -16,7 +16,10 @@
 
 namespace aether::codegen {
 
-using KernelFn = void (*)(void** bufs, void* scratch);
+// bufs in ir::Kernel::bufs order; scratch of the size aether_kernel_scratch() says; fp and ip the
+// kernel's run-time constants (float constants, random seeds and streams), so a learning rate that
+// changes every step does not make a new kernel.
+using KernelFn = void (*)(void** bufs, void* scratch, const double* fp, const unsigned long long* ip);
 
 struct CompiledKernel {
   KernelFn fn = nullptr;  // nullptr when compilation failed (see error)

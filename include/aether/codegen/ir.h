@@ -63,7 +63,8 @@ struct Inst {
   Affine offset;                 // Load/Store/Rand (Rand: the element's dense index)
   std::vector<Guard> guards;     // Load, InBounds
   double value = 0;              // Const (converted to dtype by the renderer, as the reference does)
-  uint64_t seed = 0, stream = 0; // Rand
+  int param = -1;                // Const: index into Kernel::fparams (-1: a literal); Rand: seed at
+                                 // iparams[param], stream at iparams[param + 1]
 };
 
 struct Buf {
@@ -85,6 +86,9 @@ struct Kernel {
   std::vector<Inst> body;          // at every point of `full`
   std::vector<Reduction> reductions;
   std::vector<Inst> epilogue;      // at every point of the reduced shape (reduce axes fixed at 0)
+  // Run-time constants, passed to the kernel rather than written into its source.
+  std::vector<double> fparams;
+  std::vector<uint64_t> iparams;
   Shape reduced_shape() const;     // full with the reduce axes set to 1
   bool is_reduce() const { return !reduce_axes.empty() || !reductions.empty(); }
 };

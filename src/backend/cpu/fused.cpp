@@ -103,7 +103,8 @@ void run_generated(const Kernel& k, Planned& p) {
   for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
   std::unique_ptr<uint64_t[]> scratch(
       p.compiled.scratch_bytes > 0 ? new uint64_t[size_t(p.compiled.scratch_bytes + 7) / 8] : nullptr);
-  p.compiled.fn(bufs.data(), scratch.get());
+  p.compiled.fn(bufs.data(), scratch.get(), L.kernel.fparams.data(),
+                reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
   for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
 }
 
