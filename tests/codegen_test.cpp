@@ -21,9 +21,11 @@
 #include "aether/core/random.h"
 #include "aether/graph/autograd.h"
 #include "aether/ops/nn.h"
+#include "aether/optim/optimizer.h"
 #include "codegen/lower.h"
 
 using namespace aether;
+using namespace aether::optim;
 namespace fs = std::filesystem;
 
 namespace {
@@ -356,4 +358,51 @@ TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {
   EXPECT_NE(first, std::string::npos) << r.out;
   EXPECT_EQ(r.out.find(msg, first + 1), std::string::npos) << "said once";
   EXPECT_EQ(r.compiled, 0);
+}
+
+// ---- whole-step consequences of the fusion rules -------------------------------------------------
+TEST(Codegen, OptimizerUpdatesEachParameterInOneKernel) {
+  FusionOn on;
+  for (const bool adam : {false, true}) {
+    SCOPED_TRACE(adam ? "AdamW" : "SGD (Nesterov momentum, weight decay)");
+    std::vector<Tensor> params{input({64, 32}, 40).set_requires_grad(), input({32}, 41).set_requires_grad(),
+                               input({10, 64}, 42).set_requires_grad()};
+    std::unique_ptr<Optimizer> opt;
+    if (adam) opt = std::make_unique<AdamW>(params, AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
+    else opt = std::make_unique<SGD>(params, SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4});
+    for (int step = 0; step < 3; ++step) {
+      for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(input(params[i].shape(), uint32_t(50 + step * 3 + i)));
+      const auto before = codegen::codegen_stats();
+      opt->step();
+      const auto after = codegen::codegen_stats();
+      const int64_t kernels = (after.compiled + after.disk_hits + after.memory_hits) -
+                              (before.compiled + before.disk_hits + before.memory_hits);
+      // One multi-output kernel per parameter buffer: it reads the weight, its gradient and the
+      // state, and writes the new weight and the new state in the same pass.
+      if (step > 0) {
+        EXPECT_EQ(kernels, int64_t(params.size())) << "step " << step;
+      }
+      EXPECT_EQ(after.fallbacks, before.fallbacks);
+    }
+  }
+}
+
+TEST(Codegen, SoftmaxCrossEntropyStoresNoProbabilities) {
+  // logits (256, 10), int64 labels: loss and d(loss)/d(logits) in one schedule.
+  Tensor logits = input({256, 10}, 60);
+  logits.set_requires_grad();
+  std::vector<int64_t> ys;
+  for (int i = 0; i < 256; ++i) ys.push_back(i % 10);
+  const Tensor labels = Tensor::from_vector(ys);
+  const Tensor loss = cross_entropy(logits, labels, 0.2);
+  const auto g = gradients(loss, {logits});
+  const Schedule s = schedule({loss, g[0]});
+  int stored_full = 0;
+  for (const Kernel& k : s.kernels)
+    for (const auto& o : k.outputs) stored_full += numel(o->shape) == 256 * 10;
+  std::cout << "softmax cross-entropy forward + backward: " << s.kernel_count << " kernels, " << stored_full
+            << " stored (256, 10) buffers\n";
+  // Only the gradient itself is a stored (256, 10) buffer: the probabilities are recomputed from the
+  // logits and the small row statistics wherever they are needed, never written out.
+  EXPECT_EQ(stored_full, 1);
 }

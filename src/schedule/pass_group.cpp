@@ -97,6 +97,21 @@ bool absorb(State& s, int gi, int i) {
   return true;
 }
 
+// Whether requested output i may join the one group reading it, as a second stored output of that
+// kernel (an optimizer's new momentum and new weight: one kernel, not two): only where that kernel
+// writes values of i's shape anyway (an elementwise kernel over i's shape, or a reduce kernel's
+// epilogue over its output size), never inside a reduce's prologue.
+bool output_joins(const State& s, int g, int i) {
+  const Group& grp = s.groups[size_t(g)];
+  const SNode& n = s.nodes[size_t(i)];
+  if (is_movement(n.node->op) || is_reduce(n.node->op)) return false;
+  for (int c : n.consumers)
+    if (s.nodes[size_t(c)].side != Side::Post) return false;
+  if (grp.kind == KernelKind::Elementwise) return n.node->shape == grp.full;
+  if (grp.kind == KernelKind::Reduce) return numel(n.node->shape) == grp.out_numel;
+  return false;
+}
+
 // Whether node i may be recomputed by each group reading it instead of being stored.
 bool recomputable(const State& s, int i, const std::vector<int>& readers) {
   const SNode& n = s.nodes[size_t(i)];
@@ -122,7 +137,8 @@ void pass_group(State& s) {
       for (int g : cn.inlined ? inlined_readers[size_t(c)] : std::vector<int>{cn.group})
         if (g >= 0 && std::find(readers.begin(), readers.end(), g) == readers.end()) readers.push_back(g);
     }
-    const bool one_group = readers.size() == 1 && !n.output && !is_library(n.node->op);
+    const bool one_group = readers.size() == 1 && !is_library(n.node->op) &&
+                           (!n.output || output_joins(s, readers[0], i));
     if (one_group && absorb(s, readers[0], i)) continue;
     if (recomputable(s, i, readers)) {
       n.inlined = true;
