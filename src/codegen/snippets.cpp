@@ -1,0 +1,279 @@
+// The shared instruction -> C expression table of the renderers (see snippets.h): the same
+// semantics as the reference backend's lambdas, spelled for the host compiler or for CUDA.
+#include "snippets.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "aether/core/error.h"
+
+namespace aether::codegen::snippets {
+
+using ir::Inst;
+using ir::InstKind;
+
+namespace {
+
+// Valid C++ and CUDA C alike; $FN is replaced by the function qualifiers of the language.
+constexpr const char* kHelpers = R"(typedef long long i64;
+typedef unsigned long long u64;
+$FN i64 ae_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
+$FN i64 ae_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
+$FN i64 ae_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
+$FN i64 ae_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? (i64)(0ull - (u64)a) : a / b; }
+$FN float ae_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+$FN double ae_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+$FN i64 ae_maxi(i64 a, i64 b) { return a > b ? a : b; }
+template <class O, class C>
+$FN O ae_f2i(C v, O lo, O hi) { return v != v ? (O)0 : v <= (C)lo ? lo : v >= (C)hi ? hi : (O)v; }
+typedef unsigned int u32;
+// Philox4x32-10 (as aether/core/random.h): counter (index, stream), key seed; outputs r0, r1.
+$FN void ae_philox(u64 seed, u64 stream, u64 index, u32* r0, u32* r1) {
+  u32 c0 = (u32)index, c1 = (u32)(index >> 32), c2 = (u32)stream, c3 = (u32)(stream >> 32);
+  u32 k0 = (u32)seed, k1 = (u32)(seed >> 32);
+  for (int round = 0; round < 10; ++round) {
+    const u64 p0 = (u64)0xD2511F53u * c0, p1 = (u64)0xCD9E8D57u * c2;
+    const u32 n0 = (u32)(p1 >> 32) ^ c1 ^ k0, n1 = (u32)p1, n2 = (u32)(p0 >> 32) ^ c3 ^ k1, n3 = (u32)p0;
+    c0 = n0, c1 = n1, c2 = n2, c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  *r0 = c0, *r1 = c1;
+}
+$FN float ae_rand_f32(u64 seed, u64 stream, u64 index) {
+  u32 r0, r1;
+  ae_philox(seed, stream, index, &r0, &r1);
+  return (float)(r0 >> 8) * (1.0f / 16777216.0f);
+}
+$FN double ae_rand_f64(u64 seed, u64 stream, u64 index) {
+  u32 r0, r1;
+  ae_philox(seed, stream, index, &r0, &r1);
+  const u64 bits = ((u64)r0 << 21) ^ ((u64)r1 >> 11);
+  return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+)";
+
+std::string int_limits(DType t) {
+  switch (t) {
+    case DType::int32: return "(-2147483647 - 1), 2147483647";
+    case DType::int64: return "(-9223372036854775807LL - 1), 9223372036854775807LL";
+    case DType::uint8: return "(unsigned char)0, (unsigned char)255";
+    default: throw Error("codegen: not an integer type");
+  }
+}
+
+// A math function of the C library for a float32 or float64 argument.
+std::string math(Lang lang, const char* fn, DType t, const std::string& a) {
+  const char* f = t == DType::float32 ? "f" : "";
+  return detail::cat(lang == Lang::Cpp ? "__builtin_" : "", fn, f, "(", a, ")");
+}
+
+// NaN and +-infinity (CUDA C has no __builtin_inf: the bit patterns, which equal the host's).
+std::string special(Lang lang, DType t, bool nan, bool negative) {
+  const bool f32 = t == DType::float32;
+  std::string v;
+  if (lang == Lang::Cpp)
+    v = detail::cat(nan ? "__builtin_nan" : "__builtin_inf", f32 ? "f" : "", nan ? "(\"\")" : "()");
+  else if (f32)
+    v = nan ? "__int_as_float(0x7fc00000)" : "__int_as_float(0x7f800000)";
+  else
+    v = nan ? "__longlong_as_double(0x7ff8000000000000LL)" : "__longlong_as_double(0x7ff0000000000000LL)";
+  return negative ? "(-" + v + ")" : v;
+}
+
+}  // namespace
+
+std::string prelude_helpers(Lang lang) {
+  const std::string fn = lang == Lang::Cpp ? "static inline" : "__device__ __forceinline__";
+  std::string s = kHelpers;
+  for (size_t at = s.find("$FN"); at != std::string::npos; at = s.find("$FN", at + fn.size()))
+    s.replace(at, 3, fn);
+  return s;
+}
+
+const char* ctype(DType t) {
+  switch (t) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::int32: return "int";
+    case DType::int64: return "i64";
+    case DType::uint8: return "unsigned char";
+    case DType::boolean: return "bool";
+    case DType::float16:
+    case DType::bfloat16: break;
+  }
+  throw Error(detail::cat("codegen: no C type for ", dtype_name(t)));
+}
+const char* compute_type(DType t) {
+  return t == DType::float32 ? "float" : t == DType::float64 ? "double" : "i64";
+}
+bool is_fp(DType t) { return t == DType::float32 || t == DType::float64; }
+
+std::string convert(DType to, DType from, const std::string& e) {
+  if (to == DType::boolean) return "(" + e + " != 0)";
+  if (is_fp(to)) return detail::cat("(", ctype(to), ")(", e, ")");
+  if (is_fp(from))
+    return detail::cat("ae_f2i<", ctype(to), ", ", compute_type(from), ">(", e, ", ", int_limits(to), ")");
+  return detail::cat("(", ctype(to), ")(", e, ")");
+}
+
+std::string literal(Lang lang, DType t, double v) {
+  char buf[64];
+  switch (t) {
+    case DType::float32: {
+      const float f = float(v);
+      if (std::isnan(f) || std::isinf(f)) return special(lang, t, std::isnan(f), f < 0);
+      std::snprintf(buf, sizeof buf, "%af", double(f));
+      return buf;
+    }
+    case DType::float64:
+      if (std::isnan(v) || std::isinf(v)) return special(lang, t, std::isnan(v), v < 0);
+      std::snprintf(buf, sizeof buf, "%a", v);
+      return buf;
+    case DType::boolean: return v != 0 ? "true" : "false";
+    case DType::int32:
+    case DType::int64:
+    case DType::uint8: {
+      const double lo = t == DType::int32 ? -2147483648.0 : t == DType::int64 ? -9223372036854775808.0 : 0.0;
+      const double hi = t == DType::int32 ? 2147483647.0 : t == DType::int64 ? 9223372036854775807.0 : 255.0;
+      if (v != v) return detail::cat("(", ctype(t), ")0");
+      if (v <= lo)
+        return detail::cat("(", ctype(t), ")(",
+                           t == DType::int64   ? "-9223372036854775807LL - 1"
+                           : t == DType::int32 ? "-2147483647 - 1"
+                                               : "0",
+                           ")");
+      if (v >= hi)
+        return detail::cat("(", ctype(t), ")",
+                           t == DType::int64   ? "9223372036854775807LL"
+                           : t == DType::int32 ? "2147483647"
+                                               : "255");
+      std::snprintf(buf, sizeof buf, "(%s)%lldLL", ctype(t), static_cast<long long>(v));
+      return buf;
+    }
+    case DType::float16:
+    case DType::bfloat16: break;
+  }
+  throw Error(detail::cat("codegen: no literal for ", dtype_name(t)));
+}
+
+std::string affine(const ir::Affine& a) { return "(" + ir::to_string(a) + ")"; }
+
+std::string guards(const std::vector<ir::Guard>& gs, const Shape& extent) {
+  std::string s;
+  for (const ir::Guard& g : gs) {
+    const std::string e = affine(g.e);
+    if (g.e.min(extent) < g.lo) s += detail::cat(s.empty() ? "" : " && ", e, " >= ", g.lo);
+    if (g.e.max(extent) >= g.hi) s += detail::cat(s.empty() ? "" : " && ", e, " < ", g.hi);
+  }
+  return s.empty() ? "true" : s;
+}
+
+std::string alu_expr(Lang lang, const Inst& in, const std::vector<std::string>& a,
+                     const std::vector<DType>& t) {
+  const DType o = in.dtype;
+  const bool fp = is_fp(o);
+  auto int_op = [&](const char* fn) {
+    return convert(o, DType::int64, detail::cat(fn, "((i64)", a[0], ", (i64)", a[1], ")"));
+  };
+  switch (in.op) {
+    case Op::Copy: return a[0];
+    case Op::Cast: return convert(o, t[0], detail::cat("(", compute_type(t[0]), ")", a[0]));
+    case Op::Neg: return fp ? "(-" + a[0] + ")" : convert(o, DType::int64, "ae_sub(0, (i64)" + a[0] + ")");
+    case Op::Exp: return math(lang, "exp", o, a[0]);
+    case Op::Log: return math(lang, "log", o, a[0]);
+    case Op::Sqrt: return math(lang, "sqrt", o, a[0]);
+    case Op::Sin: return math(lang, "sin", o, a[0]);
+    case Op::Recip:
+      return fp ? detail::cat("(", literal(lang, o, 1.0), " / ", a[0], ")")
+                : convert(o, DType::int64, "ae_div(1, (i64)" + a[0] + ")");
+    case Op::Add: return fp ? "(" + a[0] + " + " + a[1] + ")" : int_op("ae_add");
+    case Op::Sub: return fp ? "(" + a[0] + " - " + a[1] + ")" : int_op("ae_sub");
+    case Op::Mul: return fp ? "(" + a[0] + " * " + a[1] + ")" : int_op("ae_mul");
+    case Op::Div: return fp ? "(" + a[0] + " / " + a[1] + ")" : int_op("ae_div");
+    case Op::Max:
+      return fp ? detail::cat(o == DType::float32 ? "ae_maxf(" : "ae_maxd(", a[0], ", ", a[1], ")")
+                : int_op("ae_maxi");
+    case Op::CmpLt: return "(" + a[0] + " < " + a[1] + ")";
+    case Op::CmpLe: return "(" + a[0] + " <= " + a[1] + ")";
+    case Op::CmpEq: return "(" + a[0] + " == " + a[1] + ")";
+    case Op::CmpNe: return "(" + a[0] + " != " + a[1] + ")";
+    case Op::Where: return "(" + a[0] + " ? " + a[1] + " : " + a[2] + ")";
+    case Op::Load:
+    case Op::Const:
+    case Op::Rand:
+    case Op::ReduceSum:
+    case Op::ReduceMax:
+    case Op::Reshape:
+    case Op::Permute:
+    case Op::Expand:
+    case Op::Slice:
+    case Op::Pad:
+    case Op::Flip:
+    case Op::Matmul:
+    case Op::Conv2d:
+    case Op::Conv2dBwdData:
+    case Op::Conv2dBwdWeight:
+    case Op::MaxPool2d:
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2d:
+    case Op::AvgPool2dBwd: break;
+  }
+  throw Error(detail::cat("codegen: ", op_name(in.op), " is not an ALU op"));
+}
+
+std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, const std::string& pre,
+                       const Shape& extent) {
+  const Inst& in = insts[i];
+  const bool cpp = lang == Lang::Cpp;
+  switch (in.kind) {
+    case InstKind::Load: {
+      const std::string ld = detail::cat("p", in.buf, "[", affine(in.offset), "]");
+      const std::string g = guards(in.guards, extent);
+      return g == "true" ? ld : detail::cat("(", g, ") ? ", ld, " : (", ctype(in.dtype), ")0");
+    }
+    case InstKind::Const:
+      if (in.param < 0) return literal(lang, in.dtype, in.value);
+      return detail::cat("(", ctype(in.dtype), ")", cpp ? "fp_[" : "fp", in.param, cpp ? "]" : "");
+    case InstKind::Rand: {
+      AETHER_CHECK(in.dtype == DType::float32 || in.dtype == DType::float64, "codegen",
+                   "random numbers of dtype ", dtype_name(in.dtype), ", expected float32 or float64");
+      auto ip = [&](int n) { return cpp ? detail::cat("ip_[", n, "]") : detail::cat("ip", n); };
+      return detail::cat("ae_rand_", in.dtype == DType::float32 ? "f32" : "f64", "(", ip(in.param), ", ",
+                         ip(in.param + 1), ", (u64)", affine(in.offset), ")");
+    }
+    case InstKind::InBounds: return guards(in.guards, extent);
+    case InstKind::Alu: {
+      std::vector<std::string> a;
+      std::vector<DType> t;
+      for (int s : in.srcs) {
+        a.push_back(detail::cat(pre, s));
+        t.push_back(insts[size_t(s)].dtype);
+      }
+      return alu_expr(lang, in, a, t);
+    }
+    case InstKind::Accum:
+    case InstKind::Result:
+    case InstKind::Store: break;
+  }
+  throw Error("codegen: value_expr of an accumulation, result or store");
+}
+
+std::string Acc::init() const {
+  if (sum()) return fp() ? "0.0" : "0ull";
+  return fp() ? literal(lang, DType::float64, -INFINITY) : "(-9223372036854775807LL - 1)";
+}
+std::string Acc::add(const std::string& acc, const std::string& v) const {
+  if (sum()) return fp() ? acc + " + (double)" + v : acc + " + (u64)(i64)" + v;
+  return fp() ? "ae_maxd(" + acc + ", (double)" + v + ")" : "ae_maxi(" + acc + ", (i64)" + v + ")";
+}
+std::string Acc::combine(const std::string& a, const std::string& b) const {
+  if (sum()) return a + " + " + b;
+  return fp() ? "ae_maxd(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
+}
+std::string Acc::final(const std::string& a) const {
+  if (fp()) return detail::cat("(", ctype(r.dtype), ")", a);
+  return convert(r.dtype, DType::int64, "(i64)" + a);
+}
+
+}  // namespace aether::codegen::snippets

@@ -1,0 +1,64 @@
+// codegen/snippets.h - the one table of kernel-IR instruction -> C expression, shared by every renderer.
+//
+// The CPU renderer (render_cpp.cpp: C++ with OpenMP) and the CUDA renderer (render_cuda.cpp) differ
+// in loop structure only; what one instruction computes is written here once: C types, the
+// conversions of the reference backend (saturating float -> int casts, bool as != 0), literals,
+// affine indices and guards, the ALU ops (wrap-around integer arithmetic, division by zero giving 0,
+// NaN-propagating max), the reductions' accumulator arithmetic, and the prelude of helpers (integer
+// ops, Philox4x32-10) that both languages compile. `Lang` selects the few spellings that differ:
+// the math functions and infinities (__builtin_expf for the host compiler, expf in device code) and
+// how a kernel reads its run-time parameters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "aether/codegen/ir.h"
+
+namespace aether::codegen::snippets {
+
+enum class Lang : uint8_t { Cpp, Cuda };
+
+// typedefs (i64, u64, u32) and helper functions (ae_add, ae_div, ae_maxf, ae_f2i, ae_philox,
+// ae_rand_f32, ...), declared `static inline` (Cpp) or `__device__ __forceinline__` (Cuda: not static, so
+// that NVRTC does not warn about the helpers a kernel does not call).
+std::string prelude_helpers(Lang lang);
+
+const char* ctype(DType t);         // the storage type of a value of dtype t
+const char* compute_type(DType t);  // the type the reference computes in for values stored as t
+bool is_fp(DType t);
+
+// Converts `e` (of compute type `from`'s) to storage type `to`, as the reference's convert().
+std::string convert(DType to, DType from, const std::string& e);
+std::string literal(Lang lang, DType t, double v);
+std::string affine(const ir::Affine& a);  // "(2*i0 + i1 + 3)"
+// The C condition that all guards hold over `extent` ("true" when they hold everywhere).
+std::string guards(const std::vector<ir::Guard>& gs, const Shape& extent);
+
+// The table: one ALU op (in.op, result in.dtype) over operands `a` of storage types `t` -> a C
+// expression. Throws aether::Error for an op that is not elementwise.
+std::string alu_expr(Lang lang, const ir::Inst& in, const std::vector<std::string>& a,
+                     const std::vector<DType>& t);
+
+// The value of instruction `i` of `insts` when it is a Load, Const, Rand, InBounds or Alu; operands
+// are named pre<j> (j: their index in `insts`), buffers p<b>. Run-time parameters are read as
+// fp_[n] and ip_[n] (Cpp: arrays) or fp<n> and ip<n> (Cuda: kernel arguments).
+std::string value_expr(Lang lang, const std::vector<ir::Inst>& insts, size_t i, const std::string& pre,
+                       const Shape& extent);
+
+// Accumulator arithmetic of a reduction: type, identity, accumulate, combine, final conversion.
+// Floats accumulate in double, integers in 64 bits (wrap-around sums), as the reference does.
+struct Acc {
+  const ir::Reduction& r;
+  Lang lang = Lang::Cpp;
+  bool fp() const { return is_fp(r.dtype); }
+  bool sum() const { return r.op == Op::ReduceSum; }
+  const char* type() const { return fp() ? "double" : sum() ? "u64" : "i64"; }
+  std::string init() const;
+  std::string add(const std::string& acc, const std::string& v) const;    // v: a stored value
+  std::string combine(const std::string& a, const std::string& b) const;  // both accumulators
+  std::string final(const std::string& a) const;                          // -> the result dtype
+};
+
+}  // namespace aether::codegen::snippets
