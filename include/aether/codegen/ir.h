@@ -7,7 +7,8 @@
 // stores at dense output positions. A reduce kernel's body ends in accumulations into one or more
 // reductions (a multi-output reduce), and an epilogue evaluated at every point of the reduced
 // (keepdim) shape reads the reduction results and stores. Nothing here is CPU specific: loops,
-// threads and accumulator layout belong to the renderer (codegen/render_cpp.cpp for the CPU, codegen/render_cuda.cpp for CUDA).
+// threads and accumulator layout belong to the renderers (codegen/render_cpp.cpp for the CPU,
+// codegen/render_cuda.cpp for CUDA).
 #pragma once
 
 #include <cstdint>
