@@ -99,6 +99,17 @@ TEST(Cli, Devices) {
   expect_no_crash(r);
 }
 
+TEST(Cli, NumThreadsSizesThePool) {
+  setenv("AETHER_NUM_THREADS", "3", 1);
+  const CliResult three = run("devices");
+  setenv("AETHER_NUM_THREADS", "zero", 1);
+  const CliResult bad = run("devices");
+  unsetenv("AETHER_NUM_THREADS");
+  EXPECT_NE(three.out.find(", 3 threads"), std::string::npos) << three.out;
+  EXPECT_EQ(bad.code, 0) << bad.out;
+  EXPECT_NE(bad.out.find("ignoring AETHER_NUM_THREADS=zero"), std::string::npos) << bad.out;
+}
+
 TEST(Cli, SummaryCifarnet) {
   const CliResult r = run("summary --model cifarnet");
   EXPECT_EQ(r.code, 0) << r.out;

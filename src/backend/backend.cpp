@@ -2,6 +2,7 @@
 #include "aether/backend/backend.h"
 
 #include <cstdlib>
+#include <omp.h>
 #include <cstring>
 #include <algorithm>
 #include <cstdio>
@@ -24,6 +25,16 @@ bool env_flag(const char* name, bool dflt) {
   return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0);
 }
 bool g_fusion = env_flag("AETHER_FUSE", true);
+// AETHER_NUM_THREADS sizes the process's one OpenMP pool (kernels, oneDNN, generated code);
+// default: OpenMP's (OMP_NUM_THREADS, else the cores).
+const bool g_threads_set = [] {
+  const char* e = std::getenv("AETHER_NUM_THREADS");
+  if (!e || !*e) return false;
+  const int n = std::atoi(e);
+  if (n > 0) omp_set_num_threads(n);
+  else std::fprintf(stderr, "aether: ignoring AETHER_NUM_THREADS=%s (expected a positive integer)\n", e);
+  return n > 0;
+}();
 LibraryImpl g_library = env_flag("AETHER_ONEDNN", true) ? LibraryImpl::onednn : LibraryImpl::naive;
 }  // namespace
 
