@@ -86,7 +86,7 @@ Backend& backend_for(Device device) {
   return reference_backend();
 }
 
-void realize_nodes(const std::vector<NodePtr>& targets) {
+std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
   // Iterative post-order DFS over unrealized nodes: sources before their consumers.
   std::vector<Node*> order;
   std::unordered_set<Node*> seen;
@@ -106,6 +106,11 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
       }
     }
   }
+  return order;
+}
+
+void realize_nodes(const std::vector<NodePtr>& targets) {
+  const std::vector<Node*> order = unrealized_in_order(targets);
   if (order.empty()) return;
   const Device dev = order.front()->device;
   for (Node* n : order)

@@ -22,12 +22,6 @@ struct Unsupported {
   std::string why;
 };
 
-Shape contiguous_strides(const Shape& s) {
-  Shape st(s.size(), 1);
-  for (int d = int(s.size()) - 2; d >= 0; --d) st[size_t(d)] = st[size_t(d) + 1] * s[size_t(d) + 1];
-  return st;
-}
-
 // (L / q) % s as an affine expression when the division is exact over the iteration extent (the
 // reshape merges or splits dims on aligned boundaries); nullopt otherwise.
 std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape& extent) {

@@ -44,6 +44,9 @@ void record_op_time(const char* op, double seconds, int64_t elements);
 std::string op_profile_report();
 void reset_op_profile();
 
+// The unrealized nodes the targets need, sources before their consumers.
+std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets);
+
 // Computes the given nodes (and everything they need) now.
 void realize_nodes(const std::vector<NodePtr>& nodes);
 

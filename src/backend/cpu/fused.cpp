@@ -38,23 +38,7 @@ bool same_view(const View& a, const View& b) {
 
 // Runs the unrealized ancestors of `targets` (and the targets) on the reference backend.
 void reference_realize(const std::vector<NodePtr>& targets) {
-  std::vector<Node*> order;
-  std::unordered_set<Node*> seen;
-  std::vector<std::pair<Node*, size_t>> stack;
-  for (const auto& t : targets) {
-    if (t->realized() || !seen.insert(t.get()).second) continue;
-    stack.push_back({t.get(), 0});
-    while (!stack.empty()) {
-      auto& [n, i] = stack.back();
-      if (i < n->srcs.size()) {
-        Node* s = n->srcs[i++].get();
-        if (!s->realized() && seen.insert(s).second) stack.push_back({s, 0});
-      } else {
-        order.push_back(n);
-        stack.pop_back();
-      }
-    }
-  }
+  const std::vector<Node*> order = unrealized_in_order(targets);
   if (!order.empty()) reference_backend().execute(order);
 }
 
