@@ -146,12 +146,26 @@ const std::vector<Case>& cases() {
          const Tensor s = Tensor::scalar(3.0), e = Tensor::zeros({0, 4});
          return std::vector<Tensor>{s * 2.0 + 1.0, s.sum(), (e + 1.0).sum({0}), (e * 2.0)};
        }},
-      {"16-bit floats",
+      {"16-bit floats: every op rounds like the reference, casts round once",
        [] {
-         const Tensor x = input({16, 16}, 21).cast(DType::float16);
-         return std::vector<Tensor>{(x * x).cast(DType::float32)};
-       },
-       true},
+         const Tensor x = input({16, 24}, 21).cast(DType::float16), y = input({16, 24}, 26).cast(DType::float16);
+         const Tensor b = input({16, 24}, 27).cast(DType::bfloat16);
+         const Tensor d = input({16, 24}, 28, -70000, 70000).cast(DType::float64);
+         return std::vector<Tensor>{(x * y + 0.1).cast(DType::float32),  // rounded after the mul and the add
+                                    ((x - y).exp() / (y.abs() + 1.0)).sqrt(),
+                                    (b * b * 3.0 - b).log(),             // log of negatives: NaN
+                                    x.sum({0}), b.sum(), x.max({1}), x.gt(y),
+                                    d.cast(DType::float16), d.cast(DType::bfloat16),  // overflow to inf
+                                    (x * 1000.0).cast(DType::int32), (x + b.cast(DType::float16)).cast(DType::float64)};
+       }},
+      {"relu backward with a float16 output and a float32 gradient keeps float32",
+       [] {
+         const Tensor out = input({8, 6, 6, 4}, 29).cast(DType::float16).relu();
+         const Tensor dy = input({8, 6, 6, 4}, 30);
+         const Tensor dx = where(out.gt(Tensor::scalar(0.0)), dy, 0.0);
+         EXPECT_EQ(dx.dtype(), DType::float32);
+         return std::vector<Tensor>{dx};
+       }},
       {"batch norm training + relu, forward and backward",
        [] {
          Tensor x = input({4, 5, 5, 8}, 22), w = input({8}, 23, 0.5, 1.5), b = input({8}, 24);

@@ -45,7 +45,6 @@ std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape
   return hi;
 }
 
-bool is_16bit(DType t) { return t == DType::float16 || t == DType::bfloat16; }
 
 class Lowerer {
  public:
@@ -60,7 +59,6 @@ class Lowerer {
       if (op_kind(n->op) != OpKind::Movement) K.name += std::string("_") + op_name(n->op);
     }
     for (const NodePtr& o : k_.outputs) {  // outputs first: buf j stores outputs[j]
-      if (is_16bit(o->dtype)) throw Unsupported{"16-bit float values"};
       out_.outputs.push_back(o);
       K.bufs.push_back({o->dtype, numel(o->shape), true});
     }
@@ -221,7 +219,6 @@ class Lowerer {
 
   int eval(const NodePtr& np, const Index& idx, const std::vector<Guard>& guards) {
     const Node& n = *np;
-    if (is_16bit(n.dtype)) throw Unsupported{"16-bit float values"};
     if (auto v = leaf_(n)) return load(np, *v, idx, guards);
     const std::string key = detail::cat("n", n.id, "@", key_of(idx, guards));
     if (auto it = memo_.find(key); it != memo_.end()) return it->second;

@@ -23,7 +23,7 @@ struct Lowered {
 using LeafView = std::function<std::optional<View>(const Node&)>;
 
 // Lowers a generated (elementwise or reduce) kernel. Returns nullopt, with the reason in *why, when
-// the IR cannot express it yet (e.g. 16-bit floats, random numbers); the caller then runs the
+// the IR cannot express it yet (e.g. 16-bit random numbers); the caller then runs the
 // kernel's nodes on the reference backend.
 std::optional<Lowered> lower(const Kernel& k, const LeafView& leaf, std::string* why);
 

@@ -34,7 +34,7 @@ class Renderer {
     os_ << "extern \"C\" void aether_kernel(void** bufs, void* scratch, const double* fp_, const u64* ip_) {\n";
     os_ << "  (void)scratch; (void)fp_; (void)ip_;\n";
     for (size_t b = 0; b < k_.bufs.size(); ++b) {
-      const char* t = ctype(k_.bufs[b].dtype);
+      const char* t = storage_ctype(k_.bufs[b].dtype);
       os_ << "  " << (k_.bufs[b].output ? "" : "const ") << t << "* __restrict__ p" << b << " = ("
           << (k_.bufs[b].output ? "" : "const ") << t << "*)bufs[" << b << "];  // [" << k_.bufs[b].numel << "]\n";
     }
@@ -136,7 +136,8 @@ class Renderer {
               << "];\n";
           break;
         case InstKind::Store:
-          os_ << ind << "p" << in.buf << "[" << affine(in.offset) << "] = " << src(0) << ";\n";
+          os_ << ind << "p" << in.buf << "[" << affine(in.offset) << "] = " << store_expr(k_.bufs[size_t(in.buf)].dtype, src(0))
+              << ";\n";
           break;
         case InstKind::Accum: break;
       }

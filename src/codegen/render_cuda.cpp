@@ -91,7 +91,7 @@ class CudaRenderer {
     os_ << "extern \"C\" __global__ void __launch_bounds__(" << kThreads << ") " << name << "(\n";
     for (size_t b = 0; b < k_.bufs.size(); ++b) {
       const ir::Buf& buf = k_.bufs[b];
-      os_ << "    " << (buf.output ? "" : "const ") << ctype(buf.dtype) << "* __restrict__ p" << b
+      os_ << "    " << (buf.output ? "" : "const ") << storage_ctype(buf.dtype) << "* __restrict__ p" << b
           << ",  // buf" << b << ": " << (buf.output ? "out " : "in ") << dtype_name(buf.dtype) << "["
           << buf.numel << "]\n";
     }
@@ -149,7 +149,8 @@ class CudaRenderer {
               << affine(in.offset) << "];\n";
           break;
         case InstKind::Store:
-          os_ << ind << "p" << in.buf << "[" << affine(in.offset) << "] = " << pre << in.srcs[0] << ";\n";
+          os_ << ind << "p" << in.buf << "[" << affine(in.offset)
+              << "] = " << store_expr(k_.bufs[size_t(in.buf)].dtype, detail::cat(pre, in.srcs[0])) << ";\n";
           break;
         case InstKind::Accum: break;
       }
@@ -185,7 +186,7 @@ class CudaRenderer {
       part_off_.push_back(off);
       if (chunks_ > 1) off += chunks_ * out_n_ * 8;
       res_off_.push_back(off);
-      off += ceil_div(out_n_ * int64_t(dtype_size(r.dtype)), 256) * 256;
+      off += ceil_div(out_n_ * int64_t(value_bytes(r.dtype)), 256) * 256;
     }
     plan_.scratch_bytes = off;
     const int64_t phase1 = block_mode_ ? std::min(out_n_ * chunks_, kMaxGrid) : grid_for(out_n_);

@@ -51,6 +51,70 @@ $FN double ae_rand_f64(u64 seed, u64 stream, u64 index) {
   const u64 bits = ((u64)r0 << 21) ^ ((u64)r1 >> 11);
   return (double)(bits & ((1ull << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
+// 16-bit floats are stored as their bits (unsigned short) and computed in float, rounded after every
+// op like the reference (aether/core/dtype.h: the same round-to-nearest-even bit manipulations).
+$FN float ae_h2f(unsigned short h) {
+  const u32 sign = (u32)(h & 0x8000u) << 16;
+  u32 e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
+  if (e == 0) {
+    if (m == 0) {
+      u = sign;
+    } else {
+      e = 127 - 15 + 1;
+      while ((m & 0x400u) == 0) { m <<= 1; --e; }
+      u = sign | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (e == 0x1f) {
+    u = sign | 0x7f800000u | (m << 13);
+  } else {
+    u = sign | ((e + 127 - 15) << 23) | (m << 13);
+  }
+  return ae_bitsf(u);
+}
+$FN unsigned short ae_f2h(float f) {
+  const u32 u = ae_fbits(f);
+  const unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
+  const u32 a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);
+  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);
+  if (a < 0x38800000u) {
+    if (a < 0x33000000u) return sign;
+    const u32 shift = 126 - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
+    u32 h = m >> shift;
+    const u32 rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
+    return (unsigned short)(sign | h);
+  }
+  u32 h = (a >> 13) - ((127 - 15) << 10);
+  const u32 rem = a & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+  return (unsigned short)(sign | h);
+}
+$FN float ae_b2f(unsigned short b) { return ae_bitsf((u32)b << 16); }
+$FN unsigned short ae_f2b(float f) {
+  u32 u = ae_fbits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (unsigned short)(u >> 16);
+}
+$FN float ae_rh(float f) { return ae_h2f(ae_f2h(f)); }  // f rounded to float16
+$FN float ae_rb(float f) { return ae_b2f(ae_f2b(f)); }  // f rounded to bfloat16
+// double -> float rounded to odd, so that rounding once more to 16 bits rounds only once.
+$FN float ae_odd(double v) {
+  float f = (float)v;
+  if (v != v || (double)f == v || !(f - f == 0.0f)) return f;
+  u32 u = ae_fbits(f);
+  if ((f < 0 ? -(double)f : (double)f) > (v < 0 ? -v : v)) --u;
+  return ae_bitsf(u | 1u);
+}
+)";
+
+// Bit casts, spelled per language (CUDA C has intrinsics, the host compiler a builtin).
+constexpr const char* kBitsCpp = R"(static inline unsigned int ae_fbits(float f) { return __builtin_bit_cast(unsigned int, f); }
+static inline float ae_bitsf(unsigned int u) { return __builtin_bit_cast(float, u); }
+)";
+constexpr const char* kBitsCuda = R"(__device__ __forceinline__ unsigned int ae_fbits(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ float ae_bitsf(unsigned int u) { return __uint_as_float(u); }
 )";
 
 std::string int_limits(DType t) {
@@ -64,13 +128,13 @@ std::string int_limits(DType t) {
 
 // A math function of the C library for a float32 or float64 argument.
 std::string math(Lang lang, const char* fn, DType t, const std::string& a) {
-  const char* f = t == DType::float32 ? "f" : "";
+  const char* f = t == DType::float64 ? "" : "f";
   return detail::cat(lang == Lang::Cpp ? "__builtin_" : "", fn, f, "(", a, ")");
 }
 
 // NaN and +-infinity (CUDA C has no __builtin_inf: the bit patterns, which equal the host's).
 std::string special(Lang lang, DType t, bool nan, bool negative) {
-  const bool f32 = t == DType::float32;
+  const bool f32 = t != DType::float64;
   std::string v;
   if (lang == Lang::Cpp)
     v = detail::cat(nan ? "__builtin_nan" : "__builtin_inf", f32 ? "f" : "", nan ? "(\"\")" : "()");
@@ -85,11 +149,13 @@ std::string special(Lang lang, DType t, bool nan, bool negative) {
 
 std::string prelude_helpers(Lang lang) {
   const std::string fn = lang == Lang::Cpp ? "static inline" : "__device__ __forceinline__";
-  std::string s = kHelpers;
+  std::string s = std::string(lang == Lang::Cpp ? kBitsCpp : kBitsCuda) + kHelpers;
   for (size_t at = s.find("$FN"); at != std::string::npos; at = s.find("$FN", at + fn.size()))
     s.replace(at, 3, fn);
   return s;
 }
+
+bool is_16bit(DType t) { return t == DType::float16 || t == DType::bfloat16; }
 
 const char* ctype(DType t) {
   switch (t) {
@@ -100,17 +166,36 @@ const char* ctype(DType t) {
     case DType::uint8: return "unsigned char";
     case DType::boolean: return "bool";
     case DType::float16:
-    case DType::bfloat16: break;
+    case DType::bfloat16: return "float";
   }
   throw Error(detail::cat("codegen: no C type for ", dtype_name(t)));
 }
+const char* storage_ctype(DType t) { return is_16bit(t) ? "unsigned short" : ctype(t); }
+int value_bytes(DType t) { return is_16bit(t) ? 4 : int(dtype_size(t)); }
 const char* compute_type(DType t) {
-  return t == DType::float32 ? "float" : t == DType::float64 ? "double" : "i64";
+  return t == DType::float64 ? "double" : is_fp(t) ? "float" : "i64";
 }
-bool is_fp(DType t) { return t == DType::float32 || t == DType::float64; }
+bool is_fp(DType t) { return t == DType::float32 || t == DType::float64 || is_16bit(t); }
+
+std::string round_to(DType t, const std::string& e) {
+  if (!is_16bit(t)) return e;
+  return detail::cat(t == DType::float16 ? "ae_rh(" : "ae_rb(", e, ")");
+}
+
+std::string load_expr(DType t, const std::string& e) {
+  if (!is_16bit(t)) return e;
+  return detail::cat(t == DType::float16 ? "ae_h2f(" : "ae_b2f(", e, ")");
+}
+std::string store_expr(DType t, const std::string& e) {
+  if (!is_16bit(t)) return e;
+  return detail::cat(t == DType::float16 ? "ae_f2h(" : "ae_f2b(", e, ")");
+}
 
 std::string convert(DType to, DType from, const std::string& e) {
   if (to == DType::boolean) return "(" + e + " != 0)";
+  if (is_16bit(to))  // from float64 or an integer: round to float to odd first, then once to 16 bits
+    return round_to(to, from == DType::float32 || is_16bit(from) ? detail::cat("(float)(", e, ")")
+                                                                 : detail::cat("ae_odd((double)(", e, "))"));
   if (is_fp(to)) return detail::cat("(", ctype(to), ")(", e, ")");
   if (is_fp(from))
     return detail::cat("ae_f2i<", ctype(to), ", ", compute_type(from), ">(", e, ", ", int_limits(to), ")");
@@ -151,8 +236,10 @@ std::string literal(Lang lang, DType t, double v) {
       std::snprintf(buf, sizeof buf, "(%s)%lldLL", ctype(t), static_cast<long long>(v));
       return buf;
     }
-    case DType::float16:
-    case DType::bfloat16: break;
+    case DType::float16:  // the float the reference's constant holds: rounded once, via float to odd
+      return literal(lang, DType::float32, double(half_to_float(float_to_half(float_round_odd(v)))));
+    case DType::bfloat16:
+      return literal(lang, DType::float32, double(bf16_to_float(float_to_bf16(float_round_odd(v)))));
   }
   throw Error(detail::cat("codegen: no literal for ", dtype_name(t)));
 }
@@ -192,7 +279,7 @@ std::string alu_expr(Lang lang, const Inst& in, const std::vector<std::string>& 
     case Op::Mul: return fp ? "(" + a[0] + " * " + a[1] + ")" : int_op("ae_mul");
     case Op::Div: return fp ? "(" + a[0] + " / " + a[1] + ")" : int_op("ae_div");
     case Op::Max:
-      return fp ? detail::cat(o == DType::float32 ? "ae_maxf(" : "ae_maxd(", a[0], ", ", a[1], ")")
+      return fp ? detail::cat(o == DType::float64 ? "ae_maxd(" : "ae_maxf(", a[0], ", ", a[1], ")")
                 : int_op("ae_maxi");
     case Op::CmpLt: return "(" + a[0] + " < " + a[1] + ")";
     case Op::CmpLe: return "(" + a[0] + " <= " + a[1] + ")";
@@ -228,12 +315,13 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
   const bool cpp = lang == Lang::Cpp;
   switch (in.kind) {
     case InstKind::Load: {
-      const std::string ld = detail::cat("p", in.buf, "[", affine(in.offset), "]");
+      const std::string ld = load_expr(in.dtype, detail::cat("p", in.buf, "[", affine(in.offset), "]"));
       const std::string g = guards(in.guards, extent);
       return g == "true" ? ld : detail::cat("(", g, ") ? ", ld, " : (", ctype(in.dtype), ")0");
     }
     case InstKind::Const:
       if (in.param < 0) return literal(lang, in.dtype, in.value);
+      if (is_16bit(in.dtype)) return convert(in.dtype, DType::float64, detail::cat(cpp ? "fp_[" : "fp", in.param, cpp ? "]" : ""));
       return detail::cat("(", ctype(in.dtype), ")", cpp ? "fp_[" : "fp", in.param, cpp ? "]" : "");
     case InstKind::Rand: {
       AETHER_CHECK(in.dtype == DType::float32 || in.dtype == DType::float64, "codegen",
@@ -250,7 +338,11 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
         a.push_back(detail::cat(pre, s));
         t.push_back(insts[size_t(s)].dtype);
       }
-      return alu_expr(lang, in, a, t);
+      // A 16-bit result is computed in float and rounded, as the reference stores every op's value.
+      const bool cmp = in.op == Op::CmpLt || in.op == Op::CmpLe || in.op == Op::CmpEq || in.op == Op::CmpNe;
+      const bool exact = in.op == Op::Copy || in.op == Op::Cast || in.op == Op::Neg || in.op == Op::Where;
+      const std::string e = alu_expr(lang, in, a, t);
+      return cmp || exact ? e : round_to(in.dtype, e);
     }
     case InstKind::Accum:
     case InstKind::Result:
@@ -272,6 +364,7 @@ std::string Acc::combine(const std::string& a, const std::string& b) const {
   return fp() ? "ae_maxd(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
 }
 std::string Acc::final(const std::string& a) const {
+  if (is_16bit(r.dtype)) return convert(r.dtype, DType::float64, a);
   if (fp()) return detail::cat("(", ctype(r.dtype), ")", a);
   return convert(r.dtype, DType::int64, "(i64)" + a);
 }

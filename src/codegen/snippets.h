@@ -25,9 +25,17 @@ enum class Lang : uint8_t { Cpp, Cuda };
 // that NVRTC does not warn about the helpers a kernel does not call).
 std::string prelude_helpers(Lang lang);
 
-const char* ctype(DType t);         // the storage type of a value of dtype t
-const char* compute_type(DType t);  // the type the reference computes in for values stored as t
-bool is_fp(DType t);
+// Values live in registers as ctype (16-bit floats as float, rounded after every op) and in buffers
+// as storage_ctype (16-bit floats as their bits, unsigned short); load_expr / store_expr convert.
+const char* ctype(DType t);          // the C type of a value of dtype t in a kernel
+const char* storage_ctype(DType t);  // the C type of an element of a buffer of dtype t
+int value_bytes(DType t);            // sizeof(ctype(t)): scratch arrays of values
+const char* compute_type(DType t);   // the type the reference computes in for values stored as t
+bool is_fp(DType t);                 // float64, float32, float16, bfloat16
+bool is_16bit(DType t);
+std::string round_to(DType t, const std::string& e);    // a float rounded to t's precision (16-bit)
+std::string load_expr(DType t, const std::string& e);   // element of a buffer of t -> value
+std::string store_expr(DType t, const std::string& e);  // value -> element of a buffer of t
 
 // Converts `e` (of compute type `from`'s) to storage type `to`, as the reference's convert().
 std::string convert(DType to, DType from, const std::string& e);

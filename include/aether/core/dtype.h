@@ -70,6 +70,20 @@ inline uint16_t float_to_bf16(float f) {  // round to nearest even, NaN kept qui
   return uint16_t(u >> 16);
 }
 
+// double -> float rounded to odd (truncate, then set the last bit when inexact). Rounding that
+// float once more to float16/bfloat16 (far fewer bits) then equals rounding the double directly;
+// plain double -> float -> half would round twice and can miss a tie by 2^-40.
+inline float float_round_odd(double v) {
+  float f = float(v);
+  if (v != v || double(f) == v || !(f - f == 0.0f)) return f;  // NaN, exact or overflow
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((f < 0 ? -double(f) : double(f)) > (v < 0 ? -v : v)) --u;  // toward zero
+  u |= 1u;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
 struct half {
   uint16_t bits = 0;
   half() = default;

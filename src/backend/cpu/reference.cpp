@@ -30,20 +30,6 @@ template <typename T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double,
                                    std::conditional_t<kIsFloatStorage<T>, float, int64_t>>;
 
-// double -> float rounded to odd (truncate, then set the last bit when inexact). Rounding that
-// float once more to float16/bfloat16 (far fewer bits) then equals rounding the double directly;
-// plain double -> float -> half would round twice and can miss a tie by 2^-40.
-inline float to_float_round_odd(double v) {
-  float f = float(v);
-  if (v != v || double(f) == v || !std::isfinite(f)) return f;  // NaN, exact or overflow
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if (std::fabs(double(f)) > std::fabs(v)) --u;  // toward zero
-  u |= 1u;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 // Converts a computed value to storage type O with defined results everywhere (no UB):
 // float -> int truncates toward zero, NaN gives 0, out-of-range saturates; anything -> bool is != 0.
 template <typename O, typename C>
@@ -53,7 +39,7 @@ O convert(C v) {
   } else if constexpr (kIsFloatStorage<O>) {
     if constexpr (std::is_same_v<O, double>) return double(v);
     else if constexpr (std::is_same_v<O, float> || std::is_same_v<C, float>) return O(float(v));
-    else return O(to_float_round_odd(double(v)));  // double or int64 -> 16-bit float: round once
+    else return O(float_round_odd(double(v)));  // double or int64 -> 16-bit float: round once
   } else if constexpr (std::is_floating_point_v<C>) {
     if (v != v) return O(0);
     if (v <= C(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
