@@ -118,6 +118,25 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
     const T* DY = static_cast<const T*>(dy);  // (N,OH,OW,C)
     T* DX = static_cast<T*>(dx);              // (N,H,W,C)
     const int64_t plane = g.H * g.W * g.C;
+    if (g.arg.stride_h >= g.arg.kernel_h && g.arg.stride_w >= g.arg.kernel_w) {
+      // Windows do not overlap (the usual 2x2 stride 2): every dx element gets at most one dy, so
+      // it is written directly (zero first), with no scratch image and no second pass.
+#pragma omp parallel for schedule(static) if (parallel_worth_it(g))
+      for (int64_t n = 0; n < g.N; ++n) {
+        T* dxn = DX + n * plane;  // (H,W,C) of image n
+        std::fill(dxn, dxn + plane, T(A(0)));
+        std::vector<A> best(size_t(g.C));        // (C)
+        std::vector<int64_t> pos(size_t(g.C));   // (C)
+        for (int64_t oh = 0; oh < g.OH; ++oh)
+          for (int64_t ow = 0; ow < g.OW; ++ow) {
+            window_max(X, g, n, oh, ow, best.data(), pos.data());
+            const T* d = DY + ((n * g.OH + oh) * g.OW + ow) * g.C;  // (C)
+            for (int64_t c = 0; c < g.C; ++c)
+              if (pos[size_t(c)] >= 0) dxn[pos[size_t(c)] * g.C + c] = T(A(d[c]));
+          }
+      }
+      return;
+    }
     // Windows overlap, so one image's sums go to a scratch buffer first: images are independent.
 #pragma omp parallel for schedule(static) if (parallel_worth_it(g))
     for (int64_t n = 0; n < g.N; ++n) {
