@@ -6,6 +6,8 @@
 //   relu-backward  dx = where(out <= 0, 0, dy)  (GB/s over 2 reads + 1 write)
 //   conv           3x3 'same' conv2d forward, and forward + backward (data and weight gradients)
 //   step           one training step of a preset model on random CIFAR-shaped data
+// --device cuda runs bn-relu, relu-backward, conv and step on a GPU (data and model moved there
+// first; every timed run ends with a device synchronisation).
 #include <omp.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "aether/aether.h"
+#include "aether/backend/cuda.h"
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "aether/optim/optimizer.h"
@@ -42,7 +45,14 @@ struct BenchArgs {
   int64_t batch = 256;
   bool breakdown = false;
   int64_t mib = 256;
+  std::string device = "cpu";  // bn-relu, relu-backward, conv, step: "cpu", "cuda", "cuda:N"
 };
+
+// The benchmark's device, and a wait for its queued work (GPU work is asynchronous).
+Device device_of(const BenchArgs& a) { return Device::parse(a.device); }
+void sync(const Device& d) {
+  if (d.type == DeviceType::cuda) cuda_synchronize(d.index);
+}
 
 const std::vector<std::string> kBenchNames = {"stream", "bn-relu", "relu-backward", "conv", "step"};
 
@@ -143,20 +153,27 @@ std::vector<Tensor> bn_relu_graph(const Tensor& x, const Tensor& w, const Tensor
 int run_bn_relu(const BenchArgs& a) {
   const Shape shape = bench::parse_shape(a.shape.empty() ? "256,32,32,32" : a.shape, 4, "--shape (N,H,W,C)");
   const int64_t c = shape[3];
+  const Device dev = device_of(a);
   // x, dy (N,H,W,C); w, b, running mean, running var (C): realized leaves.
-  Tensor x = Tensor::randn(shape).realize();
-  Tensor w = Tensor::uniform({c}, 0.5, 1.5).realize();
-  Tensor b = Tensor::uniform({c}, -0.5, 0.5).realize();
-  const Tensor rm = Tensor::zeros({c}).realize(), rv = Tensor::ones({c}).realize();
-  const Tensor dy = Tensor::randn(shape).realize();
+  Tensor x = Tensor::randn(shape).realize().to(dev);
+  Tensor w = Tensor::uniform({c}, 0.5, 1.5).realize().to(dev);
+  Tensor b = Tensor::uniform({c}, -0.5, 0.5).realize().to(dev);
+  const Tensor rm = Tensor::zeros({c}).realize().to(dev), rv = Tensor::ones({c}).realize().to(dev);
+  const Tensor dy = Tensor::randn(shape).realize().to(dev);
   x.set_requires_grad();
   w.set_requires_grad();
   b.set_requires_grad();
   const Schedule s = schedule(bn_relu_graph(x, w, b, rm, rv, dy));
-  const Measured m = bench::measure([&] { realize(bn_relu_graph(x, w, b, rm, rv, dy)); }, plan_of(a));
+  const Measured m = bench::measure(
+      [&] {
+        realize(bn_relu_graph(x, w, b, rm, rv, dy));
+        sync(dev);
+      },
+      plan_of(a));
   const double moved = double(s.bytes_moved), least = double(s.bytes_min);
   if (a.json) {
     nlohmann::ordered_json j = {{"benchmark", "bn-relu"},
+                                {"device", dev.str()},
                                 {"shape", shape_json(shape)},
                                 {"threads", omp_get_max_threads()},
                                 {"mode", a.compare ? "compare" : bench::mode_name(plan_of(a))}};
@@ -181,19 +198,26 @@ int run_bn_relu(const BenchArgs& a) {
 // ---- relu-backward -------------------------------------------------------------------------------
 int run_relu_backward(const BenchArgs& a) {
   const Shape shape = bench::parse_shape(a.shape.empty() ? "256,32,32,32" : a.shape, 4, "--shape (N,H,W,C)");
+  const Device dev = device_of(a);
   Tensor out, dy;
   {
     NoGradGuard no_grad;
-    out = Tensor::randn(shape).relu().realize();  // (N,H,W,C), half zeros
-    dy = Tensor::randn(shape).realize();          // (N,H,W,C)
+    out = Tensor::randn(shape).relu().realize().to(dev);  // (N,H,W,C), half zeros
+    dy = Tensor::randn(shape).realize().to(dev);          // (N,H,W,C)
   }
   // ReLU's gradient rule (grad.cpp, Where): where(x <= 0, 0, dy); out <= 0 exactly where x <= 0.
   auto graph = [&] { return where(out <= 0.0, 0.0, dy); };
   const Schedule s = schedule(std::vector<Tensor>{graph()});
-  const Measured m = bench::measure([&] { graph().realize(); }, plan_of(a));
+  const Measured m = bench::measure(
+      [&] {
+        graph().realize();
+        sync(dev);
+      },
+      plan_of(a));
   const double bytes = 3.0 * double(numel(shape)) * 4;  // read out, dy; write dx
   if (a.json) {
     nlohmann::ordered_json j = {{"benchmark", "relu-backward"},
+                                {"device", dev.str()},
                                 {"shape", shape_json(shape)},
                                 {"threads", omp_get_max_threads()},
                                 {"mode", a.compare ? "compare" : bench::mode_name(plan_of(a))}};
@@ -219,10 +243,11 @@ int run_conv(const BenchArgs& a) {
   const int64_t n = shape[0], h = shape[1], wd = shape[2], c = shape[3], o = a.channels;
   Conv2dOptions opt;
   opt.padding = "same";
+  const Device dev = device_of(a);
   // x (N,H,W,C), w (O,3,3,C), dy (N,H,W,O): realized leaves.
-  const Tensor x = Tensor::randn(shape).realize();
-  const Tensor w = (Tensor::randn({o, 3, 3, c}) * (1.0 / std::sqrt(9.0 * double(c)))).realize();
-  const Tensor dy = Tensor::randn({n, h, wd, o}).realize();
+  const Tensor x = Tensor::randn(shape).realize().to(dev);
+  const Tensor w = (Tensor::randn({o, 3, 3, c}) * (1.0 / std::sqrt(9.0 * double(c)))).realize().to(dev);
+  const Tensor dy = Tensor::randn({n, h, wd, o}).realize().to(dev);
   Tensor xg = x.detach(), wg = w.detach();
   xg.set_requires_grad();
   wg.set_requires_grad();
@@ -231,6 +256,7 @@ int run_conv(const BenchArgs& a) {
       [&] {
         NoGradGuard no_grad;
         conv2d(x, w, Tensor(), opt).realize();
+        sync(dev);
       },
       plan_of(a));
   const Measured both = bench::measure(
@@ -238,10 +264,12 @@ int run_conv(const BenchArgs& a) {
         const Tensor y = conv2d(xg, wg, Tensor(), opt);
         const std::vector<Tensor> g = gradients(y, {xg, wg}, dy);
         realize({y, g[0], g[1]});
+        sync(dev);
       },
       plan_of(a));
   if (a.json) {
     nlohmann::ordered_json j = {{"benchmark", "conv"},
+                                {"device", dev.str()},
                                 {"shape", shape_json(shape)},
                                 {"channels", o},
                                 {"threads", omp_get_max_threads()},
@@ -271,10 +299,12 @@ int run_step(const BenchArgs& a) {
   Model model;
   for (auto& l : p.network->children()) model.add(l.second);
   model.configure(p.config).finalize(image);
+  const Device dev = device_of(a);
+  model.to(dev);  // parameters, buffers, optimizer state
   nn::Sequential& net = model.network();
   optim::Optimizer& opt = *model.optimizer();
-  const Tensor x = Tensor::randn({a.batch, 32, 32, 3}).realize();                   // (B,32,32,3), normalised
-  const Tensor labels = Tensor::randint(0, 10, {a.batch}, DType::int64).realize();  // (B)
+  const Tensor x = Tensor::randn({a.batch, 32, 32, 3}).realize().to(dev);  // (B,32,32,3), normalised
+  const Tensor labels = Tensor::randint(0, 10, {a.batch}, DType::int64).realize().to(dev);  // (B)
   // A constant rate: the preset's peak / 25 (one-cycle's starting rate); random labels diverge at the peak.
   const double lr = p.config.lr / 25;
   double last_loss = 0;
@@ -293,6 +323,21 @@ int run_step(const BenchArgs& a) {
     last_loss = loss.item<double>();
   };
   const Measured m = bench::measure(step, plan_of(a));
+  // Memory of one more (steady-state) step: the high-water mark of live tensor bytes, reset just
+  // before it (so it includes what lives between steps: parameters, optimizer state, the data), and
+  // the system allocations it made for tensor storage (0 once the host block cache is warm).
+  int64_t peak_bytes = 0, held_bytes = 0, system_allocs = 0;
+  {
+    const bool was = fusion_enabled();
+    set_fusion(!a.unfused);
+    const Buffer::AllocStats before = Buffer::alloc_stats();
+    held_bytes = before.live_bytes;
+    Buffer::reset_peak_bytes();
+    step();
+    peak_bytes = Buffer::peak_bytes();
+    system_allocs = Buffer::alloc_stats().system_allocs - before.system_allocs;
+    set_fusion(was);
+  }
   std::string breakdown;
   if (a.breakdown) {
     const bool was = fusion_enabled();
@@ -308,6 +353,7 @@ int run_step(const BenchArgs& a) {
   const double images = double(a.batch);
   if (a.json) {
     nlohmann::ordered_json j = {{"benchmark", "step"},
+                                {"device", dev.str()},
                                 {"model", p.name},
                                 {"batch", a.batch},
                                 {"threads", omp_get_max_threads()},
@@ -322,6 +368,9 @@ int run_step(const BenchArgs& a) {
       j["unfused"] = bench::timing_json(*m.unfused);
     }
     j["last_loss"] = last_loss;
+    j["peak_bytes"] = peak_bytes;
+    j["held_bytes"] = held_bytes;
+    j["system_allocs_per_step"] = system_allocs;
     if (a.breakdown) j["breakdown"] = breakdown;
     std::cout << j.dump(1) << "\n";
     return 0;
@@ -332,6 +381,9 @@ int run_step(const BenchArgs& a) {
   // images/s is a rate over the median; the table helper divides work by 1e9, so scale it back.
   std::printf("%s", measured_table(m, a, {{"images/s", images * 1e9}}).c_str());
   std::printf("loss after the last step: %.4f\n", last_loss);
+  std::printf("peak tensor memory in a step: %s (%s held between steps); system allocations per step: %lld\n",
+              bench::human_bytes(peak_bytes).c_str(), bench::human_bytes(held_bytes).c_str(),
+              static_cast<long long>(system_allocs));
   if (a.breakdown)
     std::printf("\nper-kernel time of one step (%s):\n%s", bench::mode_name(plan_of(a)), breakdown.c_str());
   return 0;
@@ -351,6 +403,7 @@ int run_bench(const BenchArgs& a, const std::map<std::string, CLI::Option*>& giv
       {"--batch", {"step"}},
       {"--breakdown", {"step"}},
       {"--mib", {"stream"}},
+      {"--device", {"bn-relu", "relu-backward", "conv", "step"}},
       {"--compare", {"bn-relu", "relu-backward", "conv", "step"}},
       {"--unfused", {"bn-relu", "relu-backward", "conv", "step"}}};
   for (const auto& [opt, names] : takes) {
@@ -386,6 +439,9 @@ void register_bench(CLI::App& app) {
   given["--compare"] =
       cmd->add_flag("--compare", a.compare, "fused and unfused alternately; print both and the ratio");
   cmd->add_flag("--json", a.json, "print one JSON object");
+  given["--device"] =
+      cmd->add_option("--device", a.device, "bn-relu, relu-backward, conv, step: cpu, cuda or cuda:N")
+          ->capture_default_str();
   given["--shape"] = cmd->add_option("--shape", a.shape,
                                      "N,H,W,C (bn-relu, relu-backward: 256,32,32,32; conv: 64,32,32,64)");
   given["--channels"] =

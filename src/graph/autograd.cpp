@@ -65,13 +65,20 @@ void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Si
       if (!inserted) slot->second = slot->second + gs[i];
     }
   }
-  if (!retain_graph)
+  if (!retain_graph) {
+    // The edges go too: they hold the intermediate tensors (and so their values) as long as the
+    // output lives; the pending gradient graph keeps only what its rules read. (Moved out first:
+    // `order` points at the tensors they hold.)
+    std::vector<std::shared_ptr<TensorImpl>> edges;
     for (TensorImpl* t : order)
       if (t->grad_fn) {
         t->grad_fn->freed = true;
         t->grad_fn->inputs.clear();
         t->grad_fn->output.reset();
+        for (auto& e : t->grad_fn->next) edges.push_back(std::move(e));
+        t->grad_fn->next.clear();
       }
+  }
 }
 }  // namespace
 

@@ -5,16 +5,24 @@
 // parallel): a value stored by an earlier kernel is assumed to be dense, and just before a kernel
 // runs its inputs' real views are checked against what it was compiled for (re-lowered if not).
 // A kernel the IR cannot express yet runs its nodes on the reference backend (a "fallback").
+//
+// Memory (backend/liveness.h): the kernels run in an order that frees values early (memory_order),
+// and after each kernel the executor drops its own references to the nodes no later kernel uses, so
+// an intermediate value is freed after its last reader, not at the end of the whole schedule, and
+// its block goes back to the host block cache for the next kernels.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "aether/schedule/schedule.h"
+#include "backend/liveness.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 
@@ -85,11 +93,23 @@ void run_generated(const Kernel& k, Planned& p) {
     bufs.push_back(outs.back()->data());
   }
   for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
-  std::unique_ptr<uint64_t[]> scratch(
-      p.compiled.scratch_bytes > 0 ? new uint64_t[size_t(p.compiled.scratch_bytes + 7) / 8] : nullptr);
-  p.compiled.fn(bufs.data(), scratch.get(), L.kernel.fparams.data(),
+  // Scratch from the host block cache too (a steady-state step allocates nothing from the system).
+  std::optional<Buffer> scratch;  // (scratch_bytes) bytes
+  if (p.compiled.scratch_bytes > 0)
+    scratch.emplace(Device::cpu(), DType::uint8, p.compiled.scratch_bytes, /*zero_fill=*/false);
+  p.compiled.fn(bufs.data(), scratch ? scratch->data() : nullptr, L.kernel.fparams.data(),
                 reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
   for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+}
+
+// Drops the executor's references held for kernel i, which never runs again: its members,
+// outputs, inlined nodes and inputs, and its lowered form.
+void release_kernel(Kernel& k, Planned& p) {
+  k.nodes = {};
+  k.outputs = {};
+  k.inlined = {};
+  k.inputs = {};
+  p = Planned{};
 }
 
 }  // namespace
@@ -97,7 +117,8 @@ void run_generated(const Kernel& k, Planned& p) {
 bool fused_executor_available() { return codegen::host_compiler_available(); }
 
 void fused_execute(const std::vector<NodePtr>& targets) {
-  const Schedule s = schedule(targets);
+  Schedule s = schedule(targets);
+  reorder_kernels(s, memory_order(s, targets));  // kernel i below: the i-th to run
   const int debug = debug_level();
   if (debug >= 2) std::fprintf(stderr, "aether schedule: %s\n", s.to_json().dump().c_str());
 
@@ -137,6 +158,21 @@ void fused_execute(const std::vector<NodePtr>& targets) {
   }
   const auto compiled = codegen::compile_kernels(sources);
   for (size_t j = 0; j < compiled.size(); ++j) plan[source_of[j]].compiled = compiled[j];
+  sources = {};
+  stored.clear();  // (raw pointers: nodes released below may be freed and their addresses reused)
+
+  // Liveness: after kernel i, the nodes no later kernel refers to. Kernel i's own references go with
+  // release_kernel(); the schedule's list of inlined nodes is the only other holder to clear.
+  const Liveness live = liveness(s, targets);
+  std::unordered_map<const Node*, size_t> inlined_at;
+  for (size_t j = 0; j < s.inlined.size(); ++j) inlined_at.emplace(s.inlined[j].get(), j);
+  auto drop_inlined = [&](const std::vector<const Node*>& nodes) {
+    for (const Node* n : nodes) {
+      auto it = inlined_at.find(n);
+      if (it != inlined_at.end()) s.inlined[it->second].reset();
+    }
+  };
+  drop_inlined(live.unused);
 
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const Kernel& k = s.kernels[i];
@@ -158,6 +194,11 @@ void fused_execute(const std::vector<NodePtr>& targets) {
       if (profiling_enabled() && k.kind != KernelKind::ViewOnly)
         record_op_time(name.c_str(), sec, numel(k.shape));
     }
+    release_kernel(s.kernels[i], plan[i]);
+    drop_inlined(live.release_after[i]);
+    if (debug >= 2)
+      std::fprintf(stderr, "aether kernel %3zu released %zu nodes; live tensor bytes %lld\n", i,
+                   live.release_after[i].size(), static_cast<long long>(Buffer::live_bytes()));
   }
   // Targets that are views of stored values (or realized by no kernel) are made real here.
   reference_realize(targets);
