@@ -22,11 +22,16 @@
 #include <unordered_map>
 
 #include "aether/core/error.h"
+#include "codegen/disk_cache.h"
 
 extern char** environ;
 
 namespace aether::codegen {
 namespace {
+
+using disk::fnv1a;
+using disk::read_file;
+using disk::write_file;
 
 #ifndef AETHER_HOST_CXX
 #define AETHER_HOST_CXX "c++"
@@ -34,18 +39,6 @@ namespace {
 
 const std::vector<std::string> kFlags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
                                          "-ffp-contract=off", "-fno-math-errno", "-w"};
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::ostringstream os;
-  os << f.rdbuf();
-  return os.str();
-}
-bool write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  return bool(f);
-}
 
 // Runs argv, with stdout and stderr to `log`; returns the exit status (-1: could not start).
 int run(const std::vector<std::string>& argv, const std::string& log) {
@@ -64,34 +57,6 @@ int run(const std::vector<std::string>& argv, const std::string& log) {
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-bool mkdirs(const std::string& path) {
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i < path.size() && path[i] != '/') continue;
-    const std::string p = path.substr(0, i);
-    if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) return false;
-  }
-  return true;
-}
-
-// Whether `dir` is a directory owned by this user that nobody else can write.
-bool safe_dir(const std::string& dir, std::string* why) {
-  struct stat st {};
-  if (lstat(dir.c_str(), &st) != 0) return *why = "it cannot be created", false;
-  if (!S_ISDIR(st.st_mode)) return *why = "it is not a directory", false;
-  if (st.st_uid != geteuid()) return *why = "it is owned by another user", false;
-  if (st.st_mode & (S_IWGRP | S_IWOTH)) return *why = "others can write to it", false;
-  return true;
 }
 
 class Compiler {
@@ -168,21 +133,8 @@ class Compiler {
     const char* env = std::getenv("AETHER_CXX");
     cxx_ = env && *env ? env : AETHER_HOST_CXX;
     // The cache directory.
-    std::string dir;
-    if (const char* d = std::getenv("AETHER_CACHE_DIR"); d && *d) dir = d;
-    else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/aether/kernels";
-    else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/aether/kernels";
-    else dir = detail::cat("/tmp/aether-", geteuid(), "/kernels");
-    std::string why;
-    if (!mkdirs(dir) || !safe_dir(dir, &why)) {
-      if (why.empty()) why = "it cannot be created";
-      char tmpl[] = "/tmp/aether-kernels-XXXXXX";
-      const char* t = mkdtemp(tmpl);
-      std::fprintf(stderr, "aether: not using the kernel cache %s: %s; compiling into %s instead\n", dir.c_str(),
-                   why.c_str(), t ? t : "(none)");
-      if (!t) return warn("no usable directory for compiled kernels");
-      dir = t;
-    }
+    const std::string dir = disk::choose_cache_dir("compiled kernels");
+    if (dir.empty()) return warn("no usable directory for compiled kernels");
     dir_ = dir;
     // The compiler and its version (part of every cache key).
     const std::string log = detail::cat(dir_, "/probe.", getpid(), ".log");

@@ -1,0 +1,79 @@
+// The kernel cache's directory and file helpers (see disk_cache.h).
+#include "codegen/disk_cache.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "aether/core/error.h"
+
+namespace aether::codegen::disk {
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::ostringstream os;
+  os << f.rdbuf();
+  return os.str();
+}
+
+bool write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  return bool(f);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex16(uint64_t h) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return hex;
+}
+
+bool mkdirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    const std::string p = path.substr(0, i);
+    if (mkdir(p.c_str(), 0700) != 0 && errno != EEXIST) return false;
+  }
+  return true;
+}
+
+bool safe_dir(const std::string& dir, std::string* why) {
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0) return *why = "it cannot be created", false;
+  if (!S_ISDIR(st.st_mode)) return *why = "it is not a directory", false;
+  if (st.st_uid != geteuid()) return *why = "it is owned by another user", false;
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return *why = "others can write to it", false;
+  return true;
+}
+
+std::string choose_cache_dir(const char* what) {
+  std::string dir;
+  if (const char* d = std::getenv("AETHER_CACHE_DIR"); d && *d) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::string(x) + "/aether/kernels";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache/aether/kernels";
+  else dir = detail::cat("/tmp/aether-", geteuid(), "/kernels");
+  std::string why;
+  if (mkdirs(dir) && safe_dir(dir, &why)) return dir;
+  if (why.empty()) why = "it cannot be created";
+  char tmpl[] = "/tmp/aether-kernels-XXXXXX";
+  const char* t = mkdtemp(tmpl);
+  std::fprintf(stderr, "aether: not using the kernel cache %s: %s; keeping %s in %s instead\n", dir.c_str(),
+               why.c_str(), what, t ? t : "(nowhere)");
+  return t ? t : "";
+}
+
+}  // namespace aether::codegen::disk
