@@ -4,7 +4,9 @@
 #   1. g++, RelWithDebInfo, warnings as errors: every test (ctest), twice: with the fused executor
 #      (generated kernels) and on the reference backend (tests named <test>.reference);
 #   2. clang++, warnings as errors: the whole build (library, CLI, tests, benchmarks);
-#   3. g++ with AddressSanitizer + UndefinedBehaviorSanitizer: every (fused) test again.
+#   3. g++ with AddressSanitizer + UndefinedBehaviorSanitizer: every (fused) test again, in a
+#      CPU-only configuration (AETHER_CUDA=OFF: the build a user without CUDA gets; the CUDA
+#      libraries are not instrumented anyway).
 # Set AETHER_TEST_QUICK=1 to run step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +35,7 @@ cmake -S . -B build/clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DAETHER_WERROR=ON
 cmake --build build/clang -j "$jobs"
 
 echo "==> [3/3] AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
-cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAETHER_SANITIZE=ON -DAETHER_BUILD_BENCH=OFF \
+cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAETHER_SANITIZE=ON -DAETHER_BUILD_BENCH=OFF -DAETHER_CUDA=OFF \
   -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g"
 cmake --build build/asan -j "$jobs"
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "test_values.h"
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
@@ -30,19 +31,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Deterministic values (not from aether's RNG) so both runs see the same inputs.
-std::vector<float> values(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * float(s >> 8) / 16777216.0f;
-  }
-  return v;
-}
-Tensor input(const Shape& shape, uint32_t seed, float lo = -2, float hi = 2) {
-  return Tensor::from_vector<float>(values(numel(shape), seed, lo, hi), shape);
-}
+using testing_values::input;
+using testing_values::values;
 
 struct Case {
   const char* name;

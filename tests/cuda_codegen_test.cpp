@@ -19,6 +19,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "test_values.h"
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
@@ -59,19 +60,8 @@ std::string nvrtc_error(const std::string& src, const std::string& arch, std::st
 #endif
 }
 
-// Deterministic values (not from aether's RNG).
-std::vector<float> values(int64_t n, uint32_t seed, float lo = -2, float hi = 2) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (auto& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = lo + (hi - lo) * float(s >> 8) / 16777216.0f;
-  }
-  return v;
-}
-Tensor input(const Shape& shape, uint32_t seed, float lo = -2, float hi = 2) {
-  return Tensor::from_vector<float>(values(numel(shape), seed, lo, hi), shape);
-}
+using testing_values::input;
+using testing_values::values;
 
 // The optimizers' update rules, reachable without running a step (update() only builds the lazy graph).
 struct OpenSGD : optim::SGD {

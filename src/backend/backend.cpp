@@ -11,6 +11,9 @@
 #include <unordered_set>
 
 #include "aether/core/error.h"
+#if AETHER_HAS_CUDA
+#include "backend/cuda/bridge.h"
+#endif
 
 namespace aether {
 
@@ -81,8 +84,11 @@ void set_library_impl(LibraryImpl impl) { g_library = impl; }
 LibraryImpl library_impl() { return g_library; }
 
 Backend& backend_for(Device device) {
+#if AETHER_HAS_CUDA
+  if (device.type == DeviceType::cuda) return cuda::backend();
+#endif
   AETHER_CHECK(device.type == DeviceType::cpu, "backend", "no backend for device ", device.str(),
-               " in this build");
+               ": built without CUDA");
   return reference_backend();
 }
 
@@ -114,7 +120,17 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
   if (order.empty()) return;
   const Device dev = order.front()->device;
   for (Node* n : order)
-    AETHER_CHECK(n->device == dev, "realize", "graph mixes devices ", dev.str(), " and ", n->device.str());
+    AETHER_CHECK(n->device == dev, "realize", "graph mixes devices: node ", n->id, " (", op_name(n->op), ", shape ",
+                 to_string(n->shape), ") is on ", n->device.str(), ", node ", order.front()->id, " (",
+                 op_name(order.front()->op), ") on ", dev.str(), "; move tensors with Tensor::to(device) first");
+#if AETHER_HAS_CUDA
+  if (dev.type == DeviceType::cuda) {  // the CUDA executor (backend/cuda/executor.cpp), always fused
+    std::vector<NodePtr> pending;
+    for (const auto& t : targets)
+      if (t && !t->realized()) pending.push_back(t);
+    return cuda::execute(pending);
+  }
+#endif
   // Keep the targets alive; intermediate nodes die (and free their buffers) as soon as their last
   // consumer has run and dropped them, unless a tensor still holds them.
   if (g_fusion && dev.type == DeviceType::cpu && fused_executor_available()) {

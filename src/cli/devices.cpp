@@ -1,10 +1,12 @@
 // `aether devices`: what this machine offers aether.
 #include <omp.h>
 
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
 
+#include "aether/backend/cuda.h"
 #include "commands.h"
 
 namespace aether::cli {
@@ -25,7 +27,14 @@ void register_devices(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List the devices aether can run on");
   cmd->callback([] {
     std::cout << "cpu    " << cpu_model() << ", " << omp_get_max_threads() << " threads\n";
-    std::cout << "cuda   not available (this build has no CUDA backend)\n";
+    const auto gpus = cuda_devices();
+    if (gpus.empty()) std::cout << "cuda   not available: " << cuda_unavailable_reason() << "\n";
+    for (const auto& g : gpus) {
+      char mem[32];
+      std::snprintf(mem, sizeof mem, "%.1f GiB", double(g.total_bytes) / double(int64_t(1) << 30));
+      std::cout << "cuda:" << g.index << " " << g.name << ", " << mem << ", compute capability " << g.major << "."
+                << g.minor << ", " << g.multiprocessors << " SMs\n";
+    }
     exit_code() = 0;
   });
 }

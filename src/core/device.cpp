@@ -3,15 +3,21 @@
 
 #include <ostream>
 
+#include "aether/backend/cuda.h"
 #include "aether/core/error.h"
 
 namespace aether {
 
 Device Device::cuda(int index) {
-  // The CUDA backend is not part of this build yet (see the CUDA issue); say so clearly.
-  throw Error(detail::cat("Device::cuda(", index,
-                          "): this build of aether has no CUDA backend (built CPU-only); "
-                          "available devices: cpu"));
+  // The reason comes from the CUDA runtime (backend/cuda/runtime.cpp): built without CUDA, no
+  // driver, no GPU, or the index out of range (with the count).
+  const int count = cuda_device_count();
+  if (count == 0)
+    throw Error(detail::cat("Device::cuda(", index, "): ", cuda_unavailable_reason(), "; available devices: cpu"));
+  if (index < 0 || index >= count)
+    throw Error(detail::cat("Device::cuda(", index, "): no such GPU: ", count, " CUDA device", count == 1 ? "" : "s",
+                            " present (valid indices 0..", count - 1, ")"));
+  return {DeviceType::cuda, index};
 }
 
 Device Device::parse(const std::string& s) {

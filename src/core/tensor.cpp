@@ -11,6 +11,9 @@
 #include "aether/core/random.h"
 #include "aether/graph/autograd.h"
 #include "aether/graph/primitives.h"
+#if AETHER_HAS_CUDA
+#include "backend/cuda/bridge.h"  // copies between devices
+#endif
 
 namespace aether {
 
@@ -132,8 +135,14 @@ void Tensor::copy_to(void* dst, DType dtype) const {
   if (!src.node()->view.is_contiguous()) src = prim::unary(Op::Copy, src).realize();
   const Node& n = *src.node();
   const int64_t bytes = numel() * dtype_size(dtype);
-  if (bytes > 0)
-    std::memcpy(dst, static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype), size_t(bytes));
+  if (bytes <= 0) return;
+  const char* from = static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype);
+  if (n.buffer->on_host()) return (void)std::memcpy(dst, from, size_t(bytes));
+#if AETHER_HAS_CUDA
+  cuda::copy_bytes(Device::cpu(), dst, n.buffer->device(), from, size_t(bytes));  // D2H, waits
+#else
+  throw Error(detail::cat("copy_to: ", str(), " is not in host memory"));
+#endif
 }
 
 template <typename T>
@@ -199,7 +208,25 @@ void Tensor::assign(const Tensor& value) {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-  throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": no such backend in this build"));
+#if AETHER_HAS_CUDA
+  // Realize where the value is, make it dense there, then one H2D / D2H / D2D copy of its bytes. The
+  // result is a new leaf (no history), like detach().
+  try {
+    Tensor src = detach().realize();
+    if (!src.node()->view.is_contiguous()) src = prim::unary(Op::Copy, src).realize();
+    const Node& n = *src.node();
+    auto buf = std::make_shared<Buffer>(device, dtype(), numel(), /*zero_fill=*/false);
+    const size_t bytes = size_t(numel() * dtype_size(dtype()));
+    if (bytes > 0)
+      cuda::copy_bytes(device, buf->data(), n.buffer->device(),
+                       static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype()), bytes);
+    return Tensor(make_load(std::move(buf), View::contiguous(shape())));
+  } catch (const Error& e) {
+    throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", e.what()));
+  }
+#else
+  throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": built without CUDA"));
+#endif
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

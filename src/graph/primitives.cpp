@@ -45,18 +45,46 @@ Shape conv_out_shape(const char* op, const Shape& x, const Shape& w, const Conv2
                " with this padding and dilation");
   return {x[0], oh, ow, w[0]};
 }
+
+// A lazy value without data (built only from Const and Rand sources, like the scalar constants and
+// dropout masks composite ops make on the CPU by default) belongs to no device yet.
+bool device_free(const Node& n, int depth = 0) {
+  if (n.realized() || depth > 64) return false;
+  if (n.op == Op::Const || n.op == Op::Rand) return true;
+  if (n.srcs.empty()) return false;
+  for (const NodePtr& s : n.srcs)
+    if (!device_free(*s, depth + 1)) return false;
+  return true;
+}
+NodePtr rebuild_on(const NodePtr& n, Device device) {
+  if (n->device == device) return n;
+  std::vector<NodePtr> srcs;
+  for (const NodePtr& s : n->srcs) srcs.push_back(rebuild_on(s, device));
+  return make_node(n->op, n->dtype, n->shape, device, std::move(srcs), n->arg);
+}
 }  // namespace
 
 Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Shape shape) {
   std::vector<NodePtr> ns;
   ns.reserve(srcs.size());
-  Device device = Device::cpu();
+  // The inputs' device: the first one's that holds (or derives from) data; device-free inputs
+  // without autograd history are rebuilt there. Anything else on another device is an error.
+  Device device = srcs.empty() ? Device::cpu() : srcs[0].device();
+  for (const auto& t : srcs)
+    if (!device_free(*t.node())) {
+      device = t.device();
+      break;
+    }
   for (size_t i = 0; i < srcs.size(); ++i) {
-    ns.push_back(srcs[i].node());
-    if (i == 0) device = srcs[i].device();
-    AETHER_CHECK(srcs[i].device() == device, op_name(op), "all inputs must be on one device, got ",
-                 device.str(), " and ", srcs[i].device().str());
+    NodePtr n = srcs[i].node();
+    if (n->device != device && !srcs[i].requires_grad() && device_free(*n)) n = rebuild_on(n, device);
+    AETHER_CHECK(n->device == device, op_name(op), "all inputs must be on one device: input 0 (",
+                 to_string(srcs[0].shape()), ") is on ", srcs[0].device().str(), ", input ", i, " (",
+                 to_string(srcs[i].shape()), ") on ", srcs[i].device().str(),
+                 "; move tensors with Tensor::to(device) first");
+    ns.push_back(std::move(n));
   }
+  const std::vector<NodePtr> inputs = ns;
   Tensor out(make_node(op, dtype, shape, device, std::move(ns), std::move(arg)));
   if (!grad_enabled() || !is_differentiable(op)) return out;
   bool any = false;
@@ -67,7 +95,7 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
   fn->arg = out.node()->arg;
   fn->output_shape = shape;
   for (size_t i = 0; i < srcs.size(); ++i) {
-    fn->inputs.push_back(saves_input(op, int(i)) ? srcs[i].node() : nullptr);
+    fn->inputs.push_back(saves_input(op, int(i)) ? inputs[i] : nullptr);
     fn->input_shapes.push_back(srcs[i].shape());
     fn->input_dtypes.push_back(srcs[i].dtype());
     fn->next.push_back(srcs[i].requires_grad() ? srcs[i].impl() : nullptr);

@@ -139,6 +139,9 @@ Model& Model::configure(const ModelConfig& config) {
 
 Model& Model::to(Device device) {
   impl_->net->to(device);  // throws a clear error for a device this build lacks
+  if (impl_->opt)  // the optimizer's state (momentum, Adam moments) moves with the parameters
+    for (auto& [name, t] : impl_->opt->named_state())
+      if (t->device() != device) *t = t->to(device);
   impl_->device = device;
   return *this;
 }
@@ -164,7 +167,7 @@ Model& Model::finalize(const Shape& input_shape) {
     nn::EvalModeGuard eval_mode(*m.net);
     Shape s = input_shape;
     s.insert(s.begin(), 2);
-    const Tensor out = m.net->forward(Tensor::zeros(s));
+    const Tensor out = m.net->forward(Tensor::zeros(s, DType::float32, m.device));
     AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ", to_string(out.shape()));
   }
   m.input_shape = input_shape;
@@ -208,13 +211,14 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       if (!b) break;
       const double lr = schedule->lr(m.steps_done);
       m.opt->set_lr(lr);
-      Tensor x = b->images;
+      Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
+      const Tensor labels = b->labels.to(m.device);
       if (m.input_shape.size() == 1) x = x.flatten(1);
       const Tensor out = m.net->forward(x);
-      const Tensor loss = m.loss(out, b->labels);
+      const Tensor loss = m.loss(out, labels);
       loss.backward();
       if (m.config.clip_grad_norm > 0) optim::clip_grad_norm(m.opt->params(), m.config.clip_grad_norm);
-      const Tensor acc = accuracy(out.detach(), b->labels);
+      const Tensor acc = accuracy(out.detach(), labels);
       std::vector<Tensor> extra{loss, acc};
       for (auto& [name, t] : m.net->named_buffers()) extra.push_back(*t);
       m.opt->step(extra);  // parameters, optimizer state, buffers, loss and accuracy: one realize
@@ -264,12 +268,13 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
   EvalResult r;
   double loss_sum = 0, correct = 0, top5 = 0;
   while (auto b = loader.next()) {
-    Tensor x = b->images;
+    Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
+    const Tensor labels = b->labels.to(m.device);
     if (m.input_shape.size() == 1) x = x.flatten(1);
     const Tensor out = m.net->forward(x);
-    const Tensor loss = m.loss(out, b->labels), acc = accuracy(out, b->labels);
+    const Tensor loss = m.loss(out, labels), acc = accuracy(out, labels);
     const bool k5 = out.shape().back() >= 5;
-    const Tensor t5 = k5 ? top_k_accuracy(out, b->labels, 5) : acc;
+    const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
     realize({loss, acc, t5});
     loss_sum += loss.item<double>() * double(b->size);
     correct += acc.item<double>() * double(b->size);
@@ -288,7 +293,7 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
 Tensor Model::predict(const Tensor& images) {
   auto& m = *impl_;
   m.require_finalized("predict");
-  Tensor x = images.cast(DType::float32);
+  Tensor x = images.to(m.device).cast(DType::float32);
   if (m.input_shape.size() == 1 && x.ndim() > 2) x = x.flatten(1);
   m.check_input(x, "predict");
   nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors

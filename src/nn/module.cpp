@@ -64,9 +64,13 @@ void Module::to(Device device) {
   for (auto* group : {&params_, &buffers_})
     for (auto& [n, t] : *group) {
       if (t->device() == device) continue;
-      const bool rg = t->requires_grad();
-      *t = t->detach().to(device);
-      if (rg) t->set_requires_grad(true);
+      // Replace the value in place, keeping the tensor's identity: an optimizer holds handles to the
+      // same parameters and must see them move. An accumulated gradient moves along.
+      const Tensor moved = t->detach().to(device);
+      TensorImpl& impl = *t->impl();
+      if (impl.grad) impl.grad = Tensor(impl.grad->node).to(device).impl();
+      impl.node = moved.node();
+      impl.grad_fn.reset();
     }
   for (auto& [n, c] : children_) c->to(device);
 }

@@ -388,7 +388,7 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
   for (size_t i = 0; i < v.size(); ++i)
     AETHER_CHECK(v[i] >= 0 && v[i] < num_classes, "one_hot", "label ", v[i], " at flat index ", i,
                  " is out of range [0, ", num_classes, ") (labels ", labels.str(), ")");
-  return labels.cast(DType::int64).unsqueeze(-1).eq(Tensor::arange(num_classes)).cast(dtype);
+  return labels.cast(DType::int64).unsqueeze(-1).eq(Tensor::arange(num_classes).to(labels.device())).cast(dtype);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing) {

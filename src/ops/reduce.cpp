@@ -80,7 +80,7 @@ Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
   const Tensor m = max({d}, true);
   Shape ishape(size_t(ndim()), 1);
   ishape[d] = n;
-  const Tensor rev = (double(n) - Tensor::arange(n, DType::float64)).reshape(ishape);
+  const Tensor rev = (double(n) - Tensor::arange(n, DType::float64).to(device())).reshape(ishape);
   // NaN counts as the maximum (max propagates it), as in NumPy and PyTorch.
   const Tensor x = cast(is_float(dtype()) ? dtype() : DType::float64);
   const Tensor hit = where(x.ne(x), rev, where(x.eq(m.cast(x.dtype())), rev, 0.0));

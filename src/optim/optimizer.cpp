@@ -21,7 +21,7 @@ void Optimizer::set_lr(double lr) {
 Tensor& Optimizer::slot(size_t i, const std::string& name) {
   for (auto& [n, t] : state_[i])
     if (n == name) return t;
-  state_[i].emplace_back(name, Tensor::zeros(params_[i].shape(), params_[i].dtype()).realize().detach());
+  state_[i].emplace_back(name, Tensor::zeros(params_[i].shape(), params_[i].dtype(), params_[i].device()).realize().detach());
   return state_[i].back().second;
 }
 

@@ -1,0 +1,385 @@
+// The CUDA executor: realizes a graph whose nodes all live on one GPU.
+//
+// schedule() groups the graph into kernels (as for the fused CPU executor, backend/cpu/fused.cpp);
+// they run in the schedule's order on the device's one stream, each lowered just before it runs (so
+// every input is realized and its real view is known):
+//  * Elementwise / Reduce: lower -> render_cuda -> NVRTC (PTX for the device's compute_XY, cached
+//    in memory by source and on disk, ptx_cache.cpp) -> cudaLibraryLoadData -> cudaLaunchKernel per
+//    CudaPlan, with the plan's scratch from the caching allocator.
+//  * Library (Matmul, Conv2d*, MaxPool2d*, AvgPool2d*): cuBLAS / cuDNN / pooling (library.h) on
+//    dense inputs (a strided input is first copied dense by a generated Copy kernel).
+//  * ViewOnly: movement ops make a new View of the source's device buffer, as on the reference
+//    backend; a Reshape that cannot regroup the dims in place copies once with a generated kernel.
+//  * What lowering cannot express yet (16-bit floats, random numbers), and stray Const sources: the
+//    nodes are mirrored on the host (their realized inputs copied D2H), run on the reference backend,
+//    and the results copied H2D. Each such kernel counts in cuda_host_fallbacks() (Const sources of
+//    one element are not counted) and is reported at AETHER_DEBUG >= 1.
+// Nothing waits for the GPU here: launches and copies to the device are queued on the stream; only
+// reading a value on the host (Tensor::to(cpu), to_vector, item, a host fallback) synchronises.
+#if AETHER_HAS_CUDA
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "aether/backend/backend.h"
+#include "aether/backend/cuda.h"
+#include "aether/graph/primitives.h"
+#include "aether/schedule/schedule.h"
+#include "backend/cuda/bridge.h"
+#include "backend/cuda/library.h"
+#include "backend/cuda/ptx_cache.h"
+#include "backend/cuda/runtime.h"
+#include "codegen/lower.h"
+#include "codegen/render.h"
+
+namespace aether {
+
+Backend& reference_backend();  // backend/cpu/reference.cpp
+
+namespace cuda {
+namespace {
+
+int debug_level() {
+  static const int level = [] {
+    const char* e = std::getenv("AETHER_DEBUG");
+    return e && *e ? std::atoi(e) : 0;
+  }();
+  return level;
+}
+
+std::atomic<int64_t> g_fallbacks{0}, g_compiled{0}, g_disk_hits{0}, g_memory_hits{0}, g_launches{0},
+    g_library_calls{0};
+
+// ---- compiled modules -----------------------------------------------------------------------------
+struct Module {
+  cudaLibrary_t library = nullptr;
+  std::unordered_map<std::string, cudaKernel_t> entries;
+};
+
+// The module for `source` on `device`'s architecture: in memory, else PTX from the disk cache or NVRTC.
+const Module& module_for(int device, const std::string& source, const codegen::CudaPlan& plan) {
+  static std::mutex mu;
+  static auto* modules = new std::unordered_map<std::string, Module>;  // never unloaded
+  const std::string arch = cuda_arch(device);
+  const std::string key = arch + "\n" + source;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = modules->find(key); it != modules->end()) {
+    ++g_memory_hits;
+    return it->second;
+  }
+  bool from_disk = false;
+  const std::string ptx = ptx_for(source, arch, &from_disk);  // throws with NVRTC's log
+  ++(from_disk ? g_disk_hits : g_compiled);
+  set_device(device);
+  Module m;
+  AETHER_CUDA_CHECK(cudaLibraryLoadData(&m.library, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  for (const codegen::CudaLaunch& l : plan.launches) {
+    if (m.entries.count(l.entry)) continue;
+    cudaKernel_t k = nullptr;
+    AETHER_CUDA_CHECK(cudaLibraryGetKernel(&k, m.library, l.entry.c_str()));
+    m.entries.emplace(l.entry, k);
+  }
+  return modules->emplace(key, std::move(m)).first->second;
+}
+
+// ---- small helpers ----------------------------------------------------------------------------------
+void check_on(const Node& n, int device, const char* what) {
+  AETHER_CHECK(n.device.type == DeviceType::cuda && n.device.index == device, what, "node ", n.id, " (",
+               op_name(n.op), ", shape ", to_string(n.shape), ") is on ", n.device.str(), ", expected cuda:", device,
+               "; move tensors with Tensor::to(device) first");
+  if (n.realized())
+    AETHER_CHECK(n.buffer->device() == n.device, what, "node ", n.id, " claims ", n.device.str(),
+                 " but its buffer is on ", n.buffer->device().str());
+}
+
+size_t bytes_of(const Node& n) { return size_t(numel(n.shape)) * size_t(dtype_size(n.dtype)); }
+
+// The node's elements as a dense row-major device array; `keep` holds a copy when one was needed.
+const void* dense_ptr(const Node& src, Tensor* keep) {
+  if (src.view.is_contiguous())
+    return static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype);
+  *keep = prim::unary(Op::Copy, Tensor(make_load(src.buffer, src.view))).realize();  // a generated kernel
+  const Node& c = *keep->node();
+  return static_cast<const char*>(c.buffer->data()) + c.view.offset * dtype_size(c.dtype);
+}
+
+// ---- the host path (reference backend) ------------------------------------------------------------------
+// Computes `outs` on the host: every realized ancestor's buffer is copied D2H once, the unrealized
+// ones are mirrored as host nodes and run on the reference backend, and each result is copied H2D
+// into a fresh dense device buffer.
+void host_compute(const std::vector<NodePtr>& outs, int device, bool count, const std::string& why) {
+  if (count) {
+    ++g_fallbacks;
+    if (debug_level() >= 1)
+      std::fprintf(stderr, "aether cuda: host fallback for %zu node(s) (%s): %s\n", outs.size(),
+                   outs.empty() ? "" : op_name(outs.back()->op), why.c_str());
+  }
+  std::unordered_map<const Node*, NodePtr> mirror;
+  std::unordered_map<const Buffer*, BufferPtr> host_buf;
+  std::function<NodePtr(const NodePtr&)> host = [&](const NodePtr& n) -> NodePtr {
+    if (auto it = mirror.find(n.get()); it != mirror.end()) return it->second;
+    NodePtr h;
+    if (n->realized()) {
+      check_on(*n, device, "cuda");
+      BufferPtr& hb = host_buf[n->buffer.get()];
+      if (!hb) {
+        hb = std::make_shared<Buffer>(Device::cpu(), n->buffer->dtype(), n->buffer->numel(), false);
+        copy_d2h(device, hb->data(), n->buffer->data(), size_t(n->buffer->nbytes()));
+      }
+      h = make_load(hb, n->view);
+    } else {
+      AETHER_CHECK(n->op != Op::Load, "cuda", "Load node ", n->id, " has no buffer");
+      std::vector<NodePtr> srcs;
+      for (const NodePtr& s : n->srcs) srcs.push_back(host(s));
+      h = make_node(n->op, n->dtype, n->shape, Device::cpu(), std::move(srcs), n->arg);
+    }
+    mirror.emplace(n.get(), h);
+    return h;
+  };
+  std::vector<NodePtr> hosts;
+  for (const NodePtr& o : outs) hosts.push_back(host(o));
+  const std::vector<Node*> order = unrealized_in_order(hosts);
+  if (!order.empty()) reference_backend().execute(order);
+  for (size_t i = 0; i < outs.size(); ++i) {
+    NodePtr h = hosts[i];
+    if (!h->view.is_contiguous()) {
+      h = make_node(Op::Copy, h->dtype, h->shape, Device::cpu(), {h});
+      reference_backend().execute({h.get()});
+    }
+    auto buf = std::make_shared<Buffer>(outs[i]->device, outs[i]->dtype, numel(outs[i]->shape), false);
+    copy_h2d(device, buf->data(), static_cast<const char*>(h->buffer->data()) + h->view.offset * dtype_size(h->dtype),
+             bytes_of(*outs[i]));
+    outs[i]->set_value(std::move(buf), View::contiguous(outs[i]->shape));
+  }
+}
+
+// ---- library ops ------------------------------------------------------------------------------------------
+cpu::ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
+  return {x[0], x[1], x[2], x[3], w[0], w[1], w[2], y[1], y[2], arg};
+}
+cpu::PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
+  return {x[0], x[1], x[2], x[3], y[1], y[2], arg};
+}
+
+void library(Node& n, int device) {
+  for (const NodePtr& s : n.srcs) check_on(*s, device, op_name(n.op));
+  // An empty input (e.g. K == 0) gives zeros (the empty sums), without a library call.
+  bool empty = numel(n.shape) == 0;
+  for (const NodePtr& s : n.srcs) empty = empty || numel(s->shape) == 0;
+  auto out = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/empty);
+  if (empty) return n.set_value(std::move(out), View::contiguous(n.shape));
+  const cudaStream_t st = stream(device);
+  const DType t = n.dtype;
+  Tensor k0, k1;
+  const void* a = dense_ptr(*n.srcs[0], &k0);
+  const void* b = n.srcs.size() > 1 ? dense_ptr(*n.srcs[1], &k1) : nullptr;
+  void* y = out->data();
+  switch (n.op) {
+    case Op::Matmul: {  // a (B,M,K), b (B,K,N) -> (B,M,N)
+      const Shape &sa = n.srcs[0]->shape, &sb = n.srcs[1]->shape;
+      matmul(st, t, a, b, y, sa[0], sa[1], sa[2], sb[2]);
+      break;
+    }
+    case Op::Conv2d:  // x, w
+      conv2d_fwd(st, t, a, b, y, conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg)));
+      break;
+    case Op::Conv2dBwdData:  // dy, w; node shape = x shape
+      conv2d_bwd_data(st, t, a, b, y,
+                      conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg)));
+      break;
+    case Op::Conv2dBwdWeight:  // x, dy; node shape = w shape
+      conv2d_bwd_weight(st, t, a, b, y,
+                        conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg)));
+      break;
+    case Op::MaxPool2d:
+      maxpool2d_fwd(st, t, a, y, pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg)));
+      break;
+    case Op::MaxPool2dBwd:  // x, dy
+      maxpool2d_bwd(st, t, a, b, y, pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg)));
+      break;
+    case Op::AvgPool2d:
+      avgpool2d_fwd(st, t, a, y, pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg)));
+      break;
+    case Op::AvgPool2dBwd:  // dy; node shape = x shape
+      avgpool2d_bwd(st, t, a, y, pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg)));
+      break;
+    default: throw Error(detail::cat("cuda: ", op_name(n.op), " is not a library op"));
+  }
+  ++g_library_calls;
+  n.set_value(std::move(out), View::contiguous(n.shape));
+}
+
+bool is_library(Op op) {
+  return op == Op::Matmul || op == Op::Conv2d || op == Op::Conv2dBwdData || op == Op::Conv2dBwdWeight ||
+         op == Op::MaxPool2d || op == Op::MaxPool2dBwd || op == Op::AvgPool2d || op == Op::AvgPool2dBwd;
+}
+bool is_movement(Op op) {
+  return op == Op::Reshape || op == Op::Permute || op == Op::Expand || op == Op::Slice || op == Op::Pad ||
+         op == Op::Flip;
+}
+
+// A movement op over a realized device value: a new view of its buffer (like the reference backend).
+void movement(Node& n) {
+  const Node& src = *n.srcs[0];
+  const View& v = src.view;
+  switch (n.op) {
+    case Op::Reshape:
+      if (auto nv = v.reshape(n.shape)) return n.set_value(src.buffer, *nv);
+      {  // the dims cannot be regrouped in place: copy once (a generated kernel), then view
+        const Tensor c = prim::unary(Op::Copy, Tensor(make_load(src.buffer, v))).realize();
+        return n.set_value(c.node()->buffer, View::contiguous(n.shape));
+      }
+    case Op::Permute: return n.set_value(src.buffer, v.permute(std::get<Axes>(n.arg)));
+    case Op::Expand: return n.set_value(src.buffer, v.expand(n.shape));
+    case Op::Slice: {
+      const auto& s = std::get<SliceArg>(n.arg);
+      return n.set_value(src.buffer, v.slice(s.start, s.stop, s.step));
+    }
+    case Op::Pad: {
+      const auto& p = std::get<PadArg>(n.arg);
+      return n.set_value(src.buffer, v.pad(p.before, p.after));
+    }
+    case Op::Flip: return n.set_value(src.buffer, v.flip(std::get<Axes>(n.arg)));
+    default: throw Error(detail::cat("cuda: ", op_name(n.op), " is not a movement op"));
+  }
+}
+
+NodePtr alias(Node* n) { return NodePtr(NodePtr(), n); }  // non-owning: the caller keeps n alive
+
+// One node whose sources are realized, outside a generated kernel.
+void realize_node(Node& n, int device) {
+  if (n.realized()) return;
+  check_on(n, device, "cuda");
+  if (is_movement(n.op) && n.srcs[0]->realized()) return movement(n);
+  if (is_library(n.op)) return library(n, device);
+  if (n.op == Op::Const) return host_compute({alias(&n)}, device, false, "");
+  host_compute({alias(&n)}, device, true, detail::cat(op_name(n.op), " outside a generated kernel"));
+}
+void realize_in_order(const std::vector<NodePtr>& nodes, int device) {
+  for (Node* n : unrealized_in_order(nodes)) realize_node(*n, device);
+}
+
+// ---- generated kernels ----------------------------------------------------------------------------------
+void run_generated(const Kernel& k, int device) {
+  std::string why;
+  auto leaf = [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; };
+  auto lowered = codegen::lower(k, leaf, &why);
+  std::string source;
+  codegen::CudaPlan plan;
+  if (lowered) {
+    try {
+      source = codegen::render_cuda(lowered->kernel, &plan);
+    } catch (const Error& e) {  // a renderer gap: run on the host, say why
+      why = e.what();
+      lowered.reset();
+    }
+  }
+  const std::vector<NodePtr>& targets = k.outputs.empty() ? k.nodes : k.outputs;
+  if (!lowered) return host_compute(targets, device, true, why);
+  if (debug_level() >= 3) std::fprintf(stderr, "%s\n", source.c_str());
+  const Module& m = module_for(device, source, plan);
+  const codegen::Lowered& L = *lowered;
+  const ir::Kernel& K = L.kernel;
+
+  std::vector<BufferPtr> outs;
+  for (const NodePtr& o : L.outputs) {
+    check_on(*o, device, "cuda");
+    outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
+  }
+  // Arguments by value in ir::Kernel::bufs order (outputs and inputs as lowering numbered them),
+  // then fparams, iparams and the scratch pointer.
+  std::vector<void*> ptrs(K.bufs.size(), nullptr);
+  size_t next_out = 0, next_in = 0;
+  for (size_t b = 0; b < K.bufs.size(); ++b) {
+    if (K.bufs[b].output) {
+      ptrs[b] = outs.at(next_out++)->data();
+    } else {
+      const Node& in = *L.inputs.at(next_in++);
+      check_on(in, device, "cuda");
+      ptrs[b] = in.buffer->data();
+    }
+  }
+  void* scratch = plan.scratch_bytes > 0 ? device_alloc(device, size_t(plan.scratch_bytes)) : nullptr;
+  std::vector<void*> args;
+  for (void*& p : ptrs) args.push_back(&p);
+  std::vector<double> fp(K.fparams.begin(), K.fparams.end());
+  std::vector<unsigned long long> ip(K.iparams.begin(), K.iparams.end());
+  for (double& f : fp) args.push_back(&f);
+  for (unsigned long long& i : ip) args.push_back(&i);
+  args.push_back(&scratch);
+  const cudaStream_t st = stream(device);
+  try {
+    for (const codegen::CudaLaunch& l : plan.launches) {
+      const void* fn = reinterpret_cast<const void*>(m.entries.at(l.entry));
+      AETHER_CUDA_CHECK(cudaLaunchKernel(fn, dim3(unsigned(l.grid)), dim3(unsigned(l.block)), args.data(), 0, st));
+      ++g_launches;
+    }
+  } catch (...) {
+    device_free(device, scratch);
+    throw;
+  }
+  device_free(device, scratch);  // stream-ordered: later work that reuses it runs after these launches
+  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+}
+
+class CudaBackend final : public Backend {
+ public:
+  const char* name() const override { return "cuda"; }
+  Device device() const override { return Device::cuda(0); }
+  void execute(const std::vector<Node*>& nodes) override {
+    std::vector<NodePtr> targets;
+    for (Node* n : nodes) targets.push_back(alias(n));
+    cuda::execute(targets);
+  }
+};
+
+}  // namespace
+
+void execute(const std::vector<NodePtr>& targets) {
+  if (targets.empty()) return;
+  const int device = targets.front()->device.index;
+  set_device(device);
+  const Schedule s = schedule(targets);
+  const int debug = debug_level();
+  if (debug >= 2) std::fprintf(stderr, "aether cuda schedule: %s\n", s.to_json().dump().c_str());
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const Kernel& k = s.kernels[i];
+    const auto t0 = std::chrono::steady_clock::now();
+    switch (k.kind) {
+      case KernelKind::Elementwise:
+      case KernelKind::Reduce: run_generated(k, device); break;
+      case KernelKind::Library:
+      case KernelKind::ViewOnly: realize_in_order(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes
+                                                                                                         : k.outputs,
+                                                  device);
+        break;
+    }
+    if (debug >= 1) {
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "aether cuda kernel %3zu %-10s %-24s %9.3f ms (host, launch only)\n", i,
+                   kernel_kind_name(k.kind), op_name(k.nodes.empty() ? Op::Load : k.nodes.back()->op), ms);
+    }
+  }
+  // Targets that are views of stored values (or realized by no kernel) are made real here.
+  realize_in_order(targets, device);
+}
+
+Backend& backend() {
+  static CudaBackend b;
+  return b;
+}
+
+}  // namespace cuda
+
+int64_t cuda_host_fallbacks() { return cuda::g_fallbacks.load(); }
+CudaCodegenStats cuda_codegen_stats() {
+  return {cuda::g_compiled.load(), cuda::g_disk_hits.load(), cuda::g_memory_hits.load(), cuda::g_launches.load(),
+          cuda::g_library_calls.load()};
+}
+
+}  // namespace aether
+#endif  // AETHER_HAS_CUDA
