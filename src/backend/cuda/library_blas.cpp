@@ -14,6 +14,7 @@
 
 #include "backend/cuda/library.h"
 #include "library_common.h"
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether::cuda {
 namespace {
@@ -62,12 +63,12 @@ using Key = std::tuple<int, int, int64_t, int64_t, int64_t, int64_t, uint32_t, u
 cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
                               int64_t stride, const std::string& ctx) {
   cublasLtMatrixLayout_t l = nullptr;
-  AETHER_LIB_CHECK(cublasLtMatrixLayoutCreate(&l, t, uint64_t(rows), uint64_t(cols), ld), ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatrixLayoutCreate)(&l, t, uint64_t(rows), uint64_t(cols), ld), ctx);
   const int32_t count = int32_t(batch);
   AETHER_LIB_CHECK(
-      cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), ctx);
+      AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), ctx);
   AETHER_LIB_CHECK(
-      cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+      AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
       ctx);
   return l;
 }
@@ -75,19 +76,19 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows, int64_t cols, int6
 Plan make_plan(cublasLtHandle_t lt, const Types& t, int64_t B, int64_t M, int64_t K, int64_t N,
                uint32_t align_a, uint32_t align_b, uint32_t align_c, const std::string& ctx) {
   Plan p;
-  AETHER_LIB_CHECK(cublasLtMatmulDescCreate(&p.desc, t.compute, t.scale), ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescCreate)(&p.desc, t.compute, t.scale), ctx);
   const cublasOperation_t no = CUBLAS_OP_N;
-  AETHER_LIB_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof no), ctx);
-  AETHER_LIB_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof no), ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), ctx);
   p.a = layout(t.data, N, K, N, B, K * N, ctx);  // b (K,N) row-major = (N,K) column-major
   p.b = layout(t.data, K, M, K, B, M * K, ctx);  // a (M,K) row-major = (K,M) column-major
   p.c = layout(t.data, N, M, N, B, M * N, ctx);  // c (M,N) row-major = (N,M) column-major
   cublasLtMatmulPreference_t pref = nullptr;
-  AETHER_LIB_CHECK(cublasLtMatmulPreferenceCreate(&pref), ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulPreferenceCreate)(&pref), ctx);
   auto set_pref = [&](cublasLtMatmulPreferenceAttributes_t attr, const void* v, size_t n) {
-    const cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, attr, v, n);
+    const cublasStatus_t s = AE_LAZY(cublasLtMatmulPreferenceSetAttribute)(pref, attr, v, n);
     if (!lib::ok(s)) {
-      cublasLtMatmulPreferenceDestroy(pref);
+      AE_LAZY(cublasLtMatmulPreferenceDestroy)(pref);
       lib::fail(s, "cublasLtMatmulPreferenceSetAttribute", ctx);
     }
   };
@@ -100,8 +101,8 @@ Plan make_plan(cublasLtHandle_t lt, const Types& t, int64_t B, int64_t M, int64_
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
-  cublasLtMatmulPreferenceDestroy(pref);
+      AE_LAZY(cublasLtMatmulAlgoGetHeuristic)(lt, p.desc, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+  AE_LAZY(cublasLtMatmulPreferenceDestroy)(pref);
   if (!lib::ok(s)) lib::fail(s, "cublasLtMatmulAlgoGetHeuristic", ctx);
   if (found < 1 || !lib::ok(result.state))
     throw Error(ctx + ": cublasLtMatmulAlgoGetHeuristic found no algorithm");
@@ -146,7 +147,7 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
   const bool f64 = dtype == DType::float64;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  AETHER_LIB_CHECK(cublasLtMatmul(h.lt, p.desc, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &p.algo, ws,
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmul)(h.lt, p.desc, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &p.algo, ws,
                                   p.workspace, stream),
                    ctx());
 }

@@ -10,22 +10,36 @@
 
 #include "codegen/nvrtc_compile.h"
 #include "library_common.h"
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether::cuda::lib {
 
 // ---- status errors ------------------------------------------------------------------------------
+namespace {
+// The call as written, without the lazy-loading wrapper: "AE_LAZY(cudnnCreate)(&h)" -> "cudnnCreate(&h)".
+std::string plain(const char* call) {
+  std::string s = call;
+  for (size_t at; (at = s.find("AE_LAZY(")) != std::string::npos;) {
+    const size_t close = s.find(')', at);
+    if (close == std::string::npos) break;
+    s = s.substr(0, at) + s.substr(at + 8, close - at - 8) + s.substr(close + 1);
+  }
+  return s;
+}
+}  // namespace
+
 void fail(cudaError_t s, const char* call, const std::string& ctx) {
   cudaGetLastError();  // clear a non-sticky error so that the next call does not report it again
   throw Error(detail::cat(ctx, ": ", call, " failed: ", cudaGetErrorName(s), " (", cudaGetErrorString(s), ")"));
 }
 void fail(cublasStatus_t s, const char* call, const std::string& ctx) {
-  throw Error(detail::cat(ctx, ": ", call, " failed: ", cublasLtGetStatusName(s), " (",
-                          cublasLtGetStatusString(s), ")"));
+  throw Error(detail::cat(ctx, ": ", plain(call), " failed: ", AE_LAZY(cublasLtGetStatusName)(s), " (",
+                          AE_LAZY(cublasLtGetStatusString)(s), ")"));
 }
 void fail(cudnnStatus_t s, const char* call, const std::string& ctx) {
   char last[512] = {0};
-  cudnnGetLastErrorString(last, sizeof last);
-  throw Error(detail::cat(ctx, ": ", call, " failed: ", cudnnGetErrorString(s),
+  AE_LAZY(cudnnGetLastErrorString)(last, sizeof last);
+  throw Error(detail::cat(ctx, ": ", plain(call), " failed: ", AE_LAZY(cudnnGetErrorString)(s),
                           last[0] != '\0' ? std::string(" (") + last + ")" : std::string()));
 }
 
@@ -62,8 +76,8 @@ Handles& handles(int device) {
     AETHER_LIB_CHECK(cudaGetDevice(&prev), ctx);
     AETHER_LIB_CHECK(cudaSetDevice(device), ctx);
     try {
-      AETHER_LIB_CHECK(cudnnCreate(&fresh->cudnn), ctx);
-      AETHER_LIB_CHECK(cublasLtCreate(&fresh->lt), ctx);
+      AETHER_LIB_CHECK(AE_LAZY(cudnnCreate)(&fresh->cudnn), ctx);
+      AETHER_LIB_CHECK(AE_LAZY(cublasLtCreate)(&fresh->lt), ctx);
     } catch (...) {
       cudaSetDevice(prev);
       throw;

@@ -26,6 +26,7 @@
 
 #include "backend/cuda/library.h"
 #include "library_common.h"
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether::cuda {
 namespace {
@@ -88,8 +89,8 @@ struct Unsupported {
 void need(cudnnStatus_t s, const char* call) {
   if (s == CUDNN_STATUS_SUCCESS) return;
   char last[512] = {0};
-  cudnnGetLastErrorString(last, sizeof last);
-  throw Unsupported{detail::cat(call, ": ", cudnnGetErrorString(s), last[0] ? std::string(" (") + last + ")" : "")};
+  AE_LAZY(cudnnGetLastErrorString)(last, sizeof last);
+  throw Unsupported{detail::cat(call, ": ", AE_LAZY(cudnnGetErrorString)(s), last[0] ? std::string(" (") + last + ")" : "")};
 }
 
 // The heuristics' fastest algorithm with a usable status, math type and workspace.
@@ -101,7 +102,7 @@ bool choose(const Perf* perf, int n, bool fp32, Plan* p) {
     if (fp32 && (r.mathType == CUDNN_TENSOR_OP_MATH || r.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
       continue;  // TF32: not full float32
     p->algo = int(r.algo);
-    need(cudnnSetConvolutionMathType(p->conv, r.mathType), "cudnnSetConvolutionMathType");
+    need(AE_LAZY(cudnnSetConvolutionMathType)(p->conv, r.mathType), "cudnnSetConvolutionMathType");
     return true;
   }
   return false;
@@ -129,26 +130,26 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
   }
   const int64_t H = p->padded ? p->pad.HP : g.H, W = p->padded ? p->pad.WP : g.W;
   const int64_t ph = p->padded ? 0 : a.pad_top, pw = p->padded ? 0 : a.pad_left;
-  need(cudnnCreateTensorDescriptor(&p->x), "cudnnCreateTensorDescriptor");
-  need(cudnnCreateTensorDescriptor(&p->y), "cudnnCreateTensorDescriptor");
-  need(cudnnCreateFilterDescriptor(&p->w), "cudnnCreateFilterDescriptor");
-  need(cudnnCreateConvolutionDescriptor(&p->conv), "cudnnCreateConvolutionDescriptor");
-  need(cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.C), to_int(H), to_int(W)),
-       "cudnnSetTensor4dDescriptor(x)");
-  need(cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.O), to_int(g.OH),
+  need(AE_LAZY(cudnnCreateTensorDescriptor)(&p->x), "cudnnCreateTensorDescriptor");
+  need(AE_LAZY(cudnnCreateTensorDescriptor)(&p->y), "cudnnCreateTensorDescriptor");
+  need(AE_LAZY(cudnnCreateFilterDescriptor)(&p->w), "cudnnCreateFilterDescriptor");
+  need(AE_LAZY(cudnnCreateConvolutionDescriptor)(&p->conv), "cudnnCreateConvolutionDescriptor");
+  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->x, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.C), to_int(H), to_int(W)),
+       "AE_LAZY(cudnnSetTensor4dDescriptor)(x)");
+  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->y, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.O), to_int(g.OH),
                                   to_int(g.OW)),
-       "cudnnSetTensor4dDescriptor(y)");
-  need(cudnnSetFilter4dDescriptor(p->w, p->dt, CUDNN_TENSOR_NHWC, to_int(g.O), to_int(g.C / a.groups),
+       "AE_LAZY(cudnnSetTensor4dDescriptor)(y)");
+  need(AE_LAZY(cudnnSetFilter4dDescriptor)(p->w, p->dt, CUDNN_TENSOR_NHWC, to_int(g.O), to_int(g.C / a.groups),
                                   to_int(g.KH), to_int(g.KW)),
        "cudnnSetFilter4dDescriptor");
-  need(cudnnSetConvolution2dDescriptor(p->conv, to_int(ph), to_int(pw), to_int(a.stride_h), to_int(a.stride_w),
+  need(AE_LAZY(cudnnSetConvolution2dDescriptor)(p->conv, to_int(ph), to_int(pw), to_int(a.stride_h), to_int(a.stride_w),
                                        to_int(a.dil_h), to_int(a.dil_w), CUDNN_CROSS_CORRELATION, compute),
        "cudnnSetConvolution2dDescriptor");
-  need(cudnnSetConvolutionGroupCount(p->conv, to_int(a.groups)), "cudnnSetConvolutionGroupCount");
-  need(cudnnSetConvolutionMathType(p->conv, math), "cudnnSetConvolutionMathType");
+  need(AE_LAZY(cudnnSetConvolutionGroupCount)(p->conv, to_int(a.groups)), "cudnnSetConvolutionGroupCount");
+  need(AE_LAZY(cudnnSetConvolutionMathType)(p->conv, math), "cudnnSetConvolutionMathType");
   // cuDNN's output shape must be ours.
   int on = 0, oc = 0, oh = 0, ow = 0;
-  need(cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &on, &oc, &oh, &ow),
+  need(AE_LAZY(cudnnGetConvolution2dForwardOutputDim)(p->conv, p->x, p->w, &on, &oc, &oh, &ow),
        "cudnnGetConvolution2dForwardOutputDim");
   if (on != g.N || oc != g.O || oh != g.OH || ow != g.OW)
     throw Unsupported{detail::cat("cuDNN's output shape (", on, ",", oc, ",", oh, ",", ow, ") is not (N,O,OH,OW)")};
@@ -159,11 +160,11 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
     case Pass::fwd: {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
       int n = 0;
-      need(cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, int(perf.size()), &n, perf.data()),
+      need(AE_LAZY(cudnnGetConvolutionForwardAlgorithm_v7)(h, p->x, p->w, p->conv, p->y, int(perf.size()), &n, perf.data()),
            "cudnnGetConvolutionForwardAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, cudnnConvolutionFwdAlgo_t(p->algo),
+        need(AE_LAZY(cudnnGetConvolutionForwardWorkspaceSize)(h, p->x, p->w, p->conv, p->y, cudnnConvolutionFwdAlgo_t(p->algo),
                                                      &ws),
              "cudnnGetConvolutionForwardWorkspaceSize");
       break;
@@ -171,12 +172,12 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
     case Pass::bwd_data: {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
       int n = 0;
-      need(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, int(perf.size()), &n,
+      need(AE_LAZY(cudnnGetConvolutionBackwardDataAlgorithm_v7)(h, p->w, p->y, p->conv, p->x, int(perf.size()), &n,
                                                        perf.data()),
            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x,
+        need(AE_LAZY(cudnnGetConvolutionBackwardDataWorkspaceSize)(h, p->w, p->y, p->conv, p->x,
                                                           cudnnConvolutionBwdDataAlgo_t(p->algo), &ws),
              "cudnnGetConvolutionBackwardDataWorkspaceSize");
       break;
@@ -184,12 +185,12 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
     case Pass::bwd_weight: {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
       int n = 0;
-      need(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w, int(perf.size()), &n,
+      need(AE_LAZY(cudnnGetConvolutionBackwardFilterAlgorithm_v7)(h, p->x, p->y, p->conv, p->w, int(perf.size()), &n,
                                                          perf.data()),
            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w,
+        need(AE_LAZY(cudnnGetConvolutionBackwardFilterWorkspaceSize)(h, p->x, p->y, p->conv, p->w,
                                                             cudnnConvolutionBwdFilterAlgo_t(p->algo), &ws),
              "cudnnGetConvolutionBackwardFilterWorkspaceSize");
       break;
@@ -201,10 +202,10 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
 }
 
 void destroy_descriptors(Plan* p) {
-  if (p->x) cudnnDestroyTensorDescriptor(p->x);
-  if (p->y) cudnnDestroyTensorDescriptor(p->y);
-  if (p->w) cudnnDestroyFilterDescriptor(p->w);
-  if (p->conv) cudnnDestroyConvolutionDescriptor(p->conv);
+  if (p->x) AE_LAZY(cudnnDestroyTensorDescriptor)(p->x);
+  if (p->y) AE_LAZY(cudnnDestroyTensorDescriptor)(p->y);
+  if (p->w) AE_LAZY(cudnnDestroyFilterDescriptor)(p->w);
+  if (p->conv) AE_LAZY(cudnnDestroyConvolutionDescriptor)(p->conv);
   p->x = p->y = nullptr;
   p->w = nullptr;
   p->conv = nullptr;
@@ -334,31 +335,31 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
     lib::launch(lib::kernel(dtype, lib::Kern::pad, pass_name(pass)), p.pad.N * p.pad.HP * p.pad.WP * p.pad.C, args,
                 stream, what());
   }
-  AETHER_LIB_CHECK(cudnnSetStream(h.cudnn, stream), what());
+  AETHER_LIB_CHECK(AE_LAZY(cudnnSetStream)(h.cudnn, stream), what());
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
   const char* call = "";
   switch (pass) {
     case Pass::fwd:
       call = "cudnnConvolutionForward";
-      s = cudnnConvolutionForward(h.cudnn, one, p.x, p.padded ? padded : in0, p.w, in1, p.conv,
+      s = AE_LAZY(cudnnConvolutionForward)(h.cudnn, one, p.x, p.padded ? padded : in0, p.w, in1, p.conv,
                                   cudnnConvolutionFwdAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.y, out);
       break;
     case Pass::bwd_data:
       call = "cudnnConvolutionBackwardData";
-      s = cudnnConvolutionBackwardData(h.cudnn, one, p.w, in1, p.y, in0, p.conv,
+      s = AE_LAZY(cudnnConvolutionBackwardData)(h.cudnn, one, p.w, in1, p.y, in0, p.conv,
                                        cudnnConvolutionBwdDataAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.x,
                                        p.padded ? padded : out);
       break;
     case Pass::bwd_weight:
       call = "cudnnConvolutionBackwardFilter";
-      s = cudnnConvolutionBackwardFilter(h.cudnn, one, p.x, p.padded ? padded : in0, p.y, in1, p.conv,
+      s = AE_LAZY(cudnnConvolutionBackwardFilter)(h.cudnn, one, p.x, p.padded ? padded : in0, p.y, in1, p.conv,
                                          cudnnConvolutionBwdFilterAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.w, out);
       break;
   }
   if (is_not_supported(s)) {  // rejected at run time: the direct kernel from now on
     char last[512] = {0};
-    cudnnGetLastErrorString(last, sizeof last);
-    fall_back(&p, what(), detail::cat(call, ": ", cudnnGetErrorString(s), " ", last));
+    AE_LAZY(cudnnGetLastErrorString)(last, sizeof last);
+    fall_back(&p, what(), detail::cat(call, ": ", AE_LAZY(cudnnGetErrorString)(s), " ", last));
     return run_direct(stream, pass, dtype, in0, in1, out, g, what());
   }
   if (!lib::ok(s)) lib::fail(s, call, what());

@@ -18,6 +18,7 @@
 #include "aether/core/error.h"
 #include "codegen/disk_cache.h"
 #include "codegen/nvrtc_compile.h"
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether::cuda {
 namespace {
@@ -33,7 +34,7 @@ const std::string& cache_dir() {
 std::string ptx_for(const std::string& source, const std::string& arch, bool* from_disk) {
   *from_disk = false;
   int major = 0, minor = 0;
-  nvrtcVersion(&major, &minor);
+  AE_LAZY(nvrtcVersion)(&major, &minor);
   // The options are nvrtc_compile's (codegen/nvrtc_compile.cpp): keep this line in step with them.
   const std::string key = detail::cat("aether-ptx-cache-v1\nnvrtc ", major, ".", minor, "\n", arch,
                                       " --std=c++17 --fmad=false\n", source);

@@ -13,6 +13,7 @@
 
 #include "aether/backend/cuda.h"
 #include "backend/cuda/bridge.h"
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether {
 namespace cuda {
@@ -222,9 +223,9 @@ std::string pick_arch(int device, const cudaDeviceProp& p) {
   const int cc = p.major * 10 + p.minor;
   int n = 0;
   std::vector<int> archs;
-  if (nvrtcGetNumSupportedArchs(&n) == NVRTC_SUCCESS && n > 0) {
+  if (AE_LAZY(nvrtcGetNumSupportedArchs)(&n) == NVRTC_SUCCESS && n > 0) {
     archs.resize(size_t(n));
-    if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) archs.clear();
+    if (AE_LAZY(nvrtcGetSupportedArchs)(archs.data()) != NVRTC_SUCCESS) archs.clear();
   }
   if (archs.empty()) return detail::cat("compute_", cc);
   std::sort(archs.begin(), archs.end());
