@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "aether/backend/cuda.h"
 #include "aether/core/random.h"
 #include "aether/io/checkpoint.h"
 #include "aether/ops/nn.h"
@@ -200,6 +201,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
   History history;
+  // AETHER_CUDA_GRAPHS=1 on a GPU: each step's kernels (the one realize of opt->step) are captured
+  // into a CUDA graph and replayed (see cuda::GraphStep); the graph building before it, which may
+  // read values on the host (label checks), stays outside the capture.
+  std::unique_ptr<cuda::GraphStep> graph_step;
+  if (m.device.type == DeviceType::cuda && cuda::graphs_requested())
+    graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     loader.begin_epoch(epoch);
@@ -221,7 +228,9 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const Tensor acc = accuracy(out.detach(), labels);
       std::vector<Tensor> extra{loss, acc};
       for (auto& [name, t] : m.net->named_buffers()) extra.push_back(*t);
-      m.opt->step(extra);  // parameters, optimizer state, buffers, loss and accuracy: one realize
+      // Parameters, optimizer state, buffers, loss and accuracy: one realize.
+      if (graph_step) graph_step->run([&] { m.opt->step(extra); });
+      else m.opt->step(extra);
       m.opt->zero_grad();
       ++m.steps_done;
       ++batches;
@@ -254,6 +263,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     if (!o.checkpoint_path.empty()) save(o.checkpoint_path);
     if (o.on_epoch) o.on_epoch(st);
   }
+  if (graph_step && !graph_step->fallback_reason().empty())
+    std::fprintf(stderr, "aether: CUDA graphs were not used: %s\n", graph_step->fallback_reason().c_str());
   return history;
 }
 
