@@ -44,7 +44,7 @@ LibraryImpl g_library = env_flag("AETHER_ONEDNN", true) ? LibraryImpl::onednn : 
 namespace {
 bool g_profiling = env_flag("AETHER_PROFILE", false);
 struct OpStat {
-  double seconds = 0;
+  double seconds = 0, bytes = 0, flops = 0;
   int64_t calls = 0, elements = 0;
 };
 std::map<std::string, OpStat>& op_stats() {
@@ -55,28 +55,44 @@ std::map<std::string, OpStat>& op_stats() {
 
 void set_profiling(bool on) { g_profiling = on; }
 bool profiling_enabled() { return g_profiling; }
-void record_op_time(const char* op, double seconds, int64_t elements) {
+void record_op_time(const char* op, double seconds, int64_t elements, double bytes, double flops) {
   auto& s = op_stats()[op];
   s.seconds += seconds;
   s.calls += 1;
   s.elements += elements;
+  s.bytes += bytes;
+  s.flops += flops;
 }
-void reset_op_profile() { op_stats().clear(); }
-std::string op_profile_report() {
+
+std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
   std::vector<std::pair<std::string, OpStat>> v(op_stats().begin(), op_stats().end());
   std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double total = 0;
-  for (const auto& [n, s] : v) total += s.seconds;
-  std::ostringstream os;
-  os << "op                 calls    time(s)   share   Melem/s\n";
+  size_t width = 16;
   for (const auto& [n, s] : v) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%-16s %7lld %10.3f %6.1f%% %9.1f\n", n.c_str(), static_cast<long long>(s.calls),
-                  s.seconds, total > 0 ? 100 * s.seconds / total : 0, s.seconds > 0 ? double(s.elements) / s.seconds / 1e6 : 0);
+    total += s.seconds;
+    width = std::max(width, n.size());
+  }
+  const bool limits = copy_gb_per_s > 0 && fma_gflop_per_s > 0;
+  std::ostringstream os;
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%-*s %6s %10s %7s %8s %9s%s\n", int(width), "kernel / op", "calls", "time(ms)",
+                "share", "GB/s", "GFLOP/s", limits ? "  of limit" : "");
+  os << buf;
+  for (const auto& [n, s] : v) {
+    const double gbs = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0;
+    const double gfs = s.seconds > 0 ? s.flops / s.seconds / 1e9 : 0;
+    std::string limit;
+    if (limits && s.flops > 0) limit = detail::cat(int(100 * gfs / fma_gflop_per_s + 0.5), "% FMA");
+    else if (limits && s.bytes > 0) limit = detail::cat(int(100 * gbs / copy_gb_per_s + 0.5), "% copy");
+    std::snprintf(buf, sizeof buf, "%-*s %6lld %10.3f %6.1f%% %8.1f %9.1f  %s\n", int(width), n.c_str(),
+                  static_cast<long long>(s.calls), 1e3 * s.seconds, total > 0 ? 100 * s.seconds / total : 0, gbs, gfs,
+                  limit.c_str());
     os << buf;
   }
   return os.str();
 }
+void reset_op_profile() { op_stats().clear(); }
 
 void set_fusion(bool enabled) { g_fusion = enabled; }
 bool fusion_enabled() { return g_fusion; }

@@ -346,9 +346,13 @@ int run_step(const BenchArgs& a) {
     set_profiling(true);
     step();
     set_profiling(false);
-    breakdown = op_profile_report();
-    reset_op_profile();
     set_fusion(was);
+    // The limits each line is measured against: this machine's copy bandwidth and FMA peak, now.
+    const bench::StreamResult lim = bench::measure_stream(int64_t(64) << 20, 1, 5);
+    breakdown = bench::strf("machine limits now: copy %.1f GB/s, FMA %.1f GFLOP/s (as aether bench stream)\n",
+                            lim.copy_gb_per_s, lim.fma_gflop_per_s) +
+                op_profile_report(lim.copy_gb_per_s, lim.fma_gflop_per_s);
+    reset_op_profile();
   }
   const double images = double(a.batch);
   if (a.json) {

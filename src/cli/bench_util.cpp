@@ -283,7 +283,8 @@ StreamResult measure_stream(int64_t array_bytes, int warmup, int runs) {
   r.copy_gb_per_s = 2.0 * double(r.array_bytes) / (r.copy.median_ms * 1e-3) / 1e9;
 
   // FMA: double the iterations until the faster of two passes takes >= 10 ms (a shared machine can
-  // stall one pass), then scale them to about 50 ms per pass.
+  // stall one pass), then scale them to about 50 ms per pass. At least 2^20 iterations (~1e9 FMAs a
+  // thread): on a loaded machine a tiny pass can take 10 ms of thread-scheduling stalls alone.
   long long iters = 1 << 12;
   const float ab[2] = {0.9999999f, 1e-7f};
   float sums[256] = {};
@@ -292,7 +293,7 @@ StreamResult measure_stream(int64_t array_bytes, int warmup, int runs) {
   for (;;) {
     const double t =
         std::min(time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }), time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }));
-    if (t >= 10 || iters >= (1LL << 40)) {
+    if ((t >= 10 && iters >= (1LL << 20)) || iters >= (1LL << 40)) {
       iters = std::max<long long>(1, (long long)(double(iters) * 50.0 / std::max(t, 1e-3)));
       break;
     }

@@ -36,12 +36,15 @@ enum class LibraryImpl { onednn, naive };
 void set_library_impl(LibraryImpl impl);
 LibraryImpl library_impl();
 
-// Per-op time accounting (AETHER_PROFILE=1 or set_profiling(true)): every executed node adds its
-// wall time and output size to its op's line; op_profile_report() prints the table, sorted by time.
+// Per-op time accounting (AETHER_PROFILE=1 or set_profiling(true)): every executed kernel (a
+// generated kernel, or a node on the reference backend: library calls, views, fallbacks) adds its wall
+// time, output size, the bytes it read and wrote, and its FLOPs (matmul, conv) to its line.
+// op_profile_report() prints the table sorted by time: calls, ms, share, GB/s and GFLOP/s, and with
+// measured machine limits (copy GB/s, FMA GFLOP/s) the fraction of the limit that bounds each line.
 void set_profiling(bool on);
 bool profiling_enabled();
-void record_op_time(const char* op, double seconds, int64_t elements);
-std::string op_profile_report();
+void record_op_time(const char* op, double seconds, int64_t elements, double bytes = 0, double flops = 0);
+std::string op_profile_report(double copy_gb_per_s = 0, double fma_gflop_per_s = 0);
 void reset_op_profile();
 
 // The unrealized nodes the targets need, sources before their consumers.

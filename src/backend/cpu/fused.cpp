@@ -178,9 +178,14 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     const Kernel& k = s.kernels[i];
     const auto t0 = std::chrono::steady_clock::now();
     std::string name;
+    bool ran_generated = false;
+    double moved = 0;  // bytes the generated kernel read and wrote (its buffers, once each)
     if (k.generated() && plan[i].lowered && plan[i].compiled.fn) {
       name = plan[i].lowered->kernel.name;
+      if (profiling_enabled())
+        for (const ir::Buf& b : plan[i].lowered->kernel.bufs) moved += double(b.numel * int64_t(dtype_size(b.dtype)));
       run_generated(k, plan[i]);
+      ran_generated = plan[i].compiled.fn != nullptr;
     } else {
       if (k.generated()) codegen::note_fallback();
       name = k.generated() ? "reference" : op_name(k.nodes.back()->op);
@@ -191,8 +196,8 @@ void fused_execute(const std::vector<NodePtr>& targets) {
       if (debug >= 1)
         std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind), name.c_str(),
                      sec * 1e3);
-      if (profiling_enabled() && k.kind != KernelKind::ViewOnly)
-        record_op_time(name.c_str(), sec, numel(k.shape));
+      // Library calls, views and fallbacks ran on the reference backend, which records each node.
+      if (profiling_enabled() && ran_generated) record_op_time(name.c_str(), sec, numel(k.shape), moved, 0);
     }
     release_kernel(s.kernels[i], plan[i]);
     drop_inlined(live.release_after[i]);

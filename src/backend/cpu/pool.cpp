@@ -54,10 +54,10 @@ int64_t avg_divisor(const PoolGeom& g, int64_t oh, int64_t ow) {
 
 // The first maximum of every channel of window (oh, ow) of image n, all channels at once (the
 // channel loop is innermost and contiguous, so it vectorises): best[c] gets the value and pos[c]
-// the position ih * W + iw. Row-major scan; a later element wins only if strictly greater, and
+// the position ih * W + iw (int32: pooling checks H * W < 2^31). Row-major scan; a later element wins only if strictly greater, and
 // the first NaN wins and stays. pos[c] is -1 for an empty window (cannot happen: pad < kernel).
 template <typename T>
-void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow, Acc<T>* best, int64_t* pos) {
+void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow, Acc<T>* best, int32_t* pos) {
   using A = Acc<T>;
   const Window win = window(g, oh, ow);
   const int64_t C = g.C;
@@ -65,8 +65,9 @@ void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow
   for (int64_t ih = win.h0; ih < win.h1; ++ih)
     for (int64_t iw = win.w0; iw < win.w1; ++iw) {
       const T* px = X + ((n * g.H + ih) * g.W + iw) * C;  // (C)
-      const int64_t p = ih * g.W + iw;
+      const int32_t p = int32_t(ih * g.W + iw);
       if (first) {
+#pragma omp simd
         for (int64_t c = 0; c < C; ++c) {
           best[c] = A(px[c]);
           pos[c] = p;
@@ -74,6 +75,7 @@ void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow
         first = false;
         continue;
       }
+#pragma omp simd  // branch-free selects, one lane a channel (without the pragma GCC keeps the NaN branches)
       for (int64_t c = 0; c < C; ++c) {
         const A v = A(px[c]), b = best[c];
         const bool take = (v > b || v != v) && b == b;
@@ -91,6 +93,8 @@ void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow
 }  // namespace
 
 void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
+  AETHER_CHECK(g.H * g.W < (int64_t(1) << 31), "max_pool2d", "an image of ", g.H, " x ", g.W,
+               " pixels is too large (positions are 32-bit)");
   dispatch_float(dtype, "max_pool2d", [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
@@ -100,7 +104,7 @@ void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t oh = 0; oh < g.OH; ++oh) {
         std::vector<A> best(size_t(g.C));        // (C)
-        std::vector<int64_t> pos(size_t(g.C));   // (C)
+        std::vector<int32_t> pos(size_t(g.C));   // (C)
         for (int64_t ow = 0; ow < g.OW; ++ow) {
           window_max(X, g, n, oh, ow, best.data(), pos.data());
           T* out = Y + ((n * g.OH + oh) * g.OW + ow) * g.C;
@@ -111,6 +115,8 @@ void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
 }
 
 void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g) {
+  AETHER_CHECK(g.H * g.W < (int64_t(1) << 31), "max_pool2d_bwd", "an image of ", g.H, " x ", g.W,
+               " pixels is too large (positions are 32-bit)");
   dispatch_float(dtype, "max_pool2d_bwd", [&](auto tag) {
     using T = decltype(tag);
     using A = Acc<T>;
@@ -126,7 +132,7 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
         T* dxn = DX + n * plane;  // (H,W,C) of image n
         std::fill(dxn, dxn + plane, T(A(0)));
         std::vector<A> best(size_t(g.C));        // (C)
-        std::vector<int64_t> pos(size_t(g.C));   // (C)
+        std::vector<int32_t> pos(size_t(g.C));   // (C)
         for (int64_t oh = 0; oh < g.OH; ++oh)
           for (int64_t ow = 0; ow < g.OW; ++ow) {
             window_max(X, g, n, oh, ow, best.data(), pos.data());
@@ -142,7 +148,7 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
     for (int64_t n = 0; n < g.N; ++n) {
       std::vector<A> acc(size_t(plane), A(0));  // (H,W,C) of image n
       std::vector<A> best(size_t(g.C));         // (C)
-      std::vector<int64_t> pos(size_t(g.C));    // (C)
+      std::vector<int32_t> pos(size_t(g.C));    // (C)
       for (int64_t oh = 0; oh < g.OH; ++oh)
         for (int64_t ow = 0; ow < g.OW; ++ow) {
           window_max(X, g, n, oh, ow, best.data(), pos.data());

@@ -587,6 +587,24 @@ void execute_node(Node& n) {
   }
 }
 
+// What one node moves and computes, for the profile: bytes read and written (0 for views), and the
+// FLOPs of matmul and convolution (2 per multiply-add).
+std::pair<double, double> node_cost(const Node& n) {
+  if (op_kind(n.op) == OpKind::Movement) return {0.0, 0.0};
+  double bytes = double(numel(n.shape) * int64_t(dtype_size(n.dtype)));
+  for (const auto& src : n.srcs) bytes += double(numel(src->shape) * int64_t(dtype_size(src->dtype)));
+  auto window = [](const Shape& w) { return double(w[1] * w[2] * w[3]); };  // w (O,KH,KW,C/groups)
+  double flops = 0;
+  switch (n.op) {
+    case Op::Matmul: flops = 2.0 * double(numel(n.shape)) * double(n.srcs[0]->shape.back()); break;  // (.., M, K)
+    case Op::Conv2d: flops = 2.0 * double(numel(n.shape)) * window(n.srcs[1]->shape); break;          // y * window
+    case Op::Conv2dBwdData: flops = 2.0 * double(numel(n.srcs[0]->shape)) * window(n.srcs[1]->shape); break;  // dy
+    case Op::Conv2dBwdWeight: flops = 2.0 * double(numel(n.srcs[1]->shape)) * window(n.shape); break;  // dy
+    default: break;
+  }
+  return {bytes, flops};
+}
+
 class ReferenceBackend final : public Backend {
  public:
   const char* name() const override { return "cpu-reference"; }
@@ -597,10 +615,11 @@ class ReferenceBackend final : public Backend {
         AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
                      " is not realized (nodes out of order)");
       if (profiling_enabled()) {
+        const auto [bytes, flops] = node_cost(*n);  // before: a computed node drops its sources
         const auto t0 = std::chrono::steady_clock::now();
         execute_node(*n);
         record_op_time(op_name(n->op), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
-                       numel(n->shape));
+                       numel(n->shape), bytes, flops);
       } else {
         execute_node(*n);
       }
