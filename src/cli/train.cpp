@@ -192,7 +192,7 @@ void register_train(CLI::App& app) {
   cmd->add_option("--lr", t.lr, "peak learning rate (default: the preset's)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--optimizer", t.optimizer, "sgd, adam or adamw (default: the preset's)");
   cmd->add_option("--seed", t.seed, "random seed")->capture_default_str();
-  cmd->add_option("--device", t.device, "cpu (cuda: not in this build)")->capture_default_str();
+  cmd->add_option("--device", t.device, "cpu, cuda or cuda:N (aether devices lists them)")->capture_default_str();
   cmd->add_option("--precision", t.precision, "float32")->capture_default_str();
   cmd->add_option("--save", t.save, "write a checkpoint here after every epoch");
   cmd->add_option("--resume", t.resume, "continue training from this checkpoint");
