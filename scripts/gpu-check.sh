@@ -2,15 +2,16 @@
 # The CUDA backend's check on a machine with a GPU and the CUDA toolkit (issue 6), in one go, in
 # under 8 minutes on one H200:
 #   1. build (Release, AETHER_CUDA=ON, no micro-benchmarks): the CLI and the tests/cuda_*_test programs;
-#   2. `ctest -R cuda`: every CUDA test must PASS; with a GPU visible (nvidia-smi), a skipped test fails
-#      the check;
+#   2. `ctest -R cuda`: every CUDA test must PASS; with a GPU visible (nvidia-smi), a skipped test fails;
+#      then the op and layer test programs again with AETHER_DEVICE=cuda (every tensor on the GPU);
+#      a failure fails the check;
 #   3. benchmarks: the device's copy bandwidth (bench/gpu/copy_bw.cu, nvcc), aether's BN+ReLU
 #      forward+backward at (N,H,W,C) = (256,32,32,32) and (256,32,32,64) [= (256,64,32,32) in NCHW
 #      terms] and ReLU backward, each in GB/s and as a fraction of the copy bandwidth, the cifarnet
 #      training step at batch 256 and 512, and the same step in PyTorch (bench/gpu/torch_step.py:
 #      eager float32, eager with TF32, torch.compile) for the ratio;
 #   4. a summary table. Results go to ${OUT:-gpu-results}/: results.json (every measurement),
-#      summary.txt, ctest.log, build.log.
+#      summary.txt, ctest.log, suite-on-cuda.log, build.log.
 #
 # Packages: what scripts/install-deps.sh lists must be installed. Without a network, put the .deb
 # files in $AETHER_GPU_DEBS (default .gpu-debs/; fetch them on a Debian machine with
@@ -106,7 +107,10 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAETHER_CUDA=ON -DAE
 }
 cuda_tests=()
 for f in tests/cuda_*_test.cpp; do cuda_tests+=("$(basename "$f" .cpp)"); done
-ninja -C "$build" -j "$jobs" aether_cli "${cuda_tests[@]}" >>"$out/build.log" 2>&1 || {
+# The op and layer suite, run a second time with every tensor created on the GPU (AETHER_DEVICE=cuda).
+suite_tests=(ops_test view_test nn_ops_test nn_activation_test loss_test grad_test matmul_test conv_test
+  pool_test layers_test optim_test)
+ninja -C "$build" -j "$jobs" aether_cli "${cuda_tests[@]}" "${suite_tests[@]}" >>"$out/build.log" 2>&1 || {
   tail -60 "$out/build.log"
   die "build failed (build.log)"
 }
@@ -128,6 +132,20 @@ fi
 if [ -n "$gpu_name" ] && [ "$skipped" -gt 0 ]; then
   grep -E '\*\*\*Skipped|Not Run' "$out/ctest.log" | head -20 >&2
   echo "gpu-check: a GPU is present but CUDA tests were skipped" >&2
+  test_rc=1
+fi
+
+phase "the op and layer suite on the GPU (AETHER_DEVICE=cuda)"
+suite_failed=0
+: >"$out/suite-on-cuda.log"
+for t in "${suite_tests[@]}"; do
+  rc=0
+  AETHER_DEVICE=cuda timeout 300 "$build/tests/$t" --gtest_brief=1 >>"$out/suite-on-cuda.log" 2>&1 || rc=$?
+  echo "$t: exit $rc" | tee -a "$out/suite-on-cuda.log"
+  [ "$rc" -eq 0 ] || suite_failed=$((suite_failed + 1))
+done
+if [ "$suite_failed" -gt 0 ]; then
+  echo "gpu-check: $suite_failed of ${#suite_tests[@]} op/layer test programs failed on the GPU (suite-on-cuda.log)" >&2
   test_rc=1
 fi
 

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "aether/backend/cuda.h"
+
 #ifndef AETHER_CLI_PATH
 #error "AETHER_CLI_PATH must be defined by tests/CMakeLists.txt"
 #endif
@@ -97,6 +99,29 @@ TEST(Cli, Devices) {
   EXPECT_NE(r.out.find("threads"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cuda"), std::string::npos) << r.out;
   expect_no_crash(r);
+}
+
+TEST(Cli, DefaultDeviceFromTheEnvironment) {
+  // AETHER_DEVICE names the device tensors are created on; one that is not there is a clear error.
+  setenv("AETHER_DEVICE", "tpu", 1);
+  const CliResult bad = run("demo");
+  setenv("AETHER_DEVICE", "cpu", 1);
+  const CliResult cpu = run("demo");
+  unsetenv("AETHER_DEVICE");
+  EXPECT_NE(bad.code, 0) << bad.out;
+  EXPECT_NE(bad.out.find("AETHER_DEVICE=tpu"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("unknown device 'tpu'"), std::string::npos) << bad.out;
+  expect_no_crash(bad);
+  EXPECT_EQ(cpu.code, 0) << cpu.out;
+  if (aether::cuda_device_count() == 0) {  // no GPU here: asking for one says why, and nothing crashes
+    setenv("AETHER_DEVICE", "cuda", 1);
+    const CliResult gpu = run("demo");
+    unsetenv("AETHER_DEVICE");
+    EXPECT_NE(gpu.code, 0) << gpu.out;
+    EXPECT_NE(gpu.out.find("AETHER_DEVICE=cuda"), std::string::npos) << gpu.out;
+    EXPECT_NE(gpu.out.find(aether::cuda_unavailable_reason()), std::string::npos) << gpu.out;
+    expect_no_crash(gpu);
+  }
 }
 
 TEST(Cli, NumThreadsSizesThePool) {

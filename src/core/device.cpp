@@ -1,6 +1,9 @@
 // Device names and availability.
 #include "aether/core/device.h"
 
+#include <cstdlib>
+#include <mutex>
+#include <optional>
 #include <ostream>
 
 #include "aether/backend/cuda.h"
@@ -37,5 +40,40 @@ std::string Device::str() const {
 }
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+namespace {
+struct DefaultDevice {
+  std::mutex mu;
+  std::optional<Device> device;
+};
+DefaultDevice& default_device_state() {
+  static DefaultDevice d;
+  return d;
+}
+}  // namespace
+
+Device default_device() {
+  DefaultDevice& d = default_device_state();
+  std::lock_guard<std::mutex> lock(d.mu);
+  if (!d.device) {
+    const char* e = std::getenv("AETHER_DEVICE");
+    if (e && *e) {
+      try {
+        d.device = Device::parse(e);
+      } catch (const Error& err) {
+        throw Error(detail::cat("AETHER_DEVICE=", e, ": ", err.what()));
+      }
+    } else {
+      d.device = Device::cpu();
+    }
+  }
+  return *d.device;
+}
+
+void set_default_device(Device device) {
+  DefaultDevice& d = default_device_state();
+  std::lock_guard<std::mutex> lock(d.mu);
+  d.device = device;
+}
 
 }  // namespace aether

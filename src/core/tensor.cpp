@@ -42,7 +42,9 @@ Tensor Tensor::from_blob(const void* data, const Shape& shape, DType dtype) {
     AETHER_CHECK(data != nullptr, "from_blob", "null data pointer for ", aether::numel(shape), " elements");
     std::memcpy(buf->data(), data, size_t(buf->nbytes()));
   }
-  return Tensor(make_load(std::move(buf), View::contiguous(shape)));
+  Tensor t(make_load(std::move(buf), View::contiguous(shape)));
+  const Device device = default_device();  // host data lands on the default device
+  return device.type == DeviceType::cpu ? t : t.to(device);
 }
 
 template <typename T>

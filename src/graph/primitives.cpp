@@ -69,7 +69,7 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
   ns.reserve(srcs.size());
   // The inputs' device: the first one's that holds (or derives from) data; device-free inputs
   // without autograd history are rebuilt there. Anything else on another device is an error.
-  Device device = srcs.empty() ? Device::cpu() : srcs[0].device();
+  Device device = srcs.empty() ? default_device() : srcs[0].device();
   for (const auto& t : srcs)
     if (!device_free(*t.node())) {
       device = t.device();

@@ -24,4 +24,12 @@ struct Device {
 
 std::ostream& operator<<(std::ostream& os, const Device& d);
 
+// The device tensors are created on when no device is given (factories, from_vector, constants,
+// random draws): Device::cpu(), unless the environment variable AETHER_DEVICE ("cpu", "cuda",
+// "cuda:N") names another (read on first use; a device that is not there throws aether::Error then)
+// or set_default_device() changed it. AETHER_DEVICE=cuda runs a program, or the op and layer tests,
+// on the GPU without changing their code.
+Device default_device();
+void set_default_device(Device device);
+
 }  // namespace aether

@@ -38,10 +38,11 @@ class Tensor {
   explicit Tensor(NodePtr node);
 
   // ---- creation -------------------------------------------------------------------------------
-  static Tensor zeros(const Shape& shape, DType dtype = DType::float32, Device device = Device::cpu());
-  static Tensor ones(const Shape& shape, DType dtype = DType::float32, Device device = Device::cpu());
+  // Without a device, tensors are created on default_device() (the CPU unless AETHER_DEVICE says).
+  static Tensor zeros(const Shape& shape, DType dtype = DType::float32, Device device = default_device());
+  static Tensor ones(const Shape& shape, DType dtype = DType::float32, Device device = default_device());
   static Tensor full(const Shape& shape, double value, DType dtype = DType::float32,
-                     Device device = Device::cpu());
+                     Device device = default_device());
   static Tensor scalar(double value, DType dtype = DType::float32);
   // [start, stop) in steps of `step`, like numpy.arange.
   static Tensor arange(double start, double stop, double step = 1, DType dtype = DType::float32);

@@ -14,7 +14,7 @@ namespace aether::prim {
 // Records one node; records a GradFn when grad mode is on and a source requires grad.
 Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Shape shape);
 
-Tensor constant(double value, const Shape& shape, DType dtype, Device device = Device::cpu());
+Tensor constant(double value, const Shape& shape, DType dtype, Device device = default_device());
 Tensor rand(const Shape& shape, DType dtype, uint64_t seed, uint64_t stream);
 Tensor unary(Op op, const Tensor& x);            // Copy, Neg, Exp, Log, Sqrt, Recip, Sin
 Tensor cast(const Tensor& x, DType dtype);
