@@ -108,6 +108,14 @@ Backend& backend_for(Device device) {
   return reference_backend();
 }
 
+int debug_level() {
+  static const int level = [] {
+    const char* e = std::getenv("AETHER_DEBUG");
+    return e && *e ? std::atoi(e) : 0;
+  }();
+  return level;
+}
+
 std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
   // Iterative post-order DFS over unrealized nodes: sources before their consumers.
   std::vector<Node*> order;

@@ -156,9 +156,7 @@ class Compiler {
     std::string key = "aether-kernel-cache-v1\n" + cxx_ + "\n" + version_ + "\n";
     for (const auto& f : kFlags) key += f + " ";
     key += "\n" + source;
-    char hex[17];
-    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(key)));
-    const std::string base = dir_ + "/" + hex;
+    const std::string base = dir_ + "/" + disk::hex16(fnv1a(key));
     CompiledKernel k;
     if (read_file(base + ".key") == key && load(base + ".so", &k)) {
       std::lock_guard<std::mutex> lock(mu_);

@@ -47,6 +47,9 @@ void record_op_time(const char* op, double seconds, int64_t elements, double byt
 std::string op_profile_report(double copy_gb_per_s = 0, double fma_gflop_per_s = 0);
 void reset_op_profile();
 
+// AETHER_DEBUG's level (0 when unset), read once: what the executors print as they run.
+int debug_level();
+
 // The unrealized nodes the targets need, sources before their consumers.
 std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets);
 

@@ -32,14 +32,6 @@ Backend& reference_backend();  // backend/cpu/reference.cpp
 
 namespace {
 
-int debug_level() {
-  static const int level = [] {
-    const char* e = std::getenv("AETHER_DEBUG");
-    return e && *e ? std::atoi(e) : 0;
-  }();
-  return level;
-}
-
 bool same_view(const View& a, const View& b) {
   return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset && a.mask == b.mask;
 }

@@ -43,14 +43,6 @@ Backend& reference_backend();  // backend/cpu/reference.cpp
 namespace cuda {
 namespace {
 
-int debug_level() {
-  static const int level = [] {
-    const char* e = std::getenv("AETHER_DEBUG");
-    return e && *e ? std::atoi(e) : 0;
-  }();
-  return level;
-}
-
 std::atomic<int64_t> g_fallbacks{0}, g_compiled{0}, g_disk_hits{0}, g_memory_hits{0}, g_launches{0},
     g_library_calls{0};
 
