@@ -1,6 +1,8 @@
 // Tests of 2-D max / average pooling and the global pools: forward against hand-computed values
 // (padding, stride != kernel, count_include_pad, several dtypes, NHWC indexing), the first-maximum
-// and NaN rules of max pooling, finite-difference gradients in float64, and error messages.
+// and NaN rules of max pooling, finite-difference gradients in float64, and error messages; and
+// max pooling over tiling windows (generated kernels, graph/pool_windows.cpp) bit for bit against
+// the library op, with the schedule it gets.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +15,10 @@
 #include <vector>
 
 #include "aether/aether.h"
+#include "aether/codegen/compiler.h"
+#include "aether/graph/primitives.h"
 #include "aether/ops/conv.h"
+#include "aether/schedule/schedule.h"
 
 using namespace aether;
 
@@ -230,6 +235,13 @@ TEST(PoolGrad, MaxFiniteDifferences) {
       3);
 }
 
+TEST(PoolGrad, MaxTilingWindowsFiniteDifferences) {  // the generated path (stride = kernel, no padding)
+  check_pool_grad(
+      {2, 5, 7, 3}, [](const Tensor& x) { return max_pool2d(x, 2); }, 4);  // rows/cols left over
+  check_pool_grad(
+      {1, 6, 6, 2}, [](const Tensor& x) { return max_pool2d(x, {3, 2}); }, 5);
+}
+
 TEST(PoolGrad, AvgFiniteDifferences) {
   for (bool cip : {false, true}) {
     check_pool_grad(
@@ -296,4 +308,98 @@ TEST(PoolErrors, Messages) {
   expect_error([&] { global_avg_pool2d(Tensor::ones({4, 2})); }, "global_avg_pool2d");
   expect_error([&] { global_max_pool2d(x.cast(DType::int64)); }, "global_max_pool2d");
   EXPECT_THROW(max_pool2d(x, 3, 1, 3), Error);
+}
+
+// ---- max pooling over tiling windows: generated kernels against the library op ------------------------
+namespace {
+
+// Values with many ties (small integers), and some NaN and -inf: the first-maximum and NaN rules
+// decide most windows. x (N,H,W,C).
+Tensor tie_heavy(const Shape& s, DType t, uint32_t seed, bool specials) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> u(-3, 3), pick(0, 40);
+  std::vector<double> v(size_t(numel(s)));
+  for (auto& e : v) {
+    e = u(gen);
+    const int p = pick(gen);
+    if (specials && p == 0) e = kNaN;
+    if (specials && p == 1) e = -std::numeric_limits<double>::infinity();
+  }
+  return Tensor::from_vector(v, s).cast(t);
+}
+
+// Bitwise equality of two float vectors, NaN equal to NaN.
+void expect_same(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < got.size() && bad < 5; ++i)
+    if (!(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i])))) {
+      ADD_FAILURE() << what << " element " << i << ": " << got[i] << " vs " << want[i];
+      ++bad;
+    }
+}
+
+Pool2dArg tile_arg(int64_t kh, int64_t kw) {
+  Pool2dArg a;
+  a.kernel_h = a.stride_h = kh;
+  a.kernel_w = a.stride_w = kw;
+  return a;
+}
+
+}  // namespace
+
+TEST(MaxPoolWindows, MatchesTheLibraryOpBitForBit) {
+  struct Case {
+    Shape x;
+    int64_t kh, kw;
+  };
+  const Case cases[] = {{{2, 6, 8, 5}, 2, 2}, {{3, 7, 9, 4}, 3, 2}, {{1, 4, 4, 17}, 4, 4},
+                        {{2, 5, 5, 3}, 1, 1}, {{1, 9, 4, 2}, 2, 4}};
+  uint32_t seed = 1;
+  for (DType t : {DType::float64, DType::float32, DType::float16, DType::bfloat16})
+    for (const Case& c : cases)
+      for (bool specials : {false, true}) {
+        const std::string what = detail::cat(dtype_name(t), " x ", to_string(c.x), " window ", c.kh, "x", c.kw,
+                                             specials ? " with NaN/-inf" : "");
+        const Pool2dArg arg = tile_arg(c.kh, c.kw);
+        ASSERT_TRUE(prim::pool_windows_tile(arg));
+        Tensor x = tie_heavy(c.x, t, seed++, specials);
+        x.realize();
+        const Tensor y = max_pool2d(x, {c.kh, c.kw});
+        expect_same(y.to_vector<double>(), prim::maxpool2d(x, arg).to_vector<double>(), "forward " + what);
+        Tensor dy = tie_heavy(y.shape(), t, seed++, false);
+        dy.realize();
+        Tensor xg = x.detach();
+        xg.set_requires_grad();
+        const Tensor dx = gradients(max_pool2d(xg, {c.kh, c.kw}), {xg}, dy)[0];
+        expect_same(dx.to_vector<double>(), prim::maxpool2d_bwd(x, dy, arg).to_vector<double>(), "backward " + what);
+      }
+}
+
+TEST(MaxPoolWindows, GeneratedAndFusedWithNeighbours) {
+  // y = maxpool(relu(x * a + b)): one generated reduce kernel, no library call; its backward with
+  // an elementwise dy (dy0 * s) is one generated elementwise kernel.
+  const Tensor x = Tensor::randn({4, 8, 8, 16}).realize(), a = Tensor::randn({16}).realize(),
+               b = Tensor::randn({16}).realize();
+  const Tensor h = (x * a + b).relu();  // (4,8,8,16)
+  const Tensor y = max_pool2d(h, 2);    // (4,4,4,16)
+  const Schedule fwd = schedule({y});
+  EXPECT_EQ(fwd.library_calls, 0);
+  EXPECT_EQ(fwd.kernel_count, 1);
+  const Tensor dy0 = Tensor::randn(y.shape()).realize();
+  Tensor hg = h.detach();
+  hg.realize();
+  hg.set_requires_grad();
+  const Tensor dx = gradients(max_pool2d(hg, 2), {hg}, dy0 * 3.0)[0];
+  const Schedule bwd = schedule({dx});
+  EXPECT_EQ(bwd.library_calls, 0);
+  EXPECT_EQ(bwd.kernel_count, 1);
+  // Nothing falls back to the reference backend, and the values are the library op's.
+  const auto before = codegen::codegen_stats();
+  const auto got = dx.to_vector<double>();
+  const auto yv = y.to_vector<double>();
+  EXPECT_EQ(codegen::codegen_stats().fallbacks, before.fallbacks);
+  const Pool2dArg arg = tile_arg(2, 2);
+  expect_same(yv, prim::maxpool2d(h.realize(), arg).to_vector<double>(), "fused forward");
+  expect_same(got, prim::maxpool2d_bwd(hg, (dy0 * 3.0).realize(), arg).to_vector<double>(), "fused backward");
 }

@@ -48,11 +48,13 @@ std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape
 
 class Lowerer {
  public:
-  Lowerer(const Kernel& k, const LeafView& leaf) : k_(k), leaf_(leaf), rank_(int(k.shape.size())) {}
+  // `full`: the iteration shape, k.shape or (elementwise kernels) a refinement of it.
+  Lowerer(const Kernel& k, const LeafView& leaf, Shape full)
+      : k_(k), leaf_(leaf), full_(std::move(full)), rank_(int(full_.size())) {}
 
   Lowered run() {
     ir::Kernel& K = out_.kernel;
-    K.full = k_.shape;
+    K.full = full_;
     K.name = k_.kind == KernelKind::Reduce ? "r" : "e";
     for (const auto& n : k_.nodes) {
       if (K.name.size() > 40) break;
@@ -360,6 +362,7 @@ class Lowerer {
 
   const Kernel& k_;
   const LeafView& leaf_;
+  Shape full_;
   int rank_;
   Lowered out_;
   std::unordered_map<const Node*, int> slot_of_, buf_of_;
@@ -371,9 +374,48 @@ class Lowerer {
 
 }  // namespace
 
+// The coarsest shape both a and b regroup (equal element counts): dims split at every boundary of
+// either, e.g. (N,H,W,C) and (N,OH,KH,OW,KW,C) with H = OH*KH, W = OW*KW give the second. When the
+// boundaries do not nest (e.g. (2,3) and (3,2)) no such shape exists: `a` is returned unchanged.
+Shape common_refinement(const Shape& a, const Shape& b) {
+  std::vector<int64_t> cuts;  // prefix products of a and b, merged
+  int64_t pa = 1, pb = 1;
+  for (int64_t d : a) cuts.push_back(pa *= d);
+  for (int64_t d : b) cuts.push_back(pb *= d);
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  Shape r;
+  int64_t prev = 1;
+  for (int64_t c : cuts) {
+    if (c % prev != 0) return a;  // boundaries do not nest (cannot happen for products of dims)
+    if (c / prev > 1 || r.empty()) r.push_back(c / prev);
+    prev = c;
+  }
+  return r;
+}
+
 std::optional<Lowered> lower(const Kernel& k, const LeafView& leaf, std::string* why) {
   try {
-    return Lowerer(k, leaf).run();
+    return Lowerer(k, leaf, k.shape).run();
+  } catch (const Unsupported& u) {
+    if (why) *why = u.why;
+  }
+  // An elementwise kernel that reshapes a computed value of its own size across dims (e.g. pooling
+  // windows (N,OH,KH,OW,KW,C) back to (N,H,W,C)) cannot index it with affine expressions of its
+  // output's dims; over a shape refining both, all indices are affine again. Retry over that.
+  if (k.kind != KernelKind::Elementwise || numel(k.shape) == 0) return std::nullopt;
+  Shape full = k.shape;
+  auto refine_by = [&](const NodePtr& n) {
+    if (n->op == Op::Reshape && numel(n->shape) == numel(k.shape) && !n->srcs[0]->realized())
+      full = common_refinement(common_refinement(full, n->shape), n->srcs[0]->shape);
+  };
+  for (const NodePtr& n : k.nodes) refine_by(n);
+  for (const NodePtr& n : k.inlined) refine_by(n);
+  if (full == k.shape) return std::nullopt;
+  try {
+    auto l = Lowerer(k, leaf, full).run();
+    if (why) why->clear();
+    return l;
   } catch (const Unsupported& u) {
     if (why) *why = u.why;
     return std::nullopt;

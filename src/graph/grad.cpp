@@ -211,7 +211,9 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     }
     case Op::MaxPool2d: {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
-      return {prim::maxpool2d_bwd(x(0).cast(t), dy.cast(t), std::get<Pool2dArg>(fn.arg))};
+      const auto& arg = std::get<Pool2dArg>(fn.arg);
+      if (prim::pool_windows_tile(arg)) return {prim::maxpool2d_windows_bwd(x(0).cast(t), dy.cast(t), arg)};
+      return {prim::maxpool2d_bwd(x(0).cast(t), dy.cast(t), arg)};
     }
     case Op::AvgPool2d: {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);

@@ -84,16 +84,21 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
                  "; move tensors with Tensor::to(device) first");
     ns.push_back(std::move(n));
   }
-  const std::vector<NodePtr> inputs = ns;
-  Tensor out(make_node(op, dtype, shape, device, std::move(ns), std::move(arg)));
+  std::vector<NodePtr> inputs = ns;
+  Tensor out(make_node(op, dtype, shape, device, std::move(ns), arg));
+  return record_grad(out, op, srcs, inputs, std::move(arg));
+}
+
+Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs, const std::vector<NodePtr>& inputs,
+                   OpArg arg) {
   if (!grad_enabled() || !is_differentiable(op)) return out;
   bool any = false;
   for (const auto& s : srcs) any = any || s.requires_grad();
   if (!any) return out;
   auto fn = std::make_shared<GradFn>();
   fn->op = op;
-  fn->arg = out.node()->arg;
-  fn->output_shape = shape;
+  fn->arg = std::move(arg);
+  fn->output_shape = out.shape();
   for (size_t i = 0; i < srcs.size(); ++i) {
     fn->inputs.push_back(saves_input(op, int(i)) ? inputs[i] : nullptr);
     fn->input_shapes.push_back(srcs[i].shape());
@@ -101,9 +106,10 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
     fn->next.push_back(srcs[i].requires_grad() ? srcs[i].impl() : nullptr);
   }
   if (saves_output(op)) fn->output = out.node();
-  out.impl()->grad_fn = std::move(fn);
-  out.impl()->requires_grad = true;
-  return out;
+  Tensor result(out.node());  // a fresh handle: `out` may be shared, its history must not change
+  result.impl()->grad_fn = std::move(fn);
+  result.impl()->requires_grad = true;
+  return result;
 }
 
 Tensor constant(double value, const Shape& shape, DType dtype, Device device) {
@@ -263,6 +269,11 @@ Tensor conv2d_bwd_weight(const Tensor& x, const Tensor& dy, const Shape& w_shape
   AETHER_CHECK(y == dy.shape(), "conv2d_bwd_weight", "dy ", desc(dy), " does not match the output shape ",
                to_string(y));
   return apply(Op::Conv2dBwdWeight, {x, dy}, arg, x.dtype(), w_shape);
+}
+
+Shape pool2d_shape(const char* op, const Tensor& x, const Pool2dArg& arg) {
+  check_pool_input(op, x);
+  return pool_out_shape(op, x.shape(), arg);
 }
 
 Tensor maxpool2d(const Tensor& x, const Pool2dArg& arg) {

@@ -109,7 +109,10 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2d
 
 Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
   check_pool_x(x, "max_pool2d");
-  return prim::maxpool2d(x, pool_arg(kernel, stride, padding, false));
+  const Pool2dArg arg = pool_arg(kernel, stride, padding, false);
+  if (!prim::pool_windows_tile(arg)) return prim::maxpool2d(x, arg);  // overlapping or padded: library op
+  // Tiling windows: primitives the scheduler fuses, with the library op's gradient (first maximum).
+  return prim::record_grad(prim::maxpool2d_windows(x, arg), Op::MaxPool2d, {x}, {x.node()}, arg);
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {

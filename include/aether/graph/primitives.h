@@ -13,6 +13,11 @@ namespace aether::prim {
 
 // Records one node; records a GradFn when grad mode is on and a source requires grad.
 Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Shape shape);
+// Gives `out` (a value computed from `srcs`, or by a subgraph of other primitives built from them
+// without history) the gradient of primitive `op` applied to `srcs`: a new handle on out's node
+// whose backward is op's rule (grad.cpp), with `inputs` (the srcs' nodes) saved where it needs them.
+Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs, const std::vector<NodePtr>& inputs,
+                   OpArg arg);
 
 Tensor constant(double value, const Shape& shape, DType dtype, Device device = default_device());
 Tensor rand(const Shape& shape, DType dtype, uint64_t seed, uint64_t stream);
@@ -31,8 +36,19 @@ Tensor matmul(const Tensor& a, const Tensor& b);  // (B,M,K) x (B,K,N)
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dArg& arg);
 Tensor conv2d_bwd_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, const Conv2dArg& arg);
 Tensor conv2d_bwd_weight(const Tensor& x, const Tensor& dy, const Shape& w_shape, const Conv2dArg& arg);
+// The pooled shape (N,OH,OW,C) of x (N,H,W,C), after the checks every pooling op makes (named `op`).
+Shape pool2d_shape(const char* op, const Tensor& x, const Pool2dArg& arg);
 Tensor maxpool2d(const Tensor& x, const Pool2dArg& arg);
 Tensor maxpool2d_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);
+// Max-pooling over tiling windows (stride = kernel, no padding: every input element in at most one
+// window) written with primitives, so the scheduler generates and fuses it (graph/pool_windows.cpp):
+// the forward is a ReduceMax over window axes, the backward one elementwise select that recomputes
+// each window's first maximum from x (no index tensor). The same semantics as maxpool2d /
+// maxpool2d_bwd (the library op, their reference). pool_windows_tile says whether `arg` qualifies;
+// AETHER_POOL_LIBRARY=1 turns it off (always the library op), for measuring.
+bool pool_windows_tile(const Pool2dArg& arg);
+Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                   // no history
+Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);  // no history
 Tensor avgpool2d(const Tensor& x, const Pool2dArg& arg);
 Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& arg);
 
