@@ -41,7 +41,7 @@ class Renderer {
     if (k_.is_reduce()) {
       reduce();
       hoisted_.clear();
-      loop_nest(k_.reduced_shape(), k_.epilogue, "e", "  ");
+      if (!owner_block_) loop_nest(k_.reduced_shape(), k_.epilogue, "e", "  ");
     } else {
       hoist(k_.body, "b", k_.full);
       loop_nest(k_.full, k_.body, "b", "  ");
@@ -239,6 +239,22 @@ class Renderer {
     owner_ = owner_ && (nest_.nchunks == 1 || !inner_reduce_) && nest_.tasks() >= 2;
     out_n_ = numel(k_.reduced_shape());
     const int64_t total = numel(s);
+    // Reduce axes inside the leading dims would make the tasks share outputs; if the leading
+    // non-reduced dims alone give enough tasks, flatten only those (e.g. a global pool over
+    // (N,H,W,C): N tasks, each owning its C outputs).
+    if (!owner_ && n > 1 && nest_.nchunks == 1) {
+      Nest p;
+      while (p.prefix < n - 1 && p.q < 256 && !red[size_t(p.prefix)]) p.q *= s[size_t(p.prefix++)];
+      if (p.prefix > 0 && p.q >= kMinOwnerTasks) {
+        p.chunk = std::max<int64_t>(s[size_t(n - 1)], 1);
+        nest_ = p;
+        owner_ = true;
+      }
+    }
+    // An owner task can also finish its block (results and epilogue) while it is in cache, if the
+    // epilogue reads each reduction only at its own point.
+    owner_block_ = owner_ && nest_.nchunks == 1 && total > 0 && epilogue_reads_own_point();
+    if (owner_block_) block_ = out_n_ / nest_.q;
     if (owner_) {
       slabs_ = 1;
     } else {
@@ -267,7 +283,7 @@ class Renderer {
           << acc_off_[r] << ");  // [" << slabs_ << " slabs][" << out_n_ << "]\n";
       os_ << "  " << ctype(acc.r.dtype) << "* __restrict__ r" << r << " = (" << ctype(acc.r.dtype)
           << "*)((char*)scratch + " << res_off_[r] << ");  // [" << out_n_ << "] results\n";
-      os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init() << ";\n";
+      if (!owner_block_) os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init() << ";\n";
     }
     // Offset of the current point's output in the reduced shape (reduce axes contribute nothing).
     const Shape rs = k_.reduced_shape();
@@ -300,6 +316,10 @@ class Renderer {
             << (owner_ ? "0" : detail::cat("b_ * ", out_n_)) << ";\n";
       if (owner_) {
         os_ << ind << "const i64 t_ = b_;\n";
+        if (owner_block_)  // this task's outputs: a contiguous block of the reduced shape
+          for (size_t r = 0; r < nr; ++r)
+            os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) s" << r << "[j] = "
+                << Acc{k_.reductions[r], kLang}.init() << ";\n";
       } else {
         os_ << ind << "for (i64 t_ = b_ * " << tasks << " / " << slabs_ << "; t_ < (b_ + 1) * " << tasks << " / " << slabs_
             << "; ++t_) {\n";
@@ -342,6 +362,11 @@ class Renderer {
         }
       close(after, opened);
       if (!owner_) os_ << "    }\n";
+      if (owner_block_) {
+        owner_epilogue(ind);
+        os_ << "  }\n";
+        return;
+      }
       os_ << "  }\n";
     }
     // Combine the blocks in a fixed order, then convert to the result type.
@@ -357,14 +382,56 @@ class Renderer {
     }
   }
 
+  // Whether every Result of the epilogue reads the reduction at the epilogue's own point (its dense
+  // offset in the reduced shape), so a task that owns a block of outputs needs no other task's.
+  bool epilogue_reads_own_point() const {
+    const Shape rs = k_.reduced_shape();
+    ir::Affine own = ir::Affine::constant(0, n_);
+    int64_t st = 1;
+    for (int d = n_ - 1; d >= 0; --d) {
+      if (rs[size_t(d)] > 1) own.k[size_t(d)] = st;
+      st *= rs[size_t(d)];
+    }
+    for (const Inst& in : k_.epilogue) {
+      if (in.kind != InstKind::Result) continue;
+      ir::Affine off = in.offset;
+      for (int d = 0; d < n_; ++d)
+        if (rs[size_t(d)] == 1) off.k[size_t(d)] = 0;  // the variable is always 0 there
+      if (!(off == own)) return false;
+    }
+    return true;
+  }
+
+  // The owner task's epilogue: results of its block, then the epilogue over the block's points
+  // (leading dims fixed by the task, the rest looped; reduce dims have extent 1 there).
+  void owner_epilogue(const std::string& ind) {
+    hoisted_.clear();  // (it described the body)
+    const size_t nr = k_.reductions.size();
+    for (size_t r = 0; r < nr; ++r)
+      os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) r" << r
+          << "[j] = " << Acc{k_.reductions[r], kLang}.final(detail::cat("a", r, "[j]")) << ";\n";
+    const Shape rs = k_.reduced_shape();
+    std::string in = ind;
+    int opened = 0;
+    for (int d = nest_.prefix; d < n_; ++d) {
+      if (d == n_ - 1) os_ << in << "#pragma omp simd\n";
+      os_ << in << "for (i64 i" << d << " = 0; i" << d << " < " << rs[size_t(d)] << "; ++i" << d << ") {\n";
+      in += "  ";
+      ++opened;
+    }
+    statements(k_.epilogue, "e", rs, in);
+    close(in, opened);
+  }
+
+  static constexpr int64_t kMinOwnerTasks = 16;
   const ir::Kernel& k_;
   int n_;
   std::ostringstream os_;
   std::vector<bool> hoisted_;  // of the instruction list being rendered
   bool prologue_ = false;
   Nest nest_;
-  bool inner_reduce_ = false, owner_ = false;
-  int64_t out_n_ = 1, slabs_ = 1, scratch_ = 0;
+  bool inner_reduce_ = false, owner_ = false, owner_block_ = false;
+  int64_t out_n_ = 1, slabs_ = 1, scratch_ = 0, block_ = 1;
   std::vector<int64_t> acc_off_, res_off_;
 };
 
