@@ -30,6 +30,7 @@ Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& op
       {"view_only", sched::pass_view_only},
       {"merge_siblings", sched::pass_merge_siblings},
       {"merge_epilogues", sched::pass_merge_epilogues},
+      {"library_epilogues", sched::pass_library_epilogues},
   };
   for (const Pass& p : passes) {
     p.run(s);

@@ -1,8 +1,8 @@
 // schedule/state.h - the scheduler's working state, shared by its passes (internal header).
 //
 // The passes (pass_*.cpp) run in order over one State: collect indexes the graph, group builds the
-// fusion groups, view_only, merge_siblings and merge_epilogues refine them, emit turns them into a
-// Schedule. verify() checks the grouping between passes; dump() prints it when AETHER_DEBUG >= 4.
+// fusion groups, view_only, merge_siblings, merge_epilogues and library_epilogues refine them, emit
+// turns them into a Schedule. verify() checks the grouping between passes; dump() prints it when AETHER_DEBUG >= 4.
 #pragma once
 
 #include <string>
@@ -80,6 +80,8 @@ void pass_group(State& s);
 void pass_view_only(State& s);
 void pass_merge_siblings(State& s);
 void pass_merge_epilogues(State& s);
+// A float32 CPU conv absorbs the elementwise chain on its output that oneDNN runs as post-ops.
+void pass_library_epilogues(State& s);
 Schedule pass_emit(const State& s);
 
 // Throws aether::Error naming the pass after which the grouping is broken.

@@ -80,7 +80,8 @@ void verify(const State& s, const char* after) {
       for (int d : n.consumers) stack.push_back({d, left});
     }
   }
-  // Kinds: a library call alone, views only in view groups, compatible and independent reduces.
+  // Kinds: a library call alone (or a conv and its post-ops), views only in view groups, compatible
+  // and independent reduces.
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const Group& grp = s.groups[g];
     if (!grp.alive) continue;
@@ -110,9 +111,19 @@ void verify(const State& s, const char* after) {
         }
       }
     }
+    // A library group: one library call, plus (a conv only) its post-op chain of elementwise nodes.
+    int elementwise = 0;
+    bool conv = false;
+    for (int m : grp.members) {
+      const Node& n = *s.nodes[size_t(m)].node;
+      conv = conv || n.op == Op::Conv2d;
+      elementwise += !is_library(n.op) && !is_reduce(n.op);  // or a view of a post-op's operand
+    }
     if (grp.kind == KernelKind::Library)
-      AETHER_CHECK(libs == 1 && grp.members.size() == 1, op, "after ", after, ": library group ", g,
-                   " holds ", grp.members.size(), " nodes");
+      AETHER_CHECK(libs == 1 && (grp.members.size() == 1 ||
+                                  (conv && size_t(elementwise) + 1 == grp.members.size())),
+                   op, "after ", after, ": library group ", g, " holds ", grp.members.size(), " nodes (",
+                   libs, " library calls, ", elementwise, " elementwise)");
     else
       AETHER_CHECK(libs == 0, op, "after ", after, ": generated group ", g, " holds a library op");
     AETHER_CHECK((reduces > 0) == (grp.kind == KernelKind::Reduce), op, "after ", after, ": group ", g,

@@ -5,12 +5,19 @@
 // Output channel o belongs to group g = o / (O/G) and reads input channels [g*C/G, (g+1)*C/G).
 // Input row of output row oh and kernel row kh: ih = oh*stride_h - pad_top + kh*dil_h (same for w);
 // positions outside [0, H) x [0, W) are padding and read as 0.
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdlib>
 #include <dnnl.hpp>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <type_traits>
 #include <unordered_map>
+#include <vector>
 
 #include "kernels.h"
 
@@ -148,19 +155,26 @@ dnnl::engine& cpu_engine() {
   return eng;
 }
 
-// One cached primitive. `ok` is false when oneDNN cannot do this (dtype, shape) on this CPU; the
-// failure is cached too, so the naive loop is chosen at once next time.
+// One cached primitive (per pass, dtype, geometry and, for the forward, post-op list). `ok` is
+// false when oneDNN cannot do this (dtype, shape, post-ops) on this CPU; the failure is cached too,
+// so the caller's fallback is chosen at once next time.
 // Activations stay NHWC, but the weights are created with format_tag::any: with plain OHWI weights
 // oneDNN 2.6 falls back to its slow reference kernel, with its own blocked layout it picks the JIT
-// (brgemm / jit / jit_dw) kernels. The OHWI user weights are reordered to (or, for the weight
-// gradient, from) that layout on each call.
+// (brgemm / jit / jit_dw) kernels. The OHWI user weights are reordered to that layout once per
+// weights buffer (blocked_weights()); the weight gradient is computed in it and reordered to OHWI.
+// The scratchpad and the weight gradient's blocked buffer are allocated once and reused; `mu`
+// makes calls of one primitive take turns (oneDNN parallelises inside each call).
 struct CachedConv {
   bool ok = false;
   dnnl::primitive prim;
-  dnnl::memory::desc scratchpad;  // user-managed scratchpad: safe to run one primitive concurrently
   dnnl::memory::desc weights;     // the primitive's weights layout
   bool reorder_weights = false;   // weights differ from the user's OHWI / GOHWI layout
   dnnl::reorder weights_reorder;  // user -> primitive (fwd, bwd_data) or primitive -> user (bwd_weight)
+  dnnl::memory::desc scratchpad_desc;  // user-managed scratchpad
+  dnnl::memory::desc bias;             // fwd with a Bias post-op: (O)
+  std::mutex mu;                       // guards the two buffers below
+  std::optional<dnnl::memory> scratchpad;
+  std::optional<dnnl::memory> blocked_diff_weights;  // bwd_weight only
 };
 
 using ConvKey = std::array<int64_t, 20>;
@@ -196,95 +210,231 @@ ConvDescs conv_descs(dnnl::memory::data_type dt, const ConvGeom& g) {
   return d;
 }
 
-CachedConv make_conv(Pass pass, dnnl::memory::data_type dt, const ConvGeom& g) {
+// A per-channel post-op operand: (O) values as oneDNN's (1,O,1,1).
+dnnl::memory::desc channel_desc(dnnl::memory::data_type dt, const ConvGeom& g) {
+  return dnnl::memory::desc({1, g.O, 1, 1}, dt, dnnl::memory::format_tag::nchw);
+}
+
+std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, const ConvGeom& g,
+                                      const std::vector<ConvPostOp>& ops) {
   using dnnl::algorithm;
   using dnnl::prop_kind;
   const ConvDescs d = conv_descs(dt, g);
   dnnl::engine& eng = cpu_engine();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-  CachedConv c;
+  auto c = std::make_unique<CachedConv>();
   try {
     const dnnl::convolution_forward::desc fwd(prop_kind::forward_training, algorithm::convolution_direct,
                                               d.src, d.weights_any, d.dst, d.strides, d.dilates, d.pad_l,
                                               d.pad_r);
     const dnnl::convolution_forward::primitive_desc fwd_pd(fwd, attr, eng);
     switch (pass) {
-      case Pass::fwd:
-        c.prim = dnnl::convolution_forward(fwd_pd);
-        c.scratchpad = fwd_pd.scratchpad_desc();
-        c.weights = fwd_pd.weights_desc();
+      case Pass::fwd: {
+        if (ops.empty()) {
+          c->prim = dnnl::convolution_forward(fwd_pd);
+          c->scratchpad_desc = fwd_pd.scratchpad_desc();
+          c->weights = fwd_pd.weights_desc();
+          break;
+        }
+        dnnl::post_ops po;
+        bool bias = false;
+        for (size_t i = 0; i < ops.size(); ++i) {
+          switch (ops[i].kind) {
+            case ConvPostOp::Kind::Bias:
+              if (i != 0) return c;  // the bias argument is added before every post-op
+              bias = true;
+              break;
+            case ConvPostOp::Kind::Add: po.append_binary(algorithm::binary_add, channel_desc(dt, g)); break;
+            case ConvPostOp::Kind::Sub: po.append_binary(algorithm::binary_sub, channel_desc(dt, g)); break;
+            case ConvPostOp::Kind::Mul: po.append_binary(algorithm::binary_mul, channel_desc(dt, g)); break;
+            case ConvPostOp::Kind::Sum: po.append_sum(1.f); break;
+            case ConvPostOp::Kind::Relu: po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
+          }
+        }
+        dnnl::primitive_attr pattr;
+        pattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+        pattr.set_post_ops(po);
+        if (bias) c->bias = dnnl::memory::desc({g.O}, dt, dnnl::memory::format_tag::a);
+        const auto desc = bias ? dnnl::convolution_forward::desc(prop_kind::forward_training,
+                                                                 algorithm::convolution_direct, d.src,
+                                                                 d.weights_any, c->bias, d.dst, d.strides,
+                                                                 d.dilates, d.pad_l, d.pad_r)
+                               : fwd;
+        const dnnl::convolution_forward::primitive_desc pd(desc, pattr, eng);
+        c->prim = dnnl::convolution_forward(pd);
+        c->scratchpad_desc = pd.scratchpad_desc();
+        c->weights = pd.weights_desc();
         break;
+      }
       case Pass::bwd_data: {
         const dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, d.src, d.weights_any,
                                                        d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
         const dnnl::convolution_backward_data::primitive_desc pd(bd, attr, eng, fwd_pd);
-        c.prim = dnnl::convolution_backward_data(pd);
-        c.scratchpad = pd.scratchpad_desc();
-        c.weights = pd.weights_desc();
+        c->prim = dnnl::convolution_backward_data(pd);
+        c->scratchpad_desc = pd.scratchpad_desc();
+        c->weights = pd.weights_desc();
         break;
       }
       case Pass::bwd_weight: {
         const dnnl::convolution_backward_weights::desc bd(algorithm::convolution_direct, d.src, d.weights_any,
                                                           d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
         const dnnl::convolution_backward_weights::primitive_desc pd(bd, attr, eng, fwd_pd);
-        c.prim = dnnl::convolution_backward_weights(pd);
-        c.scratchpad = pd.scratchpad_desc();
-        c.weights = pd.diff_weights_desc();
+        c->prim = dnnl::convolution_backward_weights(pd);
+        c->scratchpad_desc = pd.scratchpad_desc();
+        c->weights = pd.diff_weights_desc();
         break;
       }
     }
-    c.reorder_weights = c.weights != d.weights;
-    if (c.reorder_weights)
-      c.weights_reorder = pass == Pass::bwd_weight
-                              ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, c.weights, eng, d.weights))
-                              : dnnl::reorder(dnnl::reorder::primitive_desc(eng, d.weights, eng, c.weights));
-    c.ok = true;
+    c->reorder_weights = c->weights != d.weights;
+    if (c->reorder_weights)
+      c->weights_reorder =
+          pass == Pass::bwd_weight
+              ? dnnl::reorder(dnnl::reorder::primitive_desc(eng, c->weights, eng, d.weights))
+              : dnnl::reorder(dnnl::reorder::primitive_desc(eng, d.weights, eng, c->weights));
+    c->ok = true;
   } catch (const dnnl::error&) {
-    c.ok = false;  // unsupported here (e.g. bf16 without AVX-512): the caller runs the naive loop
+    c->ok = false;  // unsupported here (e.g. bf16 without AVX-512): the caller runs its fallback
   }
   return c;
 }
 
-// Runs `pass` with oneDNN: a and b are the two inputs, out the result, in the op table's order
-// (fwd: x, w -> y; bwd_data: dy, w -> dx; bwd_weight: x, dy -> dw). False when unsupported.
-bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g) {
-  dnnl::memory::data_type dt = dnnl::memory::data_type::undef;
+// ---- weights in the primitive's layout, reordered once per weights buffer ------------------------
+// An entry is the blocked copy of the user weights at `src` inside the Buffer `owner`. Buffers are
+// written once, before their node is realized, and never again (Tensor::assign and the optimizers
+// make new nodes with new buffers), so while `owner` is alive the values at `src` cannot change.
+// The weak_ptr identifies the Buffer object by its control block, which no other Buffer can get
+// while the weak_ptr exists: a freed buffer whose memory (or even address) is reused by a new one
+// never matches, so a stale copy is never used. Entries whose owner died are reused for new weights
+// of the same layout (no allocation per training step).
+struct BlockedWeights {
+  std::weak_ptr<const Buffer> owner;
+  const void* src = nullptr;
+  dnnl::memory::desc md;
+  dnnl::memory mem;
+};
+constexpr size_t kMaxBlockedWeights = 64;
+std::mutex g_weights_mu;
+std::vector<BlockedWeights> g_weights;
+std::atomic<int64_t> g_weight_reorders{0};
+std::atomic<int64_t> g_postop_calls{0};
+
+// The primitive's weights for the user weights `user_w` (at `src`): the cached blocked copy, or a
+// new one reordered now. Without an owner, a fresh copy reordered now; likewise for every call when
+// the environment sets AETHER_CONV_WEIGHT_CACHE=0 (to measure what the cache saves).
+dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, const void* src,
+                             const std::shared_ptr<const Buffer>& owner, dnnl::stream& s) {
+  static const bool cache_on = [] {
+    const char* e = std::getenv("AETHER_CONV_WEIGHT_CACHE");
+    return e == nullptr || std::string(e) != "0";
+  }();
+  dnnl::engine& eng = cpu_engine();
+  if (!owner || !cache_on) {
+    dnnl::memory m(c.weights, eng);
+    c.weights_reorder.execute(s, user_w, m);
+    ++g_weight_reorders;
+    return m;
+  }
+  std::lock_guard<std::mutex> lock(g_weights_mu);
+  auto same = [&](const std::weak_ptr<const Buffer>& w) {
+    return !w.owner_before(owner) && !owner.owner_before(w);
+  };
+  for (const BlockedWeights& e : g_weights)
+    if (e.src == src && e.md == c.weights && !e.owner.expired() && same(e.owner)) return e.mem;
+  BlockedWeights* slot = nullptr;
+  for (BlockedWeights& e : g_weights)
+    if (e.owner.expired() && e.md == c.weights) {
+      slot = &e;
+      break;
+    }
+  if (slot == nullptr) {
+    if (g_weights.size() >= kMaxBlockedWeights) {  // drop a dead entry, else the oldest
+      auto dead =
+          std::find_if(g_weights.begin(), g_weights.end(), [](const auto& e) { return e.owner.expired(); });
+      g_weights.erase(dead != g_weights.end() ? dead : g_weights.begin());
+    }
+    g_weights.push_back({{}, nullptr, c.weights, dnnl::memory(c.weights, eng)});
+    slot = &g_weights.back();
+  }
+  slot->owner = owner;
+  slot->src = src;
+  c.weights_reorder.execute(s, user_w, slot->mem);
+  s.wait();  // complete before another thread may read this entry
+  ++g_weight_reorders;
+  return slot->mem;
+}
+
+std::optional<dnnl::memory::data_type> onednn_type(DType dtype) {
   switch (dtype) {
-    case DType::float32: dt = dnnl::memory::data_type::f32; break;
-    case DType::bfloat16: dt = dnnl::memory::data_type::bf16; break;
+    case DType::float32: return dnnl::memory::data_type::f32;
+    case DType::bfloat16: return dnnl::memory::data_type::bf16;
     case DType::float16:
     case DType::float64:
     case DType::int32:
     case DType::int64:
     case DType::uint8:
-    case DType::boolean: return false;
+    case DType::boolean: return std::nullopt;
   }
+  return std::nullopt;
+}
+
+// Runs `pass` with oneDNN: a and b are the two inputs, out the result, in the op table's order
+// (fwd: x, w -> y; bwd_data: dy, w -> dx; bwd_weight: x, dy -> dw); `ops` the forward's post-ops,
+// `w_owner` the Buffer holding the weights (fwd, bwd_data; may be null). False when unsupported.
+bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g,
+              const std::vector<ConvPostOp>& ops, const std::shared_ptr<const Buffer>& w_owner) {
+  const auto dt = onednn_type(dtype);
+  if (!dt) return false;
   static std::mutex mu;
-  static std::map<ConvKey, CachedConv> cache;
-  CachedConv c;
+  static std::map<std::pair<ConvKey, std::vector<uint8_t>>, std::unique_ptr<CachedConv>> cache;
+  CachedConv* cp = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu);
-    const ConvKey key = conv_key(pass, dtype, g);
+    std::vector<uint8_t> kinds;
+    for (const ConvPostOp& op : ops) kinds.push_back(uint8_t(op.kind));
+    auto key = std::make_pair(conv_key(pass, dtype, g), std::move(kinds));
     auto it = cache.find(key);
-    if (it == cache.end()) it = cache.emplace(key, make_conv(pass, dt, g)).first;
-    c = it->second;
+    if (it == cache.end()) it = cache.emplace(std::move(key), make_conv(pass, *dt, g, ops)).first;
+    cp = it->second.get();  // entries are never erased: the pointer stays valid
   }
+  CachedConv& c = *cp;
   if (!c.ok) return false;
-  const ConvDescs d = conv_descs(dt, g);
+  const ConvDescs d = conv_descs(*dt, g);
   dnnl::engine& eng = cpu_engine();
   auto mem = [&](const dnnl::memory::desc& md, const void* p) {
     return dnnl::memory(md, eng, const_cast<void*>(p));
   };
+  std::lock_guard<std::mutex> lock(c.mu);
   dnnl::stream s(eng);
   // The user's weights buffer (w, or dw for bwd_weight) and what the primitive reads / writes.
   dnnl::memory user_w = mem(d.weights, pass == Pass::bwd_weight ? out : b);
-  dnnl::memory prim_w = c.reorder_weights ? dnnl::memory(c.weights, eng) : user_w;
-  if (c.reorder_weights && pass != Pass::bwd_weight) c.weights_reorder.execute(s, user_w, prim_w);
+  dnnl::memory prim_w = user_w;
+  if (c.reorder_weights) {
+    if (pass == Pass::bwd_weight) {
+      if (!c.blocked_diff_weights) c.blocked_diff_weights = dnnl::memory(c.weights, eng);
+      prim_w = *c.blocked_diff_weights;
+    } else {
+      prim_w = blocked_weights(c, user_w, b, w_owner, s);
+    }
+  }
   std::unordered_map<int, dnnl::memory> args;
   switch (pass) {
     case Pass::fwd:
       args = {{DNNL_ARG_SRC, mem(d.src, a)}, {DNNL_ARG_WEIGHTS, prim_w}, {DNNL_ARG_DST, mem(d.dst, out)}};
+      for (size_t i = 0, po = 0; i < ops.size(); ++i) {
+        switch (ops[i].kind) {
+          case ConvPostOp::Kind::Bias: args.emplace(DNNL_ARG_BIAS, mem(c.bias, ops[i].data)); continue;
+          case ConvPostOp::Kind::Add:
+          case ConvPostOp::Kind::Sub:
+          case ConvPostOp::Kind::Mul:
+            args.emplace(DNNL_ARG_ATTR_MULTIPLE_POST_OP(int(po)) | DNNL_ARG_SRC_1,
+                         mem(channel_desc(*dt, g), ops[i].data));
+            break;
+          case ConvPostOp::Kind::Sum:
+          case ConvPostOp::Kind::Relu: break;
+        }
+        ++po;
+      }
       break;
     case Pass::bwd_data:
       args = {{DNNL_ARG_DIFF_DST, mem(d.dst, a)},
@@ -296,7 +446,10 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
           {DNNL_ARG_SRC, mem(d.src, a)}, {DNNL_ARG_DIFF_DST, mem(d.dst, b)}, {DNNL_ARG_DIFF_WEIGHTS, prim_w}};
       break;
   }
-  if (c.scratchpad.get_size() > 0) args.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(c.scratchpad, eng));
+  if (c.scratchpad_desc.get_size() > 0) {
+    if (!c.scratchpad) c.scratchpad = dnnl::memory(c.scratchpad_desc, eng);
+    args.emplace(DNNL_ARG_SCRATCHPAD, *c.scratchpad);
+  }
   c.prim.execute(s, args);
   if (c.reorder_weights && pass == Pass::bwd_weight) c.weights_reorder.execute(s, prim_w, user_w);
   s.wait();
@@ -305,14 +458,25 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
 
 }  // namespace
 
-bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g) {
-  return run_conv(Pass::fwd, dtype, x, w, y, g);
+bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
+                       const std::shared_ptr<const Buffer>& w_owner) {
+  return run_conv(Pass::fwd, dtype, x, w, y, g, {}, w_owner);
 }
-bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g) {
-  return run_conv(Pass::bwd_data, dtype, dy, w, dx, g);
+bool conv2d_fwd_postops_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
+                               const std::vector<ConvPostOp>& ops,
+                               const std::shared_ptr<const Buffer>& w_owner) {
+  const bool ok = run_conv(Pass::fwd, dtype, x, w, y, g, ops, w_owner);
+  g_postop_calls += ok;
+  return ok;
+}
+bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g,
+                            const std::shared_ptr<const Buffer>& w_owner) {
+  return run_conv(Pass::bwd_data, dtype, dy, w, dx, g, {}, w_owner);
 }
 bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g) {
-  return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g);
+  return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g, {}, nullptr);
 }
+int64_t conv_weight_reorders() { return g_weight_reorders.load(); }
+int64_t conv_postop_calls() { return g_postop_calls.load(); }
 
 }  // namespace aether::cpu

@@ -5,6 +5,8 @@
 // parallel): a value stored by an earlier kernel is assumed to be dense, and just before a kernel
 // runs its inputs' real views are checked against what it was compiled for (re-lowered if not).
 // A kernel the IR cannot express yet runs its nodes on the reference backend (a "fallback").
+// A conv library kernel with a post-op chain (schedule pass library_epilogues) runs as one oneDNN
+// convolution with post-ops (run_conv_postops), or node by node when oneDNN refuses.
 //
 // Memory (backend/liveness.h): the kernels run in an order that frees values early (memory_order),
 // and after each kernel the executor drops its own references to the nodes no later kernel uses, so
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -22,6 +25,7 @@
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "aether/schedule/schedule.h"
+#include "backend/cpu/kernels.h"
 #include "backend/liveness.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
@@ -40,6 +44,110 @@ bool same_view(const View& a, const View& b) {
 void reference_realize(const std::vector<NodePtr>& targets) {
   const std::vector<Node*> order = unrealized_in_order(targets);
   if (!order.empty()) reference_backend().execute(order);
+}
+
+bool is_zero_const(const Node* n) {
+  while (n && op_kind(n->op) == OpKind::Movement && !n->realized()) n = n->srcs[0].get();
+  const double* d = n ? std::get_if<double>(&n->arg) : nullptr;
+  return n && n->op == Op::Const && d && *d == 0.0;
+}
+
+// Whether a realized node's view is dense row-major (any offset): its elements at data() + offset.
+bool dense_view(const Node& n) {
+  const View& v = n.view;
+  int64_t stride = 1;
+  for (int d = v.ndim() - 1; d >= 0; --d) {
+    if (v.shape[size_t(d)] != 1 && v.strides[size_t(d)] != stride) return false;
+    stride *= v.shape[size_t(d)];
+  }
+  return !v.mask;
+}
+const char* elements(const Node& n) {
+  return static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(n.dtype);
+}
+
+// A library kernel holding a float32 Conv2d and its post-op chain (schedule pass library_epilogues):
+// one oneDNN convolution with post-ops writing the chain's last node. False (nothing computed but
+// the kernel's inputs) when anything is not as expected or oneDNN refuses: the caller then runs
+// the nodes one at a time on the reference backend.
+bool run_conv_postops(const Kernel& k) {
+  if (library_impl() != LibraryImpl::onednn || k.outputs.size() != 1) return false;
+  const NodePtr& conv = k.nodes[0];
+  if (conv->op != Op::Conv2d || conv->dtype != DType::float32) return false;
+  struct Step {
+    cpu::ConvPostOp::Kind kind;
+    NodePtr operand;  // null for Relu
+  };
+  std::vector<Step> steps;
+  const Node* prev = conv.get();
+  const Node* cmp = nullptr;  // ReLU's y <= 0, waiting for its where()
+  for (size_t i = 1; i < k.nodes.size(); ++i) {
+    const Node& m = *k.nodes[i];
+    if (op_kind(m.op) == OpKind::Movement) continue;  // a view of an operand
+    if (m.op == Op::CmpLe && !cmp && m.srcs[0].get() == prev && is_zero_const(m.srcs[1].get())) {
+      cmp = &m;
+      continue;
+    }
+    using K = cpu::ConvPostOp::Kind;
+    if (m.op == Op::Where && cmp && m.srcs[0].get() == cmp && is_zero_const(m.srcs[1].get()) &&
+        m.srcs[2].get() == prev) {
+      steps.push_back({K::Relu, nullptr});
+      cmp = nullptr;
+    } else if (m.op == Op::Max && m.srcs[0].get() == prev && is_zero_const(m.srcs[1].get())) {
+      steps.push_back({K::Relu, nullptr});
+    } else if (m.op == Op::Max && m.srcs[1].get() == prev && is_zero_const(m.srcs[0].get())) {
+      steps.push_back({K::Relu, nullptr});
+    } else if ((m.op == Op::Add || m.op == Op::Mul) && (m.srcs[0].get() == prev || m.srcs[1].get() == prev)) {
+      steps.push_back({m.op == Op::Add ? K::Add : K::Mul, m.srcs[m.srcs[0].get() == prev ? 1 : 0]});
+    } else if (m.op == Op::Sub && m.srcs[0].get() == prev) {
+      steps.push_back({K::Sub, m.srcs[1]});
+    } else {
+      return false;
+    }
+    prev = &m;
+  }
+  if (cmp || prev != k.outputs[0].get()) return false;
+  // Inputs: x, w and the operands, as realized values (views of stored buffers).
+  std::vector<NodePtr> need{conv->srcs[0], conv->srcs[1]};
+  for (const Step& st : steps)
+    if (st.operand) need.push_back(st.operand);
+  reference_realize(need);
+  const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
+  if (!dense_view(x) || !dense_view(w)) return false;
+  // y (N,OH,OW,O); per-channel operands seen as (O) with strides (0,0,0,1).
+  const Shape& ys = conv->shape;
+  std::vector<cpu::ConvPostOp> ops;
+  const Node* residual = nullptr;
+  for (const Step& st : steps) {
+    if (!st.operand) {
+      ops.push_back({st.kind, nullptr});
+      continue;
+    }
+    const Node& o = *st.operand;
+    if (o.dtype != DType::float32 || o.shape != ys) return false;
+    const View& v = o.view;
+    const bool channel = v.ndim() == 4 && v.strides[0] == 0 && v.strides[1] == 0 && v.strides[2] == 0 &&
+                         (v.strides[3] == 1 || ys[3] == 1) && !v.mask;
+    if (channel) {
+      const bool bias = st.kind == cpu::ConvPostOp::Kind::Add && ops.empty();
+      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : st.kind, elements(o)});
+    } else if (st.kind == cpu::ConvPostOp::Kind::Add && !residual && dense_view(o)) {
+      residual = &o;  // the sum post-op adds what y holds before the conv writes it
+      ops.push_back({cpu::ConvPostOp::Kind::Sum, nullptr});
+    } else {
+      return false;
+    }
+  }
+  const Node& out = *k.outputs[0];
+  // y (N,OH,OW,O)
+  auto y = std::make_shared<Buffer>(out.device, out.dtype, numel(out.shape), /*zero_fill=*/false);
+  if (residual) std::memcpy(y->data(), elements(*residual), size_t(y->nbytes()));
+  const cpu::ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1],
+                        w.shape[2], ys[1], ys[2], std::get<Conv2dArg>(conv->arg)};
+  if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, elements(x), elements(w), y->data(), g, ops, w.buffer))
+    return false;
+  k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
+  return true;
 }
 
 struct Planned {
@@ -170,7 +278,7 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     const Kernel& k = s.kernels[i];
     const auto t0 = std::chrono::steady_clock::now();
     std::string name;
-    bool ran_generated = false;
+    bool ran_generated = false, fused_conv = false;
     double moved = 0;  // bytes the generated kernel read and wrote (its buffers, once each)
     if (k.generated() && plan[i].lowered && plan[i].compiled.fn) {
       name = plan[i].lowered->kernel.name;
@@ -181,7 +289,10 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     } else {
       if (k.generated()) codegen::note_fallback();
       name = k.generated() ? "reference" : op_name(k.nodes.back()->op);
-      reference_realize(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
+      fused_conv = k.kind == KernelKind::Library && k.nodes.size() > 1 && run_conv_postops(k);
+      if (fused_conv) name = "Conv2d+postops";
+      if (!fused_conv)
+        reference_realize(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
     }
     if (debug >= 1 || profiling_enabled()) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -189,7 +300,8 @@ void fused_execute(const std::vector<NodePtr>& targets) {
         std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind), name.c_str(),
                      sec * 1e3);
       // Library calls, views and fallbacks ran on the reference backend, which records each node.
-      if (profiling_enabled() && ran_generated) record_op_time(name.c_str(), sec, numel(k.shape), moved, 0);
+      if (profiling_enabled() && (ran_generated || fused_conv))
+        record_op_time(name.c_str(), sec, numel(k.shape), moved, 0);
     }
     release_kernel(s.kernels[i], plan[i]);
     drop_inlined(live.release_after[i]);

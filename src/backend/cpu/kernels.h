@@ -5,8 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
 #include "aether/backend/backend.h"
+#include "aether/core/buffer.h"
 #include "aether/core/error.h"
 #include "aether/graph/op.h"
 
@@ -45,9 +48,37 @@ struct ConvGeom {
 void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
 void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);
 void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
-bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
-bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);
+// oneDNN versions: false (doing nothing) when oneDNN cannot run this dtype / shape here. The weights
+// are reordered to oneDNN's blocked layout once per weights buffer: pass the Buffer holding `w` as
+// `w_owner` (null: reordered on every call). The Buffer's contents must not change while it lives.
+bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
+                       const std::shared_ptr<const Buffer>& w_owner = nullptr);
+bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g,
+                            const std::shared_ptr<const Buffer>& w_owner = nullptr);
 bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
+
+// One post-op of a fused forward convolution, applied to y (N,OH,OW,O) in order.
+struct ConvPostOp {
+  enum class Kind : uint8_t {
+    Bias,  // y += b[o], b (O) at `data`; only as the first post-op
+    Add,   // y += b[o], b (O) at `data`
+    Sub,   // y -= b[o]
+    Mul,   // y *= s[o]
+    Sum,   // y += r, r (N,OH,OW,O): the caller stores r into y before the call
+    Relu,  // y = max(y, 0)
+  };
+  Kind kind;
+  const void* data = nullptr;
+};
+// y = ops(conv(x, w)): one oneDNN convolution with post-ops; false when oneDNN refuses them.
+bool conv2d_fwd_postops_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
+                               const std::vector<ConvPostOp>& ops,
+                               const std::shared_ptr<const Buffer>& w_owner = nullptr);
+// User weights reordered into a oneDNN layout so far (process-wide): cache misses, for tests and
+// measurements.
+int64_t conv_weight_reorders();
+// Successful conv2d_fwd_postops_onednn calls so far (process-wide).
+int64_t conv_postop_calls();
 
 // Geometry of one 2-D pooling: x (N,H,W,C) -> y (N,OH,OW,C).
 struct PoolGeom {

@@ -497,14 +497,14 @@ void library(Node& n) {
     case Op::Conv2d: {  // srcs: x, w
       const auto g = conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g)))
+      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep)))
         cpu::conv2d_fwd_naive(t, x.ptr, w.ptr, out->data(), g);
       break;
     }
     case Op::Conv2dBwdData: {  // srcs: dy, w; node shape = x shape
       const auto g = conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g)))
+      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep)))
         cpu::conv2d_bwd_data_naive(t, dy.ptr, w.ptr, out->data(), g);
       break;
     }
