@@ -16,10 +16,10 @@ bool reaches_indirectly(const std::vector<std::vector<int>>& edges, int from, in
 }  // namespace
 
 void pass_merge_epilogues(State& s) {
+  auto edges = group_edges(s);  // recomputed only after a merge changes them
   for (size_t e = 0; e < s.groups.size(); ++e) {
     Group& ge = s.groups[e];
     if (!ge.alive || ge.kind != KernelKind::Elementwise) continue;
-    const auto edges = group_edges(s);
     for (size_t r = 0; r < s.groups.size(); ++r) {
       Group& gr = s.groups[r];
       if (!gr.alive || gr.kind != KernelKind::Reduce || numel(ge.full) != gr.out_numel) continue;
@@ -36,6 +36,7 @@ void pass_merge_epilogues(State& s) {
       gr.members.insert(gr.members.end(), ge.members.begin(), ge.members.end());
       ge.members.clear();
       ge.alive = false;
+      edges = group_edges(s);
       break;
     }
   }

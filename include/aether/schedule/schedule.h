@@ -2,9 +2,9 @@
 //
 // schedule(outputs) groups every unrealized node reachable from `outputs` into kernels, like
 // tinygrad's scheduler. It only analyses the lazy graph: nothing is computed, generated or changed.
-// It runs a list of small passes (src/schedule/pass_*.cpp), checks the grouping after each one
-// (every node in exactly one group, groups form a DAG, each group is a contiguous sub-DAG) and, when
-// the environment variable AETHER_DEBUG >= 4, prints the groups after each pass to stderr.
+// It runs a list of small passes (src/schedule/pass_*.cpp), checks the final grouping (every node in
+// exactly one group, groups form a DAG, each group is a contiguous sub-DAG; after every pass when
+// AETHER_DEBUG >= 1) and, when AETHER_DEBUG >= 4, prints the groups after each pass to stderr.
 //
 // Fusion rules (issue "Fusion"):
 //  1. elementwise chains fuse; movement ops and broadcasts are index arithmetic inside a kernel
