@@ -5,6 +5,8 @@
 #include "lower.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <unordered_map>
 
 #include "aether/core/error.h"
@@ -157,7 +159,8 @@ class Lowerer {
     c.kind = InstKind::Const;
     c.dtype = t;
     c.value = v;
-    const std::string key = detail::cat("c", int(t), ":", v);
+    // The exact bits: a decimal key (6 digits) merged 0.1 with 1 - 0.9 = 0.09999999999999998.
+    const std::string key = detail::cat("c", int(t), ":", std::bit_cast<uint64_t>(v));
     if (is_float(t) && v == v && v != 0 && v != 1 && !memo_.count(key)) {
       auto& fp = out_.kernel.fparams;
       auto it = std::find(fp.begin(), fp.end(), v);

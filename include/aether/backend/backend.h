@@ -47,6 +47,15 @@ void record_op_time(const char* op, double seconds, int64_t elements, double byt
 std::string op_profile_report(double copy_gb_per_s = 0, double fma_gflop_per_s = 0);
 void reset_op_profile();
 
+// The CPU fused executor's plan cache: a graph with the structure of one run before (a training
+// step, an evaluation batch) reuses that run's schedule, lowered kernels and liveness, re-bound to
+// its nodes and parameters (backend/graph_signature.h). AETHER_PLAN_CACHE=0 turns it off.
+struct PlanCacheStats {
+  int64_t hits = 0, misses = 0, entries = 0;
+};
+PlanCacheStats plan_cache_stats();
+void plan_cache_clear();
+
 // AETHER_DEBUG's level (0 when unset), read once: what the executors print as they run.
 int debug_level();
 

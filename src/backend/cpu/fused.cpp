@@ -16,6 +16,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
+#include <mutex>
+#include <string>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -26,6 +29,7 @@
 #include "aether/core/error.h"
 #include "aether/schedule/schedule.h"
 #include "backend/cpu/kernels.h"
+#include "backend/graph_signature.h"
 #include "backend/liveness.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
@@ -216,8 +220,20 @@ void release_kernel(Kernel& k, Planned& p) {
 
 bool fused_executor_available() { return codegen::host_compiler_available(); }
 
-void fused_execute(const std::vector<NodePtr>& targets) {
-  Schedule s = schedule(targets);
+namespace {
+
+// Everything a run needs: the schedule (kernels in run order), each kernel's lowered and compiled
+// form, and the liveness of the values it refers to.
+struct Prepared {
+  Schedule s;
+  std::vector<Planned> plan;
+  Liveness live;
+};
+
+Prepared prepare(const std::vector<NodePtr>& targets) {
+  Prepared P;
+  Schedule& s = P.s;
+  s = schedule(targets);
   reorder_kernels(s, memory_order(s, targets));  // kernel i below: the i-th to run
   const int debug = debug_level();
   if (debug >= 2) std::fprintf(stderr, "aether schedule: %s\n", s.to_json().dump().c_str());
@@ -229,7 +245,8 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     if (stored.count(&n)) return View::contiguous(n.shape);
     return std::nullopt;
   };
-  std::vector<Planned> plan(s.kernels.size());
+  std::vector<Planned>& plan = P.plan;
+  plan.resize(s.kernels.size());
   std::vector<std::string> sources;
   std::vector<size_t> source_of;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
@@ -258,12 +275,176 @@ void fused_execute(const std::vector<NodePtr>& targets) {
   }
   const auto compiled = codegen::compile_kernels(sources);
   for (size_t j = 0; j < compiled.size(); ++j) plan[source_of[j]].compiled = compiled[j];
-  sources = {};
-  stored.clear();  // (raw pointers: nodes released below may be freed and their addresses reused)
+  for (Planned& pl : plan) pl.source = {};
+  P.live = liveness(s, targets);
+  return P;
+}
 
+// ---- the plan cache -------------------------------------------------------------------------------
+// A training step's graph has the same structure every step (graph_signature), so its schedule,
+// lowered kernels, compiled functions and liveness are kept, with nodes named by their position in
+// the signature's canonical order, and re-bound to the new step's nodes: scheduling, lowering and
+// rendering run once per graph structure, not once per step. Kernel parameters (float constants,
+// random seeds) are re-read from the new nodes. AETHER_PLAN_CACHE=0 turns the cache off.
+struct CachedKernel {
+  KernelKind kind = KernelKind::Elementwise;
+  std::vector<int> nodes, outputs, inlined;
+  Shape shape;
+  std::vector<int> reduce_axes;
+  bool lowered = false;
+  ir::Kernel kernel;
+  std::vector<int> inputs, lowered_outputs;  // Lowered::inputs / outputs
+  std::vector<View> views;
+  std::vector<int> fparam_src;  // position of the Const node giving fparams[j]
+  std::vector<int> iparam_src;  // position of the Rand node giving iparams[2j], iparams[2j + 1]
+  codegen::CompiledKernel compiled;
+};
+struct CachedPlan {
+  std::vector<uint64_t> words;
+  uint64_t hash = 0;
+  std::vector<CachedKernel> kernels;
+  std::vector<int> inlined;
+  std::vector<std::vector<int>> release_after;
+  std::vector<int> unused;
+};
+
+bool plan_cache_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("AETHER_PLAN_CACHE");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
+// The plan in positions; nullopt when some node is not in the signature or a parameter's source
+// cannot be identified (then the graph is simply prepared again next time).
+std::optional<CachedPlan> capture(const Prepared& P, const GraphSignature& g) {
+  CachedPlan c;
+  bool ok = true;
+  auto at = [&](const Node* n) {
+    auto it = g.pos.find(n);
+    if (it == g.pos.end()) {
+      ok = false;
+      return -1;
+    }
+    return it->second;
+  };
+  auto positions = [&](const std::vector<NodePtr>& v) {
+    std::vector<int> out;
+    for (const NodePtr& n : v) out.push_back(at(n.get()));
+    return out;
+  };
+  for (size_t i = 0; i < P.s.kernels.size(); ++i) {
+    const Kernel& k = P.s.kernels[i];
+    const Planned& pl = P.plan[i];
+    CachedKernel ck;
+    ck.kind = k.kind;
+    ck.nodes = positions(k.nodes);
+    ck.outputs = positions(k.outputs);
+    ck.inlined = positions(k.inlined);
+    ck.shape = k.shape;
+    ck.reduce_axes = k.reduce_axes;
+    if (pl.lowered && pl.compiled.fn) {
+      const codegen::Lowered& l = *pl.lowered;
+      ck.lowered = true;
+      ck.kernel = l.kernel;
+      ck.inputs = positions(l.inputs);
+      ck.lowered_outputs = positions(l.outputs);
+      ck.views = l.views;
+      ck.compiled = pl.compiled;
+      std::vector<const Node*> members;
+      for (const NodePtr& n : k.nodes) members.push_back(n.get());
+      for (const NodePtr& n : k.inlined) members.push_back(n.get());
+      for (double v : l.kernel.fparams) {
+        int src = -1;
+        for (const Node* n : members)
+          if (n->op == Op::Const && is_float(n->dtype) && std::get<double>(n->arg) == v) src = at(n);
+        ok = ok && src >= 0;
+        ck.fparam_src.push_back(src);
+      }
+      for (size_t j = 0; j + 1 < l.kernel.iparams.size(); j += 2) {
+        int src = -1;
+        for (const Node* n : members)
+          if (n->op == Op::Rand && std::get<RandArg>(n->arg).seed == l.kernel.iparams[j] &&
+              std::get<RandArg>(n->arg).stream == l.kernel.iparams[j + 1])
+            src = at(n);
+        ok = ok && src >= 0;
+        ck.iparam_src.push_back(src);
+      }
+    }
+    c.kernels.push_back(std::move(ck));
+  }
+  c.inlined = positions(P.s.inlined);
+  for (const auto& r : P.live.release_after) {
+    c.release_after.emplace_back();
+    for (const Node* n : r) c.release_after.back().push_back(at(n));
+  }
+  for (const Node* n : P.live.unused) c.unused.push_back(at(n));
+  if (!ok) return std::nullopt;
+  c.words = g.words;
+  c.hash = g.hash;
+  return c;
+}
+
+// The cached plan bound to the nodes of a graph with the same signature.
+Prepared instantiate(const CachedPlan& c, const GraphSignature& g) {
+  auto node = [&](int p) { return g.order[size_t(p)]; };
+  auto nodes = [&](const std::vector<int>& v) {
+    std::vector<NodePtr> out;
+    out.reserve(v.size());
+    for (int p : v) out.push_back(node(p));
+    return out;
+  };
+  Prepared P;
+  P.plan.resize(c.kernels.size());
+  for (size_t i = 0; i < c.kernels.size(); ++i) {
+    const CachedKernel& ck = c.kernels[i];
+    Kernel k;
+    k.kind = ck.kind;
+    k.nodes = nodes(ck.nodes);
+    k.outputs = nodes(ck.outputs);
+    k.inlined = nodes(ck.inlined);
+    k.shape = ck.shape;
+    k.reduce_axes = ck.reduce_axes;
+    P.s.kernels.push_back(std::move(k));
+    if (!ck.lowered) continue;
+    codegen::Lowered l;
+    l.kernel = ck.kernel;
+    for (size_t j = 0; j < ck.fparam_src.size(); ++j)
+      l.kernel.fparams[j] = std::get<double>(g.order[size_t(ck.fparam_src[j])]->arg);
+    for (size_t j = 0; j < ck.iparam_src.size(); ++j) {
+      const auto& r = std::get<RandArg>(g.order[size_t(ck.iparam_src[j])]->arg);
+      l.kernel.iparams[2 * j] = r.seed;
+      l.kernel.iparams[2 * j + 1] = r.stream;
+    }
+    l.inputs = nodes(ck.inputs);
+    l.outputs = nodes(ck.lowered_outputs);
+    l.views = ck.views;
+    P.plan[i].lowered = std::move(l);
+    P.plan[i].compiled = ck.compiled;
+  }
+  P.s.inlined = nodes(c.inlined);
+  for (const auto& r : c.release_after) {
+    P.live.release_after.emplace_back();
+    for (int p : r) P.live.release_after.back().push_back(g.order[size_t(p)].get());
+  }
+  for (int p : c.unused) P.live.unused.push_back(g.order[size_t(p)].get());
+  return P;
+}
+
+constexpr size_t kPlanCacheSize = 16;
+std::mutex g_plans_mu;
+std::list<CachedPlan> g_plans;  // most recently used first
+int64_t g_plan_hits = 0, g_plan_misses = 0;
+
+// Runs a prepared plan: each kernel in order, releasing what no later kernel needs.
+void run(Prepared& P, const std::vector<NodePtr>& targets) {
+  Schedule& s = P.s;
+  std::vector<Planned>& plan = P.plan;
+  const Liveness& live = P.live;
+  const int debug = debug_level();
   // Liveness: after kernel i, the nodes no later kernel refers to. Kernel i's own references go with
   // release_kernel(); the schedule's list of inlined nodes is the only other holder to clear.
-  const Liveness live = liveness(s, targets);
   std::unordered_map<const Node*, size_t> inlined_at;
   for (size_t j = 0; j < s.inlined.size(); ++j) inlined_at.emplace(s.inlined[j].get(), j);
   auto drop_inlined = [&](const std::vector<const Node*>& nodes) {
@@ -273,7 +454,6 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     }
   };
   drop_inlined(live.unused);
-
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const Kernel& k = s.kernels[i];
     const auto t0 = std::chrono::steady_clock::now();
@@ -311,6 +491,52 @@ void fused_execute(const std::vector<NodePtr>& targets) {
   }
   // Targets that are views of stored values (or realized by no kernel) are made real here.
   reference_realize(targets);
+}
+
+
+}  // namespace
+
+void fused_execute(const std::vector<NodePtr>& targets) {
+  if (!plan_cache_enabled()) {
+    Prepared P = prepare(targets);
+    return run(P, targets);
+  }
+  GraphSignature g = graph_signature(targets);
+  std::optional<Prepared> P;
+  {
+    std::lock_guard<std::mutex> lock(g_plans_mu);
+    for (auto it = g_plans.begin(); it != g_plans.end(); ++it)
+      if (it->hash == g.hash && it->words == g.words) {
+        g_plans.splice(g_plans.begin(), g_plans, it);
+        P = instantiate(g_plans.front(), g);
+        ++g_plan_hits;
+        break;
+      }
+  }
+  if (!P) {
+    {
+      std::lock_guard<std::mutex> lock(g_plans_mu);
+      ++g_plan_misses;
+    }
+    P = prepare(targets);
+    if (auto c = capture(*P, g)) {
+      std::lock_guard<std::mutex> lock(g_plans_mu);
+      g_plans.push_front(std::move(*c));
+      if (g_plans.size() > kPlanCacheSize) g_plans.pop_back();
+    }
+  }
+  g = {};  // its node list would keep every value of the graph alive to the end of the run
+  run(*P, targets);
+}
+
+PlanCacheStats plan_cache_stats() {
+  std::lock_guard<std::mutex> lock(g_plans_mu);
+  return {g_plan_hits, g_plan_misses, int64_t(g_plans.size())};
+}
+
+void plan_cache_clear() {
+  std::lock_guard<std::mutex> lock(g_plans_mu);
+  g_plans.clear();
 }
 
 }  // namespace aether
