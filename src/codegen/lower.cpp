@@ -188,7 +188,9 @@ class Lowerer {
     return true;
   }
 
-  int load(const NodePtr& np, const View& v, const Index& idx, std::vector<Guard> guards) {
+  // Reads leaf np through view v (its own view, or `base` composed with movement ops: the kernel
+  // checks base, the leaf's own view, before it runs).
+  int load(const NodePtr& np, const View& v, const Index& idx, std::vector<Guard> guards, const View* base = nullptr) {
     if (v.mask)
       for (size_t d = 0; d < idx.size(); ++d) guards.push_back({idx[d], (*v.mask)[d].first, (*v.mask)[d].second});
     const Node& n = *np;
@@ -198,7 +200,7 @@ class Lowerer {
       const int64_t count = n.realized() ? n.buffer->numel() : numel(n.shape);
       out_.kernel.bufs.push_back({n.dtype, count, false});
       out_.inputs.push_back(np);
-      out_.views.push_back(v);
+      out_.views.push_back(base ? *base : v);
     }
     Affine off = Affine::constant(v.offset, rank_);
     for (size_t d = 0; d < idx.size(); ++d) off = off + idx[d].scaled(v.strides[d]);
@@ -298,7 +300,13 @@ class Lowerer {
         Index sidx;
         for (size_t d = 0; d < ss.size(); ++d) {
           auto a = div_mod(lin, sst[d], ss[d], extent_);
-          if (!a) throw Unsupported{"a reshape of a computed value across unaligned dims"};
+          if (!a) {
+            // A stored or realized value whose view regroups (e.g. a dense buffer): read it through
+            // the reshaped view, at this node's own index.
+            if (auto v = leaf_(*n.srcs[0]))
+              if (auto rv = v->reshape(out)) return load(n.srcs[0], *rv, idx, guards, &*v);
+            throw Unsupported{"a reshape of a computed value across unaligned dims"};
+          }
           sidx.push_back(*a);
         }
         return eval(n.srcs[0], sidx, guards);

@@ -137,10 +137,17 @@ void pass_group(State& s) {
       for (int g : cn.inlined ? inlined_readers[size_t(c)] : std::vector<int>{cn.group})
         if (g >= 0 && std::find(readers.begin(), readers.end(), g) == readers.end()) readers.push_back(g);
     }
-    const bool one_group = readers.size() == 1 && !is_library(n.node->op) &&
+    // A computed value read through a reshape that merges its dims is stored, and read as a view.
+    bool through_merge = false;
+    if (!is_movement(n.node->op))
+      for (int c : n.consumers) {
+        const Node& cn = *s.nodes[size_t(c)].node;
+        through_merge = through_merge || (cn.op == Op::Reshape && reshape_merges_dims(n.node->shape, cn.shape));
+      }
+    const bool one_group = readers.size() == 1 && !is_library(n.node->op) && !through_merge &&
                            (!n.output || output_joins(s, readers[0], i));
     if (one_group && absorb(s, readers[0], i)) continue;
-    if (recomputable(s, i, readers)) {
+    if (!through_merge && recomputable(s, i, readers)) {
       n.inlined = true;
       inlined_readers[size_t(i)] = readers;
       n.side = Side::Post;

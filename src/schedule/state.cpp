@@ -11,6 +11,18 @@ bool is_movement(Op op) { return op_kind(op) == OpKind::Movement; }
 bool is_library(Op op) { return op_kind(op) == OpKind::Library; }
 bool is_reduce(Op op) { return op_kind(op) == OpKind::Reduce; }
 
+bool reshape_merges_dims(const Shape& src, const Shape& out) {
+  std::vector<int64_t> cuts;  // prefix products of out
+  int64_t p = 1;
+  for (int64_t d : out) cuts.push_back(p *= d);
+  p = 1;
+  for (int64_t d : src) {
+    p *= d;
+    if (d != 1 && std::find(cuts.begin(), cuts.end(), p) == cuts.end()) return true;
+  }
+  return false;
+}
+
 const std::vector<int>& reduce_axes_of(const Node& n) { return std::get<Axes>(n.arg); }
 
 std::string describe(const State& s, int i) {

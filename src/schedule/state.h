@@ -63,6 +63,11 @@ struct Load {
 bool is_movement(Op op);
 bool is_library(Op op);
 bool is_reduce(Op op);
+// Whether a reshape from `src` to `out` merges dims (a boundary of src is not one of out): its
+// reader's index into src then needs division and remainder, which kernels do not compute, so a
+// computed value read through such a reshape is stored first (e.g. max-pool windows
+// (N,OH,KH,OW,KW,C) back to (N,H,W,C)). Splits are plain index arithmetic.
+bool reshape_merges_dims(const Shape& src, const Shape& out);
 const std::vector<int>& reduce_axes_of(const Node& n);
 // The distinct loads of group g (none for ViewOnly groups), seen through views and recomputed
 // (inlined) nodes; `inlined`, when given, receives the inlined nodes group g computes or reads.
