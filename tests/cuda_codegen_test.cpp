@@ -447,11 +447,17 @@ TEST(cuda_codegen, ConstantsAndInfinitiesUseDeviceSpellings) {
   EXPECT_EQ(literal(Lang::Cpp, DType::float64, 0.5), "0x1p-1");
   EXPECT_EQ(literal(Lang::Cuda, DType::float32, 0.1), literal(Lang::Cpp, DType::float32, 0.1));
   EXPECT_EQ(literal(Lang::Cuda, DType::int32, 1e12), "(int)2147483647");
-  // A max-reduce starts at -infinity; the prelude's helpers are the same functions in both languages.
-  const ir::Reduction r{Op::ReduceMax, DType::float32};
+  // A max-reduce starts at -infinity (in float for float32: a maximum is exact in its own type; in
+  // double for float64); the prelude's helpers are the same functions in both languages.
+  const ir::Reduction r{Op::ReduceMax, DType::float32}, r64{Op::ReduceMax, DType::float64};
   const codegen::snippets::Acc cuda_acc{r, Lang::Cuda}, cpp_acc{r, Lang::Cpp};
-  EXPECT_EQ(cuda_acc.init(), "(-__longlong_as_double(0x7ff0000000000000LL))");
-  EXPECT_EQ(cpp_acc.init(), "(-__builtin_inf())");
+  EXPECT_EQ(cuda_acc.init(), "(-__int_as_float(0x7f800000))");
+  EXPECT_EQ(cpp_acc.init(), "(-__builtin_inff())");
+  EXPECT_STREQ(cpp_acc.type(), "float");
+  const codegen::snippets::Acc cuda_acc64{r64, Lang::Cuda}, cpp_acc64{r64, Lang::Cpp};
+  EXPECT_EQ(cuda_acc64.init(), "(-__longlong_as_double(0x7ff0000000000000LL))");
+  EXPECT_EQ(cpp_acc64.init(), "(-__builtin_inf())");
+  EXPECT_STREQ(cpp_acc64.type(), "double");
   // Only the two bit casts (ae_fbits, ae_bitsf: an intrinsic vs a builtin) are spelled per language.
   auto without_bit_casts = [](std::string s) {
     for (const char* fn : {"ae_fbits(float f)", "ae_bitsf(unsigned int u)"}) {

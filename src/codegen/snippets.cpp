@@ -353,18 +353,21 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
 
 std::string Acc::init() const {
   if (sum()) return fp() ? "0.0" : "0ull";
+  if (narrow()) return literal(lang, DType::float32, -INFINITY);
   return fp() ? literal(lang, DType::float64, -INFINITY) : "(-9223372036854775807LL - 1)";
 }
 std::string Acc::add(const std::string& acc, const std::string& v) const {
   if (sum()) return fp() ? acc + " + (double)" + v : acc + " + (u64)(i64)" + v;
+  if (narrow()) return "ae_maxf(" + acc + ", (float)" + v + ")";
   return fp() ? "ae_maxd(" + acc + ", (double)" + v + ")" : "ae_maxi(" + acc + ", (i64)" + v + ")";
 }
 std::string Acc::combine(const std::string& a, const std::string& b) const {
   if (sum()) return a + " + " + b;
+  if (narrow()) return "ae_maxf(" + a + ", " + b + ")";
   return fp() ? "ae_maxd(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
 }
 std::string Acc::final(const std::string& a) const {
-  if (is_16bit(r.dtype)) return convert(r.dtype, DType::float64, a);
+  if (is_16bit(r.dtype)) return convert(r.dtype, narrow() ? DType::float32 : DType::float64, a);
   if (fp()) return detail::cat("(", ctype(r.dtype), ")", a);
   return convert(r.dtype, DType::int64, "(i64)" + a);
 }

@@ -62,7 +62,10 @@ struct Acc {
   Lang lang = Lang::Cpp;
   bool fp() const { return is_fp(r.dtype); }
   bool sum() const { return r.op == Op::ReduceSum; }
-  const char* type() const { return fp() ? "double" : sum() ? "u64" : "i64"; }
+  // A float maximum is exact in float: float32 and 16-bit maxima accumulate in float (twice the
+  // vector lanes of double); float sums accumulate in double.
+  bool narrow() const { return !sum() && fp() && r.dtype != DType::float64; }
+  const char* type() const { return narrow() ? "float" : fp() ? "double" : sum() ? "u64" : "i64"; }
   std::string init() const;
   std::string add(const std::string& acc, const std::string& v) const;    // v: a stored value
   std::string combine(const std::string& a, const std::string& b) const;  // both accumulators
