@@ -285,17 +285,7 @@ class Renderer {
           << "*)((char*)scratch + " << res_off_[r] << ");  // [" << out_n_ << "] results\n";
       if (!owner_block_) os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init() << ";\n";
     }
-    // Offset of the current point's output in the reduced shape (reduce axes contribute nothing).
-    const Shape rs = k_.reduced_shape();
-    ir::Affine oidx = ir::Affine::constant(0, n_);
-    {
-      int64_t st = 1;
-      for (int d = n_ - 1; d >= 0; --d) {
-        if (rs[size_t(d)] > 1) oidx.k[size_t(d)] = st;
-        st *= rs[size_t(d)];
-      }
-    }
-    const std::string o = affine(oidx);
+    const std::string o = affine(reduced_offset());
     if (s.empty()) {  // a rank-0 reduce: one point
       os_ << "  {\n";
       statements(k_.body, "b", s, "    ");
@@ -382,16 +372,23 @@ class Renderer {
     }
   }
 
+  // Offset of the current point's output in the reduced shape (reduce axes contribute nothing).
+  ir::Affine reduced_offset() const {
+    const Shape rs = k_.reduced_shape();
+    ir::Affine off = ir::Affine::constant(0, n_);
+    int64_t st = 1;
+    for (int d = n_ - 1; d >= 0; --d) {
+      if (rs[size_t(d)] > 1) off.k[size_t(d)] = st;
+      st *= rs[size_t(d)];
+    }
+    return off;
+  }
+
   // Whether every Result of the epilogue reads the reduction at the epilogue's own point (its dense
   // offset in the reduced shape), so a task that owns a block of outputs needs no other task's.
   bool epilogue_reads_own_point() const {
     const Shape rs = k_.reduced_shape();
-    ir::Affine own = ir::Affine::constant(0, n_);
-    int64_t st = 1;
-    for (int d = n_ - 1; d >= 0; --d) {
-      if (rs[size_t(d)] > 1) own.k[size_t(d)] = st;
-      st *= rs[size_t(d)];
-    }
+    const ir::Affine own = reduced_offset();
     for (const Inst& in : k_.epilogue) {
       if (in.kind != InstKind::Result) continue;
       ir::Affine off = in.offset;

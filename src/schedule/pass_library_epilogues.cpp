@@ -70,15 +70,6 @@ bool is_zero(const State& s, int i) {
   return n.op == Op::Const && d != nullptr && *d == 0.0;
 }
 
-bool row_major(const View& v) {
-  int64_t stride = 1;
-  for (int d = v.ndim() - 1; d >= 0; --d) {
-    if (v.shape[size_t(d)] != 1 && v.strides[size_t(d)] != stride) return false;
-    stride *= v.shape[size_t(d)];
-  }
-  return !v.mask;
-}
-
 struct Step {
   std::vector<int> nodes;  // the step's members; the last is its result
   int operand = -1;        // the stored value a binary step reads (-1: none)
@@ -99,7 +90,7 @@ bool operand_ok(const State& s, Op op, const Shape& y, int src, int e, int l,
   const bool per_channel = v.strides[0] == 0 && v.strides[1] == 0 && v.strides[2] == 0 &&
                            (v.strides[3] == 1 || y[3] == 1) && !v.mask;
   if (per_channel) return true;
-  return op == Op::Add && row_major(v);
+  return op == Op::Add && v.is_contiguous();
 }
 
 // The post-op step that reads node `cur` (and only it reads cur), all its members in group e.

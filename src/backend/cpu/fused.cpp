@@ -56,16 +56,6 @@ bool is_zero_const(const Node* n) {
   return n && n->op == Op::Const && d && *d == 0.0;
 }
 
-// Whether a realized node's view is dense row-major (any offset): its elements at data() + offset.
-bool dense_view(const Node& n) {
-  const View& v = n.view;
-  int64_t stride = 1;
-  for (int d = v.ndim() - 1; d >= 0; --d) {
-    if (v.shape[size_t(d)] != 1 && v.strides[size_t(d)] != stride) return false;
-    stride *= v.shape[size_t(d)];
-  }
-  return !v.mask;
-}
 const char* elements(const Node& n) {
   return static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(n.dtype);
 }
@@ -117,7 +107,7 @@ bool run_conv_postops(const Kernel& k) {
     if (st.operand) need.push_back(st.operand);
   reference_realize(need);
   const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
-  if (!dense_view(x) || !dense_view(w)) return false;
+  if (!x.view.is_contiguous() || !w.view.is_contiguous()) return false;
   // y (N,OH,OW,O); per-channel operands seen as (O) with strides (0,0,0,1).
   const Shape& ys = conv->shape;
   std::vector<cpu::ConvPostOp> ops;
@@ -135,7 +125,7 @@ bool run_conv_postops(const Kernel& k) {
     if (channel) {
       const bool bias = st.kind == cpu::ConvPostOp::Kind::Add && ops.empty();
       ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : st.kind, elements(o)});
-    } else if (st.kind == cpu::ConvPostOp::Kind::Add && !residual && dense_view(o)) {
+    } else if (st.kind == cpu::ConvPostOp::Kind::Add && !residual && o.view.is_contiguous()) {
       residual = &o;  // the sum post-op adds what y holds before the conv writes it
       ops.push_back({cpu::ConvPostOp::Kind::Sum, nullptr});
     } else {
