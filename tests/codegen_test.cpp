@@ -350,6 +350,15 @@ TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
   EXPECT_NE(r.out.find("not using the kernel cache"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("others can write"), std::string::npos) << r.out;
   EXPECT_EQ(count_ext(t.path, ".so"), 0) << "nothing was written to or loaded from it";
+  // The private directory used instead held the kernels, and went with the process.
+  const std::string keeping = "keeping compiled kernels in ";
+  const auto at = r.out.find(keeping);
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const std::string fallback = r.out.substr(at + keeping.size(), r.out.find(' ', at + keeping.size()) -
+                                                                      (at + keeping.size()));
+  EXPECT_EQ(fallback.rfind("/tmp/aether-kernels-", 0), 0u) << fallback;
+  EXPECT_GE(r.compiled, 1);
+  EXPECT_FALSE(fs::exists(fallback)) << fallback << " was left behind";
 }
 
 TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {

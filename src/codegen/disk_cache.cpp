@@ -7,8 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
+#include <vector>
 
 #include "aether/core/error.h"
 
@@ -71,9 +74,28 @@ std::string choose_cache_dir(const char* what) {
   if (why.empty()) why = "it cannot be created";
   char tmpl[] = "/tmp/aether-kernels-XXXXXX";
   const char* t = mkdtemp(tmpl);
-  std::fprintf(stderr, "aether: not using the kernel cache %s: %s; keeping %s in %s instead\n", dir.c_str(),
-               why.c_str(), what, t ? t : "(nowhere)");
-  return t ? t : "";
+  std::fprintf(stderr, "aether: not using the kernel cache %s: %s; keeping %s in %s until this process exits\n",
+               dir.c_str(), why.c_str(), what, t ? t : "(nowhere)");
+  if (t == nullptr) return "";
+  remove_at_exit(t);
+  return t;
+}
+
+// The fallback directories are this process's alone: removed when it exits, so that runs with an
+// unusable cache directory do not fill /tmp. (Objects already loaded stay mapped until then.)
+void remove_at_exit(const std::string& dir) {
+  static std::mutex mu;
+  static std::vector<std::string> dirs;
+  std::lock_guard<std::mutex> lock(mu);
+  if (dirs.empty())
+    std::atexit([] {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const std::string& d : dirs) {
+        std::error_code ec;  // best effort: nothing to report to at exit
+        std::filesystem::remove_all(d, ec);
+      }
+    });
+  dirs.push_back(dir);
 }
 
 }  // namespace aether::codegen::disk

@@ -21,6 +21,9 @@ bool mkdirs(const std::string& path);
 // Whether `dir` is a directory owned by this user that nobody else can write (else *why says why).
 bool safe_dir(const std::string& dir, std::string* why);
 // The cache directory to use for `what` ("compiled kernels", "PTX"); "" when none is usable.
+// When none is usable, a fresh private directory in /tmp, removed when the process exits.
 std::string choose_cache_dir(const char* what);
+// Removes `dir` and everything in it when the process exits.
+void remove_at_exit(const std::string& dir);
 
 }  // namespace aether::codegen::disk
