@@ -16,4 +16,7 @@ pc_dir=$(dirname "$(find "$work/prefix" -name aether.pc | head -n 1)")
 flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs aether)
 # shellcheck disable=SC2086
 ${CXX:-c++} "$src/consumer.cpp" -o "$work/consumer_pc" $flags
-"$work/consumer_pc"
+# (pkg-config gives no run path: a shared libaether in a private prefix is found through
+# LD_LIBRARY_PATH. CMake's consumer above runs without it: CMake sets the run path itself.)
+libdir=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --variable=libdir aether)
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer_pc"
