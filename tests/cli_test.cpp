@@ -185,11 +185,21 @@ TEST(Cli, NotACheckpoint) {
 
 TEST(Cli, BadDevicePrecisionAndResume) {
   if (!fs::exists(fs::path(kFashionDir) / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << kFashionDir;
-  expect_one_line_error(run("train --model mlp --device cuda --epochs 1 --max-steps-per-epoch 1 --quiet"),
-                        {"CUDA"});
+  if (aether::cuda_device_count() == 0)
+    expect_one_line_error(run("train --model mlp --device cuda --epochs 1 --max-steps-per-epoch 1 --quiet"),
+                          {"CUDA"});
   expect_one_line_error(run("train --model mlp --precision float16 --epochs 1 --max-steps-per-epoch 1 --quiet"),
                         {"float16", "not yet supported"});
   expect_one_line_error(run("train --model nope-net --epochs 1 --quiet"), {"nope-net"});
+  // --resume honours --device and --precision too (it used to keep training on the CPU).
+  TempDir tmp;
+  const std::string ck = tmp.file("m.aether");
+  ASSERT_EQ(run("train --model mlp --epochs 1 --max-steps-per-epoch 1 --quiet --save '" + ck + "'").code, 0);
+  if (aether::cuda_device_count() == 0)
+    expect_one_line_error(run("train --resume '" + ck + "' --device cuda --epochs 2 --max-steps-per-epoch 1 --quiet"),
+                          {"CUDA"});
+  expect_one_line_error(run("train --resume '" + ck + "' --precision float16 --epochs 2 --max-steps-per-epoch 1 --quiet"),
+                        {"float16", "not yet supported"});
 }
 
 TEST(Cli, MiniTrainingEvaluatePredict) {

@@ -68,6 +68,7 @@ int run_train(const TrainArgs& a) {
   std::string model_name;
   if (!a.resume.empty()) {
     model = Model::load(a.resume);
+    model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
     model_name = model.info().value("model", std::string("?"));
     AETHER_CHECK(model.info().value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume,
                  " was trained on ", model.info().value("dataset", std::string("?")), ", not ", ds_name);
