@@ -244,6 +244,18 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   EXPECT_EQ(p.out.rfind("0\tclass ", 0), 0u) << p.out;
   EXPECT_NE(p.out.find("2\tclass "), std::string::npos) << p.out;
 
+  // evaluate and predict take --device; one that is not there is a clear error, not a CPU run.
+  expect_one_line_error(run("evaluate --checkpoint '" + ck + "' --device tpu"), {"tpu"});
+  expect_one_line_error(run("predict --checkpoint '" + ck + "' --device tpu " + std::string(kFashionDir) +
+                            "/t10k-images-idx3-ubyte.gz"),
+                        {"tpu"});
+  if (aether::cuda_device_count() == 0) {
+    expect_one_line_error(run("evaluate --checkpoint '" + ck + "' --device cuda"), {"CUDA"});
+    expect_one_line_error(run("predict --checkpoint '" + ck + "' --device cuda " + std::string(kFashionDir) +
+                              "/t10k-images-idx3-ubyte.gz"),
+                          {"CUDA"});
+  }
+
   // A checkpoint with the wrong kind of input for predict: a clear error.
   expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + std::string(kFashionDir) +
                             "/t10k-labels-idx1-ubyte.gz'"),

@@ -44,7 +44,7 @@ int run_verify(const DataArgs& a) {
 }
 
 struct PredictArgs {
-  std::string checkpoint, input;
+  std::string checkpoint, input, device = "cpu";
   int64_t limit = 10;
 };
 // Reads images from an IDX image file or a CIFAR-10 batch: (N,H,W,C) uint8.
@@ -70,6 +70,7 @@ data::Dataset read_images(const std::string& path, const Shape& want) {
 
 int run_predict(const PredictArgs& a) {
   Model model = Model::load(a.checkpoint);
+  model.to(a.device);
   data::Dataset d = read_images(a.input, model.input_shape());
   if (a.limit > 0 && d.n > a.limit) {
     d.n = a.limit;
@@ -107,6 +108,7 @@ void register_data(CLI::App& app) {
   pr->add_option("--checkpoint", p.checkpoint, "a .aether file")->required();
   pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
   pr->add_option("--limit", p.limit, "at most this many images (0: all)")->capture_default_str();
+  pr->add_option("--device", p.device, "cpu, cuda or cuda:N")->capture_default_str();
   pr->callback([] { exit_code() = run_predict(p); });
 }
 

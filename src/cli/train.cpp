@@ -149,10 +149,11 @@ int run_train(const TrainArgs& a) {
 }
 
 struct EvalArgs {
-  std::string checkpoint, dataset, data_dir, metrics_json;
+  std::string checkpoint, dataset, data_dir, metrics_json, device = "cpu";
 };
 int run_evaluate(const EvalArgs& a) {
   Model model = Model::load(a.checkpoint);
+  model.to(a.device);
   const std::string ds_name =
       data::canonical_dataset_name(a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
@@ -209,6 +210,7 @@ void register_train(CLI::App& app) {
   ev->add_option("--dataset", e.dataset, "fashion-mnist or cifar10 (default: the one it was trained on)");
   ev->add_option("--data-dir", e.data_dir, "where the data set is");
   ev->add_option("--metrics-json", e.metrics_json, "write metrics here as JSON");
+  ev->add_option("--device", e.device, "cpu, cuda or cuda:N")->capture_default_str();
   ev->callback([] { exit_code() = run_evaluate(e); });
 
   static SummaryArgs s;
