@@ -7,15 +7,19 @@ src=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
-echo "== find_package(aether)"
-cmake -S "$src" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release > /dev/null
+# The consumer is built with aether's own compiler: a static libaether carries that compiler's
+# OpenMP runtime calls (clang's libomp, g++'s libgomp), which the other runtime does not provide.
+cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+echo "== find_package(aether) with $cxx"
+cmake -S "$src" -B "$work/cmake" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_CXX_COMPILER="$cxx" > /dev/null
 cmake --build "$work/cmake" > /dev/null
 "$work/cmake/consumer"
 echo "== pkg-config aether"
 pc_dir=$(dirname "$(find "$work/prefix" -name aether.pc | head -n 1)")
 flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs aether)
 # shellcheck disable=SC2086
-${CXX:-c++} "$src/consumer.cpp" -o "$work/consumer_pc" $flags
+"$cxx" "$src/consumer.cpp" -o "$work/consumer_pc" $flags
 # (pkg-config gives no run path: a shared libaether in a private prefix is found through
 # LD_LIBRARY_PATH. CMake's consumer above runs without it: CMake sets the run path itself.)
 libdir=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --variable=libdir aether)
