@@ -63,6 +63,25 @@ bool safe_dir(const std::string& dir, std::string* why) {
   return true;
 }
 
+namespace {
+// The fallback directories are this process's alone: removed when it exits, so that runs with an
+// unusable cache directory do not fill /tmp. (Objects already loaded stay mapped until then.)
+void remove_at_exit(const std::string& dir) {
+  static std::mutex mu;
+  static std::vector<std::string> dirs;
+  std::lock_guard<std::mutex> lock(mu);
+  if (dirs.empty())
+    std::atexit([] {
+      std::lock_guard<std::mutex> lock(mu);
+      for (const std::string& d : dirs) {
+        std::error_code ec;  // best effort: nothing to report to at exit
+        std::filesystem::remove_all(d, ec);
+      }
+    });
+  dirs.push_back(dir);
+}
+}  // namespace
+
 std::string choose_cache_dir(const char* what) {
   std::string dir;
   if (const char* d = std::getenv("AETHER_CACHE_DIR"); d && *d) dir = d;
@@ -79,23 +98,6 @@ std::string choose_cache_dir(const char* what) {
   if (t == nullptr) return "";
   remove_at_exit(t);
   return t;
-}
-
-// The fallback directories are this process's alone: removed when it exits, so that runs with an
-// unusable cache directory do not fill /tmp. (Objects already loaded stay mapped until then.)
-void remove_at_exit(const std::string& dir) {
-  static std::mutex mu;
-  static std::vector<std::string> dirs;
-  std::lock_guard<std::mutex> lock(mu);
-  if (dirs.empty())
-    std::atexit([] {
-      std::lock_guard<std::mutex> lock(mu);
-      for (const std::string& d : dirs) {
-        std::error_code ec;  // best effort: nothing to report to at exit
-        std::filesystem::remove_all(d, ec);
-      }
-    });
-  dirs.push_back(dir);
 }
 
 }  // namespace aether::codegen::disk

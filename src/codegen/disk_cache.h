@@ -23,7 +23,5 @@ bool safe_dir(const std::string& dir, std::string* why);
 // The cache directory to use for `what` ("compiled kernels", "PTX"); "" when none is usable.
 // When none is usable, a fresh private directory in /tmp, removed when the process exits.
 std::string choose_cache_dir(const char* what);
-// Removes `dir` and everything in it when the process exits.
-void remove_at_exit(const std::string& dir);
 
 }  // namespace aether::codegen::disk
