@@ -11,6 +11,7 @@
 #include <unordered_set>
 
 #include "aether/core/error.h"
+#include "backend/cpu/kernels.h"
 #if AETHER_HAS_CUDA
 #include "backend/cuda/bridge.h"
 #endif
@@ -98,6 +99,10 @@ void set_fusion(bool enabled) { g_fusion = enabled; }
 bool fusion_enabled() { return g_fusion; }
 void set_library_impl(LibraryImpl impl) { g_library = impl; }
 LibraryImpl library_impl() { return g_library; }
+
+void set_packed_conv_weights(bool on) { cpu::set_conv_packed_weights(on); }
+bool packed_conv_weights() { return cpu::conv_packed_weights(); }
+int64_t conv_weight_reorders() { return cpu::conv_weight_reorders(); }
 
 Backend& backend_for(Device device) {
 #if AETHER_HAS_CUDA

@@ -326,16 +326,19 @@ int run_step(const BenchArgs& a) {
   // Memory of one more (steady-state) step: the high-water mark of live tensor bytes, reset just
   // before it (so it includes what lives between steps: parameters, optimizer state, the data), and
   // the system allocations it made for tensor storage (0 once the host block cache is warm).
-  int64_t peak_bytes = 0, held_bytes = 0, system_allocs = 0;
+  // Also the conv weights and gradients reordered between layouts in that step (backend.h).
+  int64_t peak_bytes = 0, held_bytes = 0, system_allocs = 0, reorders = 0;
   {
     const bool was = fusion_enabled();
     set_fusion(!a.unfused);
     const Buffer::AllocStats before = Buffer::alloc_stats();
+    const int64_t reorders_before = conv_weight_reorders();
     held_bytes = before.live_bytes;
     Buffer::reset_peak_bytes();
     step();
     peak_bytes = Buffer::peak_bytes();
     system_allocs = Buffer::alloc_stats().system_allocs - before.system_allocs;
+    reorders = conv_weight_reorders() - reorders_before;
     set_fusion(was);
   }
   std::string breakdown;
@@ -375,6 +378,8 @@ int run_step(const BenchArgs& a) {
     j["peak_bytes"] = peak_bytes;
     j["held_bytes"] = held_bytes;
     j["system_allocs_per_step"] = system_allocs;
+    j["conv_weight_reorders_per_step"] = reorders;
+    j["packed_conv_weights"] = packed_conv_weights();
     if (a.breakdown) j["breakdown"] = breakdown;
     std::cout << j.dump(1) << "\n";
     return 0;
@@ -388,6 +393,8 @@ int run_step(const BenchArgs& a) {
   std::printf("peak tensor memory in a step: %s (%s held between steps); system allocations per step: %lld\n",
               bench::human_bytes(peak_bytes).c_str(), bench::human_bytes(held_bytes).c_str(),
               static_cast<long long>(system_allocs));
+  std::printf("conv weights and weight gradients reordered between layouts per step: %lld (packed weights %s)\n",
+              static_cast<long long>(reorders), packed_conv_weights() ? "on" : "off, AETHER_CONV_PACKED_WEIGHTS=0");
   if (a.breakdown)
     std::printf("\nper-kernel time of one step (%s):\n%s", bench::mode_name(plan_of(a)), breakdown.c_str());
   return 0;

@@ -1,6 +1,8 @@
 // Node construction.
 #include "aether/graph/node.h"
 
+#include "aether/core/error.h"
+
 namespace aether {
 namespace {
 std::atomic<uint64_t> g_next_id{1};
@@ -31,6 +33,17 @@ NodePtr make_load(BufferPtr buffer, View view) {
   n->buffer = std::move(buffer);
   n->view = std::move(view);
   return n;
+}
+
+void to_row_major(Node& n) {
+  if (!n.buffer || !n.buffer->layout()) return;
+  const Layout& l = *n.buffer->layout();
+  AETHER_CHECK(l.shape == n.shape && n.view.is_contiguous() && n.view.offset == 0, "to_row_major", "node ", n.id,
+               " of shape ", to_string(n.shape), " reads a ", l.name, " buffer of shape ", to_string(l.shape),
+               " through a view");
+  auto rm = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/false);
+  unpack(l, n.buffer->data(), rm->data(), dtype_size(n.dtype));
+  n.buffer = std::move(rm);
 }
 
 }  // namespace aether

@@ -36,6 +36,17 @@ enum class LibraryImpl { onednn, naive };
 void set_library_impl(LibraryImpl impl);
 LibraryImpl library_impl();
 
+// oneDNN convolution weights. Packed weights (on unless AETHER_CONV_PACKED_WEIGHTS=0): a weight
+// gradient stays in the layout the backward-weights primitive computes it in, and so do the
+// weights the optimizer computes from it (aether/core/layout.h), so a training step reorders each
+// conv's weights once (for the backward-data primitive) rather than three times. Weights are read
+// back row-major wherever anything else reads them (checkpoints, to_vector, other devices).
+// conv_weight_reorders(): weights reordered into a primitive's layout and weight gradients out of
+// one, so far (process-wide).
+void set_packed_conv_weights(bool on);
+bool packed_conv_weights();
+int64_t conv_weight_reorders();
+
 // Per-op time accounting (AETHER_PROFILE=1 or set_profiling(true)): every executed kernel (a
 // generated kernel, or a node on the reference backend: library calls, views, fallbacks) adds its wall
 // time, output size, the bytes it read and wrote, and its FLOPs (matmul, conv) to its line.

@@ -10,6 +10,7 @@
 
 #include "aether/core/device.h"
 #include "aether/core/dtype.h"
+#include "aether/core/layout.h"
 
 namespace aether {
 
@@ -35,6 +36,11 @@ class Buffer {
   const T* as() const { return static_cast<const T*>(data_); }
 
   bool on_host() const { return device_.type == DeviceType::cpu; }
+
+  // The order of the elements: null for row-major (almost every buffer), else a library's blocked
+  // order (aether/core/layout.h), set by the kernel that wrote it, for numel() == numel(shape).
+  const std::shared_ptr<const Layout>& layout() const { return layout_; }
+  void set_layout(std::shared_ptr<const Layout> l) { layout_ = std::move(l); }
 
   // Bytes currently held by all live host buffers, and the high-water mark (process-wide); device
   // memory is counted by the CUDA allocator (aether/backend/cuda.h: cuda_memory_stats).
@@ -65,6 +71,7 @@ class Buffer {
   DType dtype_;
   int64_t numel_;
   void* data_ = nullptr;
+  std::shared_ptr<const Layout> layout_;
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

@@ -106,6 +106,8 @@ bool run_conv_postops(const Kernel& k) {
   for (const Step& st : steps)
     if (st.operand) need.push_back(st.operand);
   reference_realize(need);
+  for (size_t i = 0; i < need.size(); ++i)
+    if (i != 1) to_row_major(*need[i]);  // only the weights may stay packed
   const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
   if (!x.view.is_contiguous() || !w.view.is_contiguous()) return false;
   // y (N,OH,OW,O); per-channel operands seen as (O) with strides (0,0,0,1).
@@ -142,6 +144,42 @@ bool run_conv_postops(const Kernel& k) {
     return false;
   k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
   return true;
+}
+
+// ---- packed operands ------------------------------------------------------------------------------
+// A Buffer may hold a library's blocked order (Buffer::layout(): the conv weight gradients, and
+// what the optimizer computes from them). An elementwise kernel commutes with any permutation of
+// its positions, so a kernel that is elementwise through and through (no movement but of
+// constants, no random numbers, no index) and reads every input whole, row-major, at its own shape,
+// runs on packed buffers as they are and its outputs keep the layout: layout_of() returns it. Its
+// row-major inputs are packed for the call (once: the outputs are packed, so the next step's are
+// too). Any other kernel reads its inputs row-major (to_row_major()).
+bool uniform(const Node* n) {  // a constant seen through views that keep it uniform
+  while (n && op_kind(n->op) == OpKind::Movement && n->op != Op::Pad && !n->realized()) n = n->srcs[0].get();
+  return n && n->op == Op::Const;
+}
+std::shared_ptr<const Layout> layout_of(const Kernel& k, const codegen::Lowered& L) {
+  std::shared_ptr<const Layout> lay;
+  for (const NodePtr& in : L.inputs)
+    if (in->buffer->layout()) {
+      lay = in->buffer->layout();
+      break;
+    }
+  if (!lay || k.kind != KernelKind::Elementwise || k.shape != lay->shape) return nullptr;
+  for (const auto* list : {&k.nodes, &k.inlined})
+    for (const NodePtr& n : *list) {
+      const bool ok = is_elementwise(n->op) ? n->shape == k.shape : uniform(n.get());
+      if (!ok) return nullptr;
+    }
+  const View whole = View::contiguous(k.shape);
+  for (size_t i = 0; i < L.inputs.size(); ++i) {
+    const Node& in = *L.inputs[i];
+    if (in.shape != k.shape || !same_view(in.view, whole) || !same_view(L.views[i], whole)) return nullptr;
+    if (in.buffer->layout() && !in.buffer->layout()->same_order(*lay)) return nullptr;
+  }
+  for (const NodePtr& o : L.outputs)
+    if (o->shape != k.shape) return nullptr;
+  return lay;
 }
 
 struct Planned {
@@ -186,14 +224,28 @@ void run_generated(const Kernel& k, Planned& p) {
     outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
     bufs.push_back(outs.back()->data());
   }
-  for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
+  const std::shared_ptr<const Layout> lay = layout_of(k, L);
+  std::vector<BufferPtr> packed;  // packed copies of row-major inputs, for this call
+  for (const NodePtr& in : L.inputs) {
+    if (lay && !in->buffer->layout()) {
+      packed.push_back(std::make_shared<Buffer>(in->device, in->dtype, numel(in->shape), /*zero_fill=*/false));
+      pack(*lay, in->buffer->data(), packed.back()->data(), dtype_size(in->dtype));
+      bufs.push_back(packed.back()->data());
+      continue;
+    }
+    if (!lay) to_row_major(*in);
+    bufs.push_back(in->buffer->data());
+  }
   // Scratch from the host block cache too (a steady-state step allocates nothing from the system).
   std::optional<Buffer> scratch;  // (scratch_bytes) bytes
   if (p.compiled.scratch_bytes > 0)
     scratch.emplace(Device::cpu(), DType::uint8, p.compiled.scratch_bytes, /*zero_fill=*/false);
   p.compiled.fn(bufs.data(), scratch ? scratch->data() : nullptr, L.kernel.fparams.data(),
                 reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
-  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+  for (size_t j = 0; j < L.outputs.size(); ++j) {
+    outs[j]->set_layout(lay);
+    L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+  }
 }
 
 // Drops the executor's references held for kernel i, which never runs again: its members,

@@ -495,25 +495,35 @@ void library(Node& n) {
   auto out = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/false);
   const DType t = n.dtype;
   switch (n.op) {
+    // The weights w may be packed (in oneDNN's layout, reads_layout()): oneDNN reads them as they
+    // are; the naive loop gets them row-major.
     case Op::Conv2d: {  // srcs: x, w
       const auto g = conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep)))
+      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep))) {
+        to_row_major(*n.srcs[1]);
+        w = dense(*n.srcs[1]);
         cpu::conv2d_fwd_naive(t, x.ptr, w.ptr, out->data(), g);
+      }
       break;
     }
     case Op::Conv2dBwdData: {  // srcs: dy, w; node shape = x shape
       const auto g = conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep)))
+      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep))) {
+        to_row_major(*n.srcs[1]);
+        w = dense(*n.srcs[1]);
         cpu::conv2d_bwd_data_naive(t, dy.ptr, w.ptr, out->data(), g);
+      }
       break;
     }
-    case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape
+    case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape; dw may be left packed
       const auto g = conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g)))
+      std::shared_ptr<const Layout> packed;
+      if (!(use_onednn() && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g, &packed)))
         cpu::conv2d_bwd_weight_naive(t, x.ptr, dy.ptr, out->data(), g);
+      out->set_layout(std::move(packed));
       break;
     }
     case Op::MaxPool2d: {
@@ -606,6 +616,12 @@ std::pair<double, double> node_cost(const Node& n) {
   return {bytes, flops};
 }
 
+// Whether node n reads source i as its buffer holds it even in a library's layout (Layout): only
+// the convolutions' weights; every other source is made row-major before n runs.
+bool reads_layout(const Node& n, size_t i) {
+  return (n.op == Op::Conv2d || n.op == Op::Conv2dBwdData) && i == 1;
+}
+
 class ReferenceBackend final : public Backend {
  public:
   const char* name() const override { return "cpu-reference"; }
@@ -615,6 +631,8 @@ class ReferenceBackend final : public Backend {
       for (const auto& s : n->srcs)
         AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
                      " is not realized (nodes out of order)");
+      for (size_t i = 0; i < n->srcs.size(); ++i)
+        if (!reads_layout(*n, i)) to_row_major(*n->srcs[i]);
       if (profiling_enabled()) {
         const auto [bytes, flops] = node_cost(*n);  // before: a computed node drops its sources
         const auto t0 = std::chrono::steady_clock::now();
