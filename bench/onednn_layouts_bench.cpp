@@ -1,5 +1,5 @@
 // Which weights layout each of oneDNN's three training passes runs fast with, on this CPU, for the
-// convolutions of the cifarnet step (batch 64, NHWC activations, 3x3, stride 1, pad 1, float32).
+// convolutions of the cifarnet step (batch 64 or AETHER_BENCH_BATCH, NHWC activations, 3x3, stride 1, pad 1, float32).
 //
 // aether keeps conv weights OHWI and hands oneDNN a blocked copy (cached per weights buffer, so
 // evaluation and prediction reorder once). In training the weights change every step, and the
@@ -11,6 +11,9 @@
 //   build/test/bench/onednn_layouts_bench --benchmark_filter=Conv      # time per pass and layout
 //   build/test/bench/onednn_layouts_bench --benchmark_filter=Reorder   # OHWI -> each pass's layout
 #include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
 
 #include <dnnl.hpp>
 #include <string>
@@ -27,7 +30,11 @@ struct Layer {
 // cifarnet's distinct convolutions (src/model/presets.cpp).
 constexpr Layer kLayers[] = {{3, 32, 32},    {32, 64, 32},   {64, 64, 16},  {64, 128, 16},
                              {128, 128, 8}, {128, 256, 8}, {256, 256, 4}};
-constexpr int64_t kBatch = 64;
+// The batch: 64, or AETHER_BENCH_BATCH.
+const int64_t kBatch = [] {
+  const char* e = std::getenv("AETHER_BENCH_BATCH");
+  return e ? std::max<int64_t>(1, std::atoll(e)) : int64_t(64);
+}();
 
 // Weights layouts tried: 0 = oneDNN's own choice for the pass (format_tag::any), then fixed ones.
 constexpr tag kLayouts[] = {tag::any, tag::ohwi, tag::OIhw16i16o /* ABcd16b16a */, tag::OIhw16o16i /* ABcd16a16b */};
