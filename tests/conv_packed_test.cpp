@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <random>
 #include <vector>
 
 #include "aether/aether.h"
@@ -19,21 +18,14 @@
 #include "aether/ops/conv.h"
 #include "aether/optim/optimizer.h"
 #include "backend/cpu/kernels.h"
+#include "test_values.h"
 
 using namespace aether;
 
 namespace {
 
-std::vector<float> values(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.f, 1.f);
-  std::vector<float> v(size_t(n), 0.f);
-  for (float& x : v) x = u(rng);
-  return v;
-}
-Tensor make(const Shape& s, unsigned seed) {
-  return Tensor::from_vector<float>(values(numel(s), seed), s).realize();
-}
+std::vector<float> values(int64_t n, uint32_t seed) { return testing_values::values(n, seed, -1, 1); }
+Tensor make(const Shape& s, uint32_t seed) { return testing_values::input(s, seed, -1, 1).realize(); }
 
 void expect_close(const std::vector<double>& got, const std::vector<double>& want, const char* what,
                   double rel = 1e-4) {

@@ -61,20 +61,26 @@ std::shared_ptr<const Layout> permutation_layout(Layout l) {
   return ok ? std::make_shared<const Layout>(std::move(l)) : nullptr;
 }
 
+namespace {
+// Copies every element of l.shape between row-major order and l's order (to_packed: into l's).
+void reorder(const Layout& l, const void* from, void* to, size_t elem_size, bool to_packed) {
+  const char* src = static_cast<const char*>(from);
+  char* dst = static_cast<char*>(to);
+  for_each_position(l, [&](int64_t i, int64_t p) {
+    const int64_t d = to_packed ? p : i, s = to_packed ? i : p;
+    std::memcpy(dst + d * elem_size, src + s * elem_size, elem_size);
+  });
+}
+}  // namespace
+
 void pack(const Layout& l, const void* row_major, void* packed, size_t elem_size) {
   ++g_packs;
-  const char* src = static_cast<const char*>(row_major);
-  char* dst = static_cast<char*>(packed);
-  for_each_position(
-      l, [&](int64_t i, int64_t p) { std::memcpy(dst + p * elem_size, src + i * elem_size, elem_size); });
+  reorder(l, row_major, packed, elem_size, true);
 }
 
 void unpack(const Layout& l, const void* packed, void* row_major, size_t elem_size) {
   ++g_unpacks;
-  const char* src = static_cast<const char*>(packed);
-  char* dst = static_cast<char*>(row_major);
-  for_each_position(
-      l, [&](int64_t i, int64_t p) { std::memcpy(dst + i * elem_size, src + p * elem_size, elem_size); });
+  reorder(l, packed, row_major, elem_size, false);
 }
 
 LayoutCopies layout_copies() { return {g_packs.load(), g_unpacks.load()}; }
