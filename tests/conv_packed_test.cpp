@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "aether/aether.h"
@@ -189,42 +191,54 @@ TEST(ConvPacked, EveryReaderSeesRowMajorValues) {
   expect_close(file.tensors.at(0).second.to_vector<double>(), ew, "safetensors");
 }
 
-TEST(ConvPacked, TrainingStepsMatchRowMajorWeightsWithFewerReorders) {
-  // Two convs (3 -> 32 -> 32 channels), SGD with Nesterov momentum and weight decay, 4 steps.
+// Two convs (3 -> 32 -> 32 channels), 4 steps of SGD (Nesterov momentum, weight decay) or AdamW.
+class ConvPackedTraining : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
   Restore restore;
   const Tensor x = make({4, 8, 8, 3}, 10), m = make({4, 8, 8, 32}, 11);
   const Tensor w1_0 = make({32, 3, 3, 3}, 12), w2_0 = make({32, 3, 3, 32}, 13);
   const Conv2dOptions opt{.padding = 1};
   struct Run {
-    std::vector<std::vector<double>> weights;
-    int64_t reorders = 0;    // in the last step
-    LayoutCopies copies;     // in the last step
-    bool w2_packed = false;  // after the steps
+    std::vector<std::vector<double>> values;  // the weights, then the optimizer state
+    int64_t reorders = 0;                     // in the last step
+    LayoutCopies copies;                      // in the last step
+    bool w2_packed = false;                   // after the steps
   };
   auto train = [&](bool packed) {
     set_packed_conv_weights(packed);
     Tensor w1 = w1_0.detach(), w2 = w2_0.detach();
     w1.set_requires_grad();
     w2.set_requires_grad();
-    optim::SGD sgd({w1, w2}, {.lr = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
+    std::unique_ptr<optim::Optimizer> o;
+    if (std::string(GetParam()) == "sgd")
+      o = std::make_unique<optim::SGD>(
+          std::vector<Tensor>{w1, w2},
+          optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
+    else
+      o = std::make_unique<optim::AdamW>(std::vector<Tensor>{w1, w2},
+                                         optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-2});
     Run r;
     for (int step = 0; step < 4; ++step) {
       const int64_t r0 = conv_weight_reorders();
       const LayoutCopies c0 = layout_copies();
       Tensor y = conv2d(conv2d(x, w1, Tensor(), opt).relu(), w2, Tensor(), opt);
       (y * m).mean().backward();
-      sgd.step();
-      sgd.zero_grad();
+      o->step();
+      o->zero_grad();
       r.reorders = conv_weight_reorders() - r0;
       r.copies = {layout_copies().packs - c0.packs, layout_copies().unpacks - c0.unpacks};
     }
     r.w2_packed = w2.node()->buffer->layout() != nullptr;
-    r.weights = {w1.to_vector<double>(), w2.to_vector<double>()};
+    r.values = {w1.to_vector<double>(), w2.to_vector<double>()};
+    for (auto& [name, t] : o->named_state()) r.values.push_back(t->to_vector<double>());
     return r;
   };
   const Run plain = train(false), packed = train(true);
-  expect_close(packed.weights[0], plain.weights[0], "w1 after 4 steps");
-  expect_close(packed.weights[1], plain.weights[1], "w2 after 4 steps");
+  ASSERT_EQ(packed.values.size(), plain.values.size());
+  EXPECT_GE(plain.values.size(), 4u) << "weights and at least one state tensor each";
+  for (size_t i = 0; i < plain.values.size(); ++i)
+    expect_close(packed.values[i], plain.values[i], i < 2 ? "weights after 4 steps" : "optimizer state");
   EXPECT_FALSE(plain.w2_packed);
   if (!onednn_fused()) return;  // the reference backend computes optimizer updates row-major
   EXPECT_TRUE(packed.w2_packed) << "w2 is not kept in oneDNN's layout between steps";
@@ -236,3 +250,5 @@ TEST(ConvPacked, TrainingStepsMatchRowMajorWeightsWithFewerReorders) {
   EXPECT_EQ(packed.copies.packs, 0) << "a steady-state step packed a row-major operand";
   EXPECT_EQ(packed.copies.unpacks, 0) << "a steady-state step read packed weights row-major";
 }
+
+INSTANTIATE_TEST_SUITE_P(Optimizers, ConvPackedTraining, ::testing::Values("sgd", "adamw"));
