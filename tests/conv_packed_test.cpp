@@ -191,7 +191,8 @@ TEST(ConvPacked, EveryReaderSeesRowMajorValues) {
   expect_close(file.tensors.at(0).second.to_vector<double>(), ew, "safetensors");
 }
 
-// Two convs (3 -> 32 -> 32 channels), 4 steps of SGD (Nesterov momentum, weight decay) or AdamW.
+// Two convs (3 -> 32 -> 32 channels), 4 steps of SGD (Nesterov momentum) or AdamW, with a weight
+// decay large enough (0.1) that applying it wrongly would show beyond the tolerance.
 class ConvPackedTraining : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
@@ -214,10 +215,10 @@ TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
     if (std::string(GetParam()) == "sgd")
       o = std::make_unique<optim::SGD>(
           std::vector<Tensor>{w1, w2},
-          optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 1e-3});
+          optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 0.1});
     else
       o = std::make_unique<optim::AdamW>(std::vector<Tensor>{w1, w2},
-                                         optim::AdamOptions{.lr = 0.01, .weight_decay = 1e-2});
+                                         optim::AdamOptions{.lr = 0.01, .weight_decay = 0.1});
     Run r;
     for (int step = 0; step < 4; ++step) {
       const int64_t r0 = conv_weight_reorders();
