@@ -191,8 +191,9 @@ TEST(ConvPacked, EveryReaderSeesRowMajorValues) {
   expect_close(file.tensors.at(0).second.to_vector<double>(), ew, "safetensors");
 }
 
-// Two convs (3 -> 32 -> 32 channels), 4 steps of SGD (Nesterov momentum) or AdamW, with a weight
-// decay large enough (0.1) that applying it wrongly would show beyond the tolerance.
+// Two convs (3 -> 32 -> 32 channels), 4 steps of SGD (Nesterov momentum; also with gradient
+// clipping) or AdamW, with a weight decay large enough (0.1) that applying it wrongly would show
+// beyond the tolerance.
 class ConvPackedTraining : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
@@ -212,7 +213,8 @@ TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
     w1.set_requires_grad();
     w2.set_requires_grad();
     std::unique_ptr<optim::Optimizer> o;
-    if (std::string(GetParam()) == "sgd")
+    const std::string kind = GetParam();
+    if (kind != "adamw")
       o = std::make_unique<optim::SGD>(
           std::vector<Tensor>{w1, w2},
           optim::SGDOptions{.lr = 0.01, .momentum = 0.9, .nesterov = true, .weight_decay = 0.1});
@@ -225,6 +227,7 @@ TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
       const LayoutCopies c0 = layout_copies();
       Tensor y = conv2d(conv2d(x, w1, Tensor(), opt).relu(), w2, Tensor(), opt);
       (y * m).mean().backward();
+      if (kind == "sgd-clip") optim::clip_grad_norm({w1, w2}, 0.05);  // a full reduction, then g * scale
       o->step();
       o->zero_grad();
       r.reorders = conv_weight_reorders() - r0;
@@ -252,4 +255,4 @@ TEST_P(ConvPackedTraining, StepsMatchRowMajorWeightsWithFewerReorders) {
   EXPECT_EQ(packed.copies.unpacks, 0) << "a steady-state step read packed weights row-major";
 }
 
-INSTANTIATE_TEST_SUITE_P(Optimizers, ConvPackedTraining, ::testing::Values("sgd", "adamw"));
+INSTANTIATE_TEST_SUITE_P(Optimizers, ConvPackedTraining, ::testing::Values("sgd", "adamw", "sgd-clip"));

@@ -12,6 +12,7 @@
 // and after each kernel the executor drops its own references to the nodes no later kernel uses, so
 // an intermediate value is freed after its last reader, not at the end of the whole schedule, and
 // its block goes back to the host block cache for the next kernels.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -148,37 +149,46 @@ bool run_conv_postops(const Kernel& k) {
 
 // ---- packed operands ------------------------------------------------------------------------------
 // A Buffer may hold a library's blocked order (Buffer::layout(): the conv weight gradients, and
-// what the optimizer computes from them). An elementwise kernel commutes with any permutation of
-// its positions, so a kernel that is elementwise through and through (no movement but of
-// constants, no random numbers, no index) and reads every input whole, row-major, at its own shape,
-// runs on packed buffers as they are and its outputs keep the layout: layout_of() returns it. Its
-// row-major inputs are packed for the call (once: the outputs are packed, so the next step's are
-// too). Any other kernel reads its inputs row-major (to_row_major()).
-bool uniform(const Node* n) {  // a constant seen through views that keep it uniform
+// what the optimizer computes from them). Elementwise work commutes with any permutation of the
+// positions, and so does a reduction over every axis (up to the order of the additions). So a
+// kernel that is elementwise through and through, or such a reduction of elementwise work, runs on
+// packed buffers as they are, when every input is read whole at the kernel's shape, row-major (or
+// is a single value, the same everywhere) and nothing depends on a position (no movement but of
+// single values, no random numbers): layout_of() returns the layout, and outputs of the kernel's
+// shape keep it. Its row-major inputs of that shape are packed for the call (once: the outputs are
+// packed, so the next step's are too). Any other kernel reads its inputs row-major (to_row_major()).
+// Gradient clipping, for example, stays packed: a full sum of squares, then a scalar times g.
+bool uniform(const Node* n) {  // one value everywhere: a constant or a single element, through views
   while (n && op_kind(n->op) == OpKind::Movement && n->op != Op::Pad && !n->realized()) n = n->srcs[0].get();
-  return n && n->op == Op::Const;
+  return n && (n->op == Op::Const || numel(n->shape) == 1);
 }
 std::shared_ptr<const Layout> layout_of(const Kernel& k, const codegen::Lowered& L) {
   std::shared_ptr<const Layout> lay;
   for (const NodePtr& in : L.inputs)
-    if (in->buffer->layout()) {
+    if (in->buffer->layout() && in->shape == k.shape) {
       lay = in->buffer->layout();
       break;
     }
-  if (!lay || k.kind != KernelKind::Elementwise || k.shape != lay->shape) return nullptr;
+  bool full_reduce = k.kind == KernelKind::Reduce;  // over every axis (longer than 1)
+  for (size_t d = 0; d < k.shape.size() && full_reduce; ++d)
+    full_reduce = k.shape[d] == 1 || std::count(k.reduce_axes.begin(), k.reduce_axes.end(), int(d)) > 0;
+  if (!lay || (k.kind != KernelKind::Elementwise && !full_reduce) || k.shape != lay->shape) return nullptr;
   for (const auto* list : {&k.nodes, &k.inlined})
     for (const NodePtr& n : *list) {
-      const bool ok = is_elementwise(n->op) ? n->shape == k.shape : uniform(n.get());
+      const bool ok = is_elementwise(n->op)              ? n->shape == k.shape || numel(n->shape) == 1
+                      : op_kind(n->op) == OpKind::Reduce ? full_reduce && numel(n->shape) == 1
+                                                         : uniform(n.get());
       if (!ok) return nullptr;
     }
   const View whole = View::contiguous(k.shape);
   for (size_t i = 0; i < L.inputs.size(); ++i) {
     const Node& in = *L.inputs[i];
+    if (numel(in.shape) == 1) continue;  // a single value
     if (in.shape != k.shape || !same_view(in.view, whole) || !same_view(L.views[i], whole)) return nullptr;
     if (in.buffer->layout() && !in.buffer->layout()->same_order(*lay)) return nullptr;
   }
   for (const NodePtr& o : L.outputs)
-    if (o->shape != k.shape) return nullptr;
+    if (o->shape != k.shape && numel(o->shape) != 1) return nullptr;
   return lay;
 }
 
@@ -227,7 +237,7 @@ void run_generated(const Kernel& k, Planned& p) {
   const std::shared_ptr<const Layout> lay = layout_of(k, L);
   std::vector<BufferPtr> packed;  // packed copies of row-major inputs, for this call
   for (const NodePtr& in : L.inputs) {
-    if (lay && !in->buffer->layout()) {
+    if (lay && !in->buffer->layout() && in->shape == lay->shape) {
       packed.push_back(std::make_shared<Buffer>(in->device, in->dtype, numel(in->shape), /*zero_fill=*/false));
       pack(*lay, in->buffer->data(), packed.back()->data(), dtype_size(in->dtype));
       bufs.push_back(packed.back()->data());
@@ -243,7 +253,7 @@ void run_generated(const Kernel& k, Planned& p) {
   p.compiled.fn(bufs.data(), scratch ? scratch->data() : nullptr, L.kernel.fparams.data(),
                 reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
   for (size_t j = 0; j < L.outputs.size(); ++j) {
-    outs[j]->set_layout(lay);
+    if (L.outputs[j]->shape == k.shape) outs[j]->set_layout(lay);  // not a reduction's result
     L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
   }
 }
