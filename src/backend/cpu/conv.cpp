@@ -487,24 +487,26 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
   if (dw_layout) dw_layout->reset();
   const auto dt = onednn_type(dtype);
   if (!dt) return false;
-  // Weights in a Layout: the forward made for that layout if oneDNN has a fast one, else reorder.
+  // The user's weights layout (w, or dw for bwd_weight): OHWI, or the Layout their Buffer carries.
   const Layout* wl = pass != Pass::bwd_weight && w_owner ? w_owner->layout().get() : nullptr;
+  if (wl && !wl->native) return false;  // not a oneDNN layout: the caller's fallback reads it row-major
+  const ConvDescs d = conv_descs(*dt, g);
+  const dnnl::memory::desc user_md = wl ? native_desc(*wl, *dt) : d.weights;
+  // Weights in a Layout: the forward made for that layout if oneDNN has a fast one, else reorder.
   CachedConv* cp = nullptr;
-  if (wl && wl->native && pass == Pass::fwd) {
+  if (wl && pass == Pass::fwd) {
     CachedConv& f = cached_conv(pass, dtype, *dt, g, ops, Weights::bwd_weight_layout);
-    if (f.ok && f.weights == native_desc(*wl, *dt)) cp = &f;
+    if (f.ok && f.weights == user_md) cp = &f;
   }
   CachedConv& c = cp ? *cp : cached_conv(pass, dtype, *dt, g, ops, Weights::any);
-  if (!c.ok || (wl && !wl->native)) return false;
-  const ConvDescs d = conv_descs(*dt, g);
+  if (!c.ok) return false;
   dnnl::engine& eng = cpu_engine();
   auto mem = [&](const dnnl::memory::desc& md, const void* p) {
     return dnnl::memory(md, eng, const_cast<void*>(p));
   };
   std::lock_guard<std::mutex> lock(c.mu);
   dnnl::stream s(eng);
-  // The user's weights buffer (w, or dw for bwd_weight) and what the primitive reads / writes.
-  const dnnl::memory::desc user_md = wl ? native_desc(*wl, *dt) : d.weights;
+  // The user's weights buffer and what the primitive reads / writes.
   dnnl::memory user_w = mem(user_md, pass == Pass::bwd_weight ? out : b);
   dnnl::memory prim_w = user_w;
   bool unblock_dw = false;  // bwd_weight: reorder the gradient to OHWI after the primitive

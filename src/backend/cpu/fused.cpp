@@ -169,10 +169,11 @@ std::shared_ptr<const Layout> layout_of(const Kernel& k, const codegen::Lowered&
       lay = in->buffer->layout();
       break;
     }
+  if (!lay) return nullptr;  // the common case: nothing packed
   bool full_reduce = k.kind == KernelKind::Reduce;  // over every axis (longer than 1)
   for (size_t d = 0; d < k.shape.size() && full_reduce; ++d)
     full_reduce = k.shape[d] == 1 || std::count(k.reduce_axes.begin(), k.reduce_axes.end(), int(d)) > 0;
-  if (!lay || (k.kind != KernelKind::Elementwise && !full_reduce) || k.shape != lay->shape) return nullptr;
+  if ((k.kind != KernelKind::Elementwise && !full_reduce) || k.shape != lay->shape) return nullptr;
   for (const auto* list : {&k.nodes, &k.inlined})
     for (const NodePtr& n : *list) {
       const bool ok = is_elementwise(n->op)              ? n->shape == k.shape || numel(n->shape) == 1
