@@ -6,9 +6,13 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang
   libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev libomp-dev
+  # oneDNN; its CMake config (dnnl-config.cmake) calls find_package(OpenCL), and libdnnl-dev only
+  # *recommends* the OpenCL headers and loader, which --no-install-recommends leaves out.
+  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libomp-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
   python3 xz-utils
+  # scripts/fresh-check.sh: a bare Debian 12 root to run the quickstart in.
+  debootstrap
   dataset-fashion-mnist
 )
 
