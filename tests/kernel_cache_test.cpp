@@ -559,3 +559,27 @@ TEST(KernelCache, TheNextRunRemovesWhatAKilledCompileLeft) {
   for (const char* ext : {".cpp", ".log", ".so"}) EXPECT_FALSE(fs::exists(base + ext)) << ext;
   EXPECT_EQ(count_ext(t.path, ".cpp"), 0);
 }
+
+// ---- AETHER_NUM_THREADS ----------------------------------------------------------------------------
+TEST(KernelCache, AetherNumThreadsIsAPositiveIntegerUpTo1024) {
+  for (const char* value : {"99999", "1025", "0", "-2", "abc", "4x", " 4"}) {
+    const std::string bad = value;
+    SCOPED_TRACE(bad);
+    const ChildResult r = run_child("threads", {"AETHER_NUM_THREADS=" + bad});
+    ASSERT_TRUE(r.passed()) << r.out;  // no crash: a clear error
+    EXPECT_EQ(r.get("error"),
+              "realize: AETHER_NUM_THREADS=" + bad +
+                  " is not a thread count: expected a whole number from 1 to 1024 (or unset it "
+                  "to use OpenMP's default)")
+        << r.out;
+  }
+  const ChildResult ok = run_child("threads", {"AETHER_NUM_THREADS=3"});
+  ASSERT_TRUE(ok.passed()) << ok.out;
+  EXPECT_EQ(ok.get("max_threads"), "3") << ok.out;
+  EXPECT_EQ(ok.get("realized"), "12") << ok.out;
+  // OMP_NUM_THREADS beyond the bound is lowered to it (more crashes libgomp: see backend.cpp).
+  const ChildResult omp = run_child("threads-only", {"AETHER_NUM_THREADS=", "OMP_NUM_THREADS=99999"});
+  ASSERT_TRUE(omp.passed()) << omp.out;
+  EXPECT_EQ(omp.get("max_threads"), "1024") << omp.out;
+  EXPECT_NE(omp.out.find("using 1024 OpenMP threads, not 99999"), std::string::npos) << omp.out;
+}
