@@ -532,9 +532,14 @@ TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
   for (const auto& n : stale) write_text(t.path / n, "x");
   for (const auto& n : kept) write_text(t.path / n, "x");
   fs::create_directory(t.path / ("sub." + dead + ".1.d"));  // directories are never removed
+  const char* was = std::getenv("AETHER_CACHE_DIR");        // the suite's (scripts/test.sh), put back after
+  const std::string saved = was ? was : "";
   ASSERT_EQ(setenv("AETHER_CACHE_DIR", t.path.c_str(), 1), 0);
   const std::string chosen = disk::choose_cache_dir("test files");  // opening the cache cleans it
-  unsetenv("AETHER_CACHE_DIR");
+  if (was)
+    setenv("AETHER_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("AETHER_CACHE_DIR");
   EXPECT_EQ(chosen, t.str());
   for (const auto& n : stale) EXPECT_FALSE(fs::exists(t.path / n)) << n;
   for (const auto& n : kept) EXPECT_TRUE(fs::exists(t.path / n)) << n;

@@ -38,8 +38,9 @@ bool safe_dir(const std::string& dir, std::string* why);
 // Whether this process can create files in `dir` (tried for real: as root, mode bits say nothing).
 bool writable_dir(const std::string& dir, std::string* why);
 // Removes temporary files left in `dir` by processes that died (killed compiles): names whose second
-// dot-separated field is a process id (base.PID.TID.ext, probe.PID.log) of no live process.
-// Returns how many it removed.
+// dot-separated field is a process id (base.PID.TID.ext, probe.PID.log) of no live process
+// (kill(pid, 0) fails with ESRCH). Returns how many it removed. (A cache shared between PID
+// namespaces could lose a live compile's temporaries: that compile fails and is redone next time.)
 int remove_stale_temps(const std::string& dir);
 // The cache directory to use for `what` ("compiled kernels", "PTX"): the real path of the configured
 // one when it is safe and writable (its stale temporary files removed); else a fresh private
