@@ -155,20 +155,20 @@ class Compiler {
     const char* env = std::getenv("AETHER_CXX");
     const bool from_env = env && *env;
     cxx_ = from_env ? env : AETHER_HOST_CXX;
-    std::string which =
-        from_env ? "AETHER_CXX=" + cxx_ : "tried '" + cxx_ + "', the compiler aether was built with";
+    // What was tried, as the one-line warning names it: AETHER_CXX=..., or the built-in default.
+    const std::string which = from_env
+                                  ? "AETHER_CXX=" + cxx_
+                                  : "'" + cxx_ + "' (the compiler aether was built with; set AETHER_CXX)";
     // The compiler and its version (part of every cache key): a compiler says what it is.
     std::string out;
     const int rc = run({cxx_, "--version"}, &out);
     version_ = out.substr(0, out.find('\n'));
-    if (rc == 0 && !version_.empty()) which += " (" + one_line(version_) + ")";
-    which += from_env ? " is not one" : "; set AETHER_CXX";
     if (rc != 0)
-      return warn(detail::cat("no working C++ compiler (", which, ": `", cxx_, " --version` ",
-                              rc < 0 ? "could not run" : detail::cat("exited with status ", rc), ")"));
+      return warn(detail::cat("no working C++ compiler: ", which, ": `", cxx_, " --version` ",
+                              rc < 0 ? "could not run" : detail::cat("exited with status ", rc)));
     if (version_.find_first_not_of(" \t\r") == std::string::npos)
       return warn(
-          detail::cat("no working C++ compiler (", which, ": `", cxx_, " --version` printed no version)"));
+          detail::cat("no working C++ compiler: ", which, ": `", cxx_, " --version` printed nothing"));
     // The cache directory.
     const std::string dir = disk::choose_cache_dir("compiled kernels");
     if (dir.empty()) return warn("no usable directory for compiled kernels");
@@ -179,8 +179,8 @@ class Compiler {
     void* bufs[1] = {&value};
     if (k.fn) k.fn(bufs, nullptr, nullptr, nullptr);
     if (value != 42)
-      return warn(detail::cat("no working C++ compiler (", which,
-                              ": it did not build a loadable test kernel: ",
+      return warn(detail::cat("no working C++ compiler: ", which, ", which says it is '", one_line(version_),
+                              "', did not build a test kernel that loads and runs (",
                               k.fn ? "it computed a wrong value" : one_line(k.error), ")"));
     available_ = true;
   }

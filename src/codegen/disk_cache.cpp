@@ -333,7 +333,7 @@ bool verify_object(const std::string& base, const std::string& key, std::string*
 bool publish_object(const std::string& tmp_object, const std::string& base, const std::string& key,
                     std::string* why) {
   const int fd = ::open(tmp_object.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return *why = detail::cat("the compiler made no object file (", errno_text(), ")"), false;
+  if (fd < 0) return *why = detail::cat("the compiler made no object file: ", errno_text()), false;
   struct stat st {};
   std::string object;
   // The compiler creates it 0777 minus the umask: private before anyone can load it.
