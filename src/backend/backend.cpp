@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <string>
 #include <unordered_set>
 
 #include "aether/core/error.h"
@@ -30,14 +31,32 @@ bool env_flag(const char* name, bool dflt) {
 }
 bool g_fusion = env_flag("AETHER_FUSE", true);
 // AETHER_NUM_THREADS sizes the process's one OpenMP pool (kernels, oneDNN, generated code);
-// default: OpenMP's (OMP_NUM_THREADS, else the cores).
-const bool g_threads_set = [] {
+// default: OpenMP's (OMP_NUM_THREADS, else the cores). It must be a whole number from 1 to
+// kMaxThreads; anything else leaves the pool alone and makes realize() throw an aether::Error naming
+// the variable and its value. The bound is there because libgomp starts a team with each thread's
+// start data alloca'd on the calling thread's stack: ~100,000 threads overflow an 8 MiB stack and
+// crash inside GOMP_parallel (that was the SIGSEGV of AETHER_NUM_THREADS=99999). An OMP_NUM_THREADS
+// above the bound is lowered to it, with a warning, for the same reason.
+constexpr int kMaxThreads = 1024;
+const std::string g_threads_error = [] {
   const char* e = std::getenv("AETHER_NUM_THREADS");
-  if (!e || !*e) return false;
-  const int n = std::atoi(e);
-  if (n > 0) omp_set_num_threads(n);
-  else std::fprintf(stderr, "aether: ignoring AETHER_NUM_THREADS=%s (expected a positive integer)\n", e);
-  return n > 0;
+  if (!e || !*e) {
+    if (omp_get_max_threads() > kMaxThreads) {
+      std::fprintf(stderr, "aether: using %d OpenMP threads, not %d (OMP_NUM_THREADS): more would crash libgomp\n",
+                   kMaxThreads, omp_get_max_threads());
+      omp_set_num_threads(kMaxThreads);
+    }
+    return std::string();
+  }
+  const std::string v = e;
+  long n = 0;
+  const bool digits = v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (digits) n = std::strtol(v.c_str(), nullptr, 10);
+  if (!digits || n < 1 || n > kMaxThreads)
+    return detail::cat("AETHER_NUM_THREADS=", v, " is not a thread count: expected a whole number from 1 to ",
+                       kMaxThreads, " (or unset it to use OpenMP's default)");
+  omp_set_num_threads(int(n));
+  return std::string();
 }();
 LibraryImpl g_library = env_flag("AETHER_ONEDNN", true) ? LibraryImpl::onednn : LibraryImpl::naive;
 }  // namespace
@@ -145,6 +164,7 @@ std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
 }
 
 void realize_nodes(const std::vector<NodePtr>& targets) {
+  AETHER_CHECK(g_threads_error.empty(), "realize", g_threads_error);
   const std::vector<Node*> order = unrealized_in_order(targets);
   if (order.empty()) return;
   const Device dev = order.front()->device;

@@ -1,5 +1,6 @@
-// Host compiler runtime: finds the compiler, keeps the kernel cache directory safe, compiles
-// missing kernels in parallel (one compiler process each) and loads them with dlopen.
+// Host compiler runtime: finds the compiler and proves it works (its version, then a probe kernel
+// that must build, load and run), keeps the kernel cache directory safe, compiles missing kernels in
+// parallel (one compiler process each) and loads them with dlopen once their hash is verified.
 #include "aether/codegen/compiler.h"
 
 #include <dlfcn.h>
@@ -15,9 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -30,34 +29,57 @@ namespace aether::codegen {
 namespace {
 
 using disk::fnv1a;
-using disk::read_file;
 using disk::write_file;
 
 #ifndef AETHER_HOST_CXX
 #define AETHER_HOST_CXX "c++"
 #endif
 
-const std::vector<std::string> kFlags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-fPIC", "-shared",
-                                         "-ffp-contract=off", "-fno-math-errno", "-w"};
+const std::vector<std::string> kFlags = {"-std=c++17", "-O3",     "-march=native",     "-fopenmp",
+                                         "-fPIC",      "-shared", "-ffp-contract=off", "-fno-math-errno",
+                                         "-w"};
 
-// Runs argv, with stdout and stderr to `log`; returns the exit status (-1: could not start).
-int run(const std::vector<std::string>& argv, const std::string& log) {
+// Runs argv with stdout and stderr into *output (through a pipe: nothing is written to the cache
+// directory); returns the exit status (-1: could not start, or killed).
+int run(const std::vector<std::string>& argv, std::string* output) {
+  output->clear();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;  // close-on-exec: other threads' compilers must not hold it
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
   pid_t pid = 0;
   const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc == 0) {
+    char buf[4096];
+    for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) != 0;) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      if (output->size() < (1u << 20)) output->append(buf, size_t(n));  // drained either way
+    }
+  }
+  close(fds[0]);
   if (rc != 0) return -1;
   int status = 0;
   while (waitpid(pid, &status, 0) < 0)
     if (errno != EINTR) return -1;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
+
+// Compiled once per cache directory and compiler (then found in the cache): proves that the compiler
+// makes objects that load and run, so that a "compiler" like /bin/true is caught at once.
+const char* const kProbeSource =
+    "// aether: compiler probe\n"
+    "extern \"C\" void aether_kernel(void** bufs, void*, const double*, const unsigned long long*) {\n"
+    "  *static_cast<int*>(bufs[0]) = 42;\n"
+    "}\n"
+    "extern \"C\" long long aether_kernel_scratch() { return 0; }\n";
 
 class Compiler {
  public:
@@ -85,8 +107,8 @@ class Compiler {
         if (it != loaded_.end()) {
           out[i] = it->second;
           ++stats_.memory_hits;
-        } else if (std::find_if(todo.begin(), todo.end(), [&](size_t j) { return sources[j] == sources[i]; }) ==
-                   todo.end()) {
+        } else if (std::find_if(todo.begin(), todo.end(),
+                                [&](size_t j) { return sources[j] == sources[i]; }) == todo.end()) {
           todo.push_back(i);
         }
       }
@@ -131,67 +153,102 @@ class Compiler {
  private:
   void probe() {
     const char* env = std::getenv("AETHER_CXX");
-    cxx_ = env && *env ? env : AETHER_HOST_CXX;
+    const bool from_env = env && *env;
+    cxx_ = from_env ? env : AETHER_HOST_CXX;
+    // What was tried, as the one-line warning names it: AETHER_CXX=..., or the built-in default.
+    const std::string which = from_env
+                                  ? "AETHER_CXX=" + cxx_
+                                  : "'" + cxx_ + "' (the compiler aether was built with; set AETHER_CXX)";
+    // The compiler and its version (part of every cache key): a compiler says what it is.
+    std::string out;
+    const int rc = run({cxx_, "--version"}, &out);
+    version_ = out.substr(0, out.find('\n'));
+    if (rc != 0)
+      return warn(detail::cat("no working C++ compiler: ", which, ": `", cxx_, " --version` ",
+                              rc < 0 ? "could not run" : detail::cat("exited with status ", rc)));
+    if (version_.find_first_not_of(" \t\r") == std::string::npos)
+      return warn(
+          detail::cat("no working C++ compiler: ", which, ": `", cxx_, " --version` printed nothing"));
     // The cache directory.
     const std::string dir = disk::choose_cache_dir("compiled kernels");
     if (dir.empty()) return warn("no usable directory for compiled kernels");
     dir_ = dir;
-    // The compiler and its version (part of every cache key).
-    const std::string log = detail::cat(dir_, "/probe.", getpid(), ".log");
-    if (run({cxx_, "--version"}, log) != 0) {
-      std::remove(log.c_str());
-      return warn(detail::cat("no working C++ compiler (tried '", cxx_, "'; set AETHER_CXX)"));
-    }
-    version_ = read_file(log);
-    std::remove(log.c_str());
-    version_ = version_.substr(0, version_.find('\n'));
+    // A compiler that really compiles: the probe kernel builds, loads and runs.
+    const CompiledKernel k = build(kProbeSource, /*probe=*/true);
+    int value = 0;
+    void* bufs[1] = {&value};
+    if (k.fn) k.fn(bufs, nullptr, nullptr, nullptr);
+    if (value != 42)
+      return warn(detail::cat("no working C++ compiler: ", which, ", which says it is '", one_line(version_),
+                              "', did not build a test kernel that loads and runs (",
+                              k.fn ? "it computed a wrong value" : one_line(k.error), ")"));
     available_ = true;
+  }
+  static std::string one_line(std::string s) {
+    for (char& c : s)
+      if (c == '\n' || c == '\r') c = ' ';
+    return s.size() > 300 ? s.substr(0, 300) + "..." : s;
   }
   void warn(const std::string& what) {
     std::fprintf(stderr, "aether: %s: fused kernels are off, running the reference backend\n", what.c_str());
     available_ = false;
   }
 
-  CompiledKernel build(const std::string& source) {
-    std::string key = "aether-kernel-cache-v1\n" + cxx_ + "\n" + version_ + "\n";
+  // Compiles (or finds in the disk cache) one kernel. The probe kernel counts in no statistic and
+  // reports nothing itself (probe() does).
+  CompiledKernel build(const std::string& source, bool probe = false) {
+    // The key: everything the object depends on, the CPU included (-march=native).
+    std::string key = "aether-kernel-cache-v2\n" + cxx_ + "\n" + version_ + "\n";
     for (const auto& f : kFlags) key += f + " ";
-    key += "\n" + source;
+    key += "\n" + disk::cpu_identity() + source;
     const std::string base = dir_ + "/" + disk::hex16(fnv1a(key));
     CompiledKernel k;
-    if (read_file(base + ".key") == key && load(base + ".so", &k)) {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.disk_hits;
+    std::string why;
+    if (disk::verify_object(base, key, &why) && load(base + ".so", &k)) {
+      if (!probe) {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.disk_hits;
+      }
       return k;
     }
-    const std::string tmp = detail::cat(base, ".", getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
-    if (!write_file(tmp + ".cpp", source)) return fail(k, "cannot write " + tmp + ".cpp");
+    // Temporary files are base.PID.TID.*: disk::remove_stale_temps removes those of dead processes.
+    const std::string tmp =
+        detail::cat(base, ".", getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+    if (!write_file(tmp + ".cpp", source)) return fail(k, "cannot write " + tmp + ".cpp", probe);
     std::vector<std::string> argv{cxx_};
     argv.insert(argv.end(), kFlags.begin(), kFlags.end());
     argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".cpp"});
-    const int rc = run(argv, tmp + ".log");
+    std::string log;
+    const int rc = run(argv, &log);
     if (rc != 0) {
-      const std::string log = read_file(tmp + ".log");
-      std::rename((tmp + ".cpp").c_str(), (base + ".failed.cpp").c_str());
-      std::remove((tmp + ".log").c_str());
       std::remove((tmp + ".so").c_str());
-      std::fprintf(stderr, "aether: compiling a generated kernel failed (source kept in %s.failed.cpp):\n%s\n",
+      if (probe) {
+        std::remove((tmp + ".cpp").c_str());
+        return fail(k, detail::cat("the compiler failed (status ", rc, "): ", log.substr(0, 300)), probe);
+      }
+      std::rename((tmp + ".cpp").c_str(), (base + ".failed.cpp").c_str());
+      std::fprintf(stderr,
+                   "aether: compiling a generated kernel failed (source kept in %s.failed.cpp):\n%s\n",
                    base.c_str(), log.substr(0, 4000).c_str());
-      return fail(k, "compiler error");
+      return fail(k, "compiler error", probe);
     }
     std::remove((tmp + ".cpp").c_str());
-    std::remove((tmp + ".log").c_str());
-    // Publish atomically: the object first, then the key that vouches for it.
-    if (std::rename((tmp + ".so").c_str(), (base + ".so").c_str()) != 0 || !write_file(tmp + ".key", key) ||
-        std::rename((tmp + ".key").c_str(), (base + ".key").c_str()) != 0)
-      return fail(k, "cannot write to the kernel cache " + dir_);
-    if (!load(base + ".so", &k)) return fail(k, "cannot load " + base + ".so: " + k.error);
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.compiled;
+    // Publish: the object (made private, hashed) first, then the key that vouches for it.
+    if (!disk::publish_object(tmp + ".so", base, key, &why)) {
+      std::remove((tmp + ".so").c_str());
+      return fail(k, why, probe);
+    }
+    if (!load(base + ".so", &k)) return fail(k, "cannot load " + base + ".so: " + k.error, probe);
+    if (!probe) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.compiled;
+    }
     return k;
   }
-  CompiledKernel& fail(CompiledKernel& k, const std::string& why) {
+  CompiledKernel& fail(CompiledKernel& k, const std::string& why, bool probe) {
     k.fn = nullptr;
     k.error = why;
+    if (probe) return k;
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.failures;
     return k;

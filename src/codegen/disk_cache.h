@@ -2,9 +2,13 @@
 // compiler (codegen/compiler.cpp: shared objects) and the CUDA backend (backend/cuda/ptx_cache.cpp: PTX).
 //
 // The directory: AETHER_CACHE_DIR, else $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels,
-// created with mode 0700 and used only if it is a directory this user owns that nobody else can write
-// (a cache is code that gets loaded and run). Otherwise a fresh private directory under /tmp is used,
-// and the reason is printed once.
+// created with mode 0700 and used only if it is safe (safe_dir: this user's, nobody else can write it
+// or any directory above it) and writable. Otherwise a fresh private directory under /tmp is used,
+// and the reason is printed once. Every file aether writes there is 0600 whatever the umask.
+//
+// An object is stored as base.so with base.key beside it: the SHA-256 of base.so, then the full key
+// (compiler, its version, flags, the CPU, the source). It is loaded only if both files are this user's
+// regular files that nobody else can write and the key and the hash both match.
 #pragma once
 
 #include <cstdint>
@@ -13,15 +17,47 @@
 namespace aether::codegen::disk {
 
 std::string read_file(const std::string& path);  // "" when missing
+// Writes a private file: created (or truncated) with mode 0600 whatever the umask, never through a
+// symlink.
 bool write_file(const std::string& path, const std::string& text);
+// Reads `path` only if it is a regular file (not a symlink) owned by this user that neither group nor
+// others can write; else false, with the reason in *why.
+bool read_trusted(const std::string& path, std::string* text, std::string* why);
 uint64_t fnv1a(const std::string& s);
-std::string hex16(uint64_t h);  // 16 lowercase hex digits
-// mkdir -p with mode 0700.
+std::string hex16(uint64_t h);                     // 16 lowercase hex digits
+std::string sha256_hex(const std::string& bytes);  // 64 lowercase hex digits (OpenSSL)
+// mkdir -p; the directories it creates are 0700 whatever the umask.
 bool mkdirs(const std::string& path);
-// Whether `dir` is a directory owned by this user that nobody else can write (else *why says why).
+// Whether `dir` is safe to load code from (else *why says why). The rule (as OpenSSH's safe_path):
+// `dir` itself is a directory owned by this user that neither group nor others can write; and every
+// directory above it, up to and including the user's home directory when `dir` is under it (else up
+// to /), is owned by this user or root and not writable by group or others unless it has the sticky
+// bit (like /tmp, where others cannot rename or remove what is ours). Symlinks are resolved first,
+// and the real path is what is checked.
 bool safe_dir(const std::string& dir, std::string* why);
-// The cache directory to use for `what` ("compiled kernels", "PTX"); "" when none is usable.
-// When none is usable, a fresh private directory in /tmp, removed when the process exits.
+// Whether this process can create files in `dir` (tried for real: as root, mode bits say nothing).
+bool writable_dir(const std::string& dir, std::string* why);
+// Removes temporary files left in `dir` by processes that died (killed compiles): names whose second
+// dot-separated field is a process id (base.PID.TID.ext, probe.PID.log) of no live process
+// (kill(pid, 0) fails with ESRCH). Returns how many it removed. (A cache shared between PID
+// namespaces could lose a live compile's temporaries: that compile fails and is redone next time.)
+int remove_stale_temps(const std::string& dir);
+// The cache directory to use for `what` ("compiled kernels", "PTX"): the real path of the configured
+// one when it is safe and writable (its stale temporary files removed); else a fresh private
+// directory in /tmp, removed when the process exits; "" when not even that can be made.
 std::string choose_cache_dir(const char* what);
+
+// What the compiler's -march=native targets on this CPU, for cache keys: the first processor's
+// vendor, family, model, model name and ISA feature flags in /proc/cpuinfo (read once per process).
+std::string cpu_identity();
+std::string cpu_identity_of(const std::string& cpuinfo);  // the same, from a cpuinfo text
+
+// Verifies the object base.so against base.key (see the top of this file); false, with *why, when it
+// must not be loaded (then it is rebuilt and overwritten).
+bool verify_object(const std::string& base, const std::string& key, std::string* why);
+// Publishes the freshly built object `tmp_object` as base.so: made 0600, hashed, renamed into place,
+// then base.key written (through `tmp_object`.key and a rename) to vouch for it.
+bool publish_object(const std::string& tmp_object, const std::string& base, const std::string& key,
+                    std::string* why);
 
 }  // namespace aether::codegen::disk

@@ -1,13 +1,18 @@
 // aether/codegen/compiler.h - run-time compilation of generated CPU kernels, with a disk cache.
 //
 // Generated C++ is compiled by the host compiler (AETHER_CXX, else the compiler aether was built
-// with) into a shared object and loaded. Objects are cached on disk, keyed by a hash of the
-// source, the compiler (path and version) and its flags, in a per-user directory created with mode
-// 0700: AETHER_CACHE_DIR, else $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels. An
-// object is loaded only if the key recorded next to it matches exactly, and never from a directory
-// that is not owned by the user or that others can write (then a private temporary directory is
-// used instead, with a warning). A warm cache means a second process compiles nothing. If no
-// compiler works, a single warning is printed and the caller runs the reference backend.
+// with) into a shared object and loaded. Objects are cached on disk, keyed by a hash of the source,
+// the compiler (path and version), its flags and the CPU (vendor, model and ISA flags: -march=native),
+// in a per-user directory created with mode 0700: AETHER_CACHE_DIR, else
+// $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels. Every file in it is 0600 whatever the
+// umask. An object is loaded only if the key recorded next to it matches exactly, the SHA-256 of the
+// object recorded with the key matches, and both files are the user's own and nobody else can write
+// them; never from a directory that is not owned by the user, that others can write, whose parents
+// others can write (codegen/disk_cache.h: the rule), or that cannot be written (then a private
+// temporary directory is used instead, with a warning). A warm cache means a second process compiles
+// nothing. The compiler must print a version and build a probe kernel that loads and runs; if none
+// works, a single one-line warning says why (naming AETHER_CXX when that is what was tried) and the
+// caller runs the reference backend.
 #pragma once
 
 #include <cstdint>
