@@ -391,3 +391,81 @@ TEST(SafetensorsLimits, QuotedValuesAndNamesAreShort) {
   EXPECT_ERROR(error("{\"" + name + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}"),
                "tensor 'nnn", "...': data_offsets [0, 4] run past the end of the data buffer (0 bytes)");
 }
+
+// ---- temporary files of killed saves --------------------------------------------------------------
+
+TEST_F(Hostile, SaveRemovesTemporaryFilesOfDeadWriters) {
+  // As a writer killed mid-save leaves them (nobody holds them locked), with bystanders.
+  const std::set<std::string> keep = {"run.aether", ".other.aether.tmp-AbC123", ".run.aether.tmp-AbC123x",
+                                      "run.aether.tmp-AbC123", ".run.aether.tmp-Ab.123"};
+  for (const char* name : {".run.aether.tmp-AbC123", ".run.aether.tmp-000000"})
+    write_bytes(dir_ + "/" + name, "partial");
+  for (const std::string& name : keep)
+    if (name != "run.aether") write_bytes(dir_ + "/" + name, "other");
+  save_checkpoint(path_, Checkpoint{});
+  EXPECT_EQ(files(), keep);
+  // save_safetensors (and every write_file_atomic) cleans up the same way.
+  write_bytes(dir_ + "/.w.safetensors.tmp-zzzzzz", "partial");
+  save_safetensors(dir_ + "/w.safetensors", {});
+  EXPECT_EQ(files().count(".w.safetensors.tmp-zzzzzz"), 0u);
+}
+
+TEST_F(Hostile, SaveKeepsTheTemporaryFileOfALiveWriterInThisProcess) {
+  std::set<std::string> seen;
+  bool nested = false;
+  detail::set_atomic_write_hook([&](const char* stage) {
+    if (std::string(stage) != "partially_written" || nested) return;
+    nested = true;
+    write_file_atomic(path_, "second");  // runs its clean-up while the first save is mid-write
+    seen = files();
+  });
+  write_file_atomic(path_, "first");
+  ASSERT_EQ(seen.size(), 2u) << "the first save's temporary file was removed";
+  EXPECT_EQ(seen.count("run.aether"), 1u);
+  EXPECT_EQ(read_file(path_), "first");
+  EXPECT_EQ(files(), (std::set<std::string>{"run.aether"}));
+}
+
+TEST_F(Hostile, KilledSaveIsCleanedUpOnlyOnceItsWriterIsDead) {
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // The child saves and stops half-way, as if working on a large file, until it is killed.
+    detail::set_atomic_write_hook([&](const char* stage) {
+      if (std::string(stage) != "partially_written") return;
+      const char c = 'x';
+      if (::write(ready[1], &c, 1) != 1) ::_exit(2);
+      for (;;) ::pause();
+    });
+    try {
+      write_file_atomic(path_, std::string(1 << 16, 'c'));
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+  ::close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1) << "the child did not reach the middle of its save";
+  ::close(ready[0]);
+  const std::set<std::string> during = files();
+  ASSERT_EQ(during.size(), 2u);
+  const std::string temp =
+      *std::find_if(during.begin(), during.end(), [](const std::string& n) { return n != "run.aether"; });
+  EXPECT_TRUE(temp.rfind(".run.aether.tmp-", 0) == 0) << temp;
+
+  // The child is alive and mid-save: a save now must leave its file alone.
+  write_file_atomic(path_, "parent");
+  EXPECT_EQ(files(), (std::set<std::string>{"run.aether", temp}));
+
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(files(), (std::set<std::string>{"run.aether", temp})) << "kill -9 leaves the temporary file";
+
+  write_file_atomic(path_, "next");
+  EXPECT_EQ(files(), (std::set<std::string>{"run.aether"}));
+  EXPECT_EQ(read_file(path_), "next");
+}
