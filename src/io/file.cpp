@@ -99,8 +99,8 @@ void remove_stale_temp_files(const std::filesystem::path& dir, const std::string
     const std::string p = (dir / e->d_name).string();
     const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) continue;
-    struct stat locked {
-    }, now{};
+    struct stat locked {};
+    struct stat now {};
     // Remove only a regular file that nobody holds locked and that is still the one at `p`.
     if (::fstat(fd, &locked) == 0 && S_ISREG(locked.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
         ::lstat(p.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino)
@@ -124,16 +124,17 @@ Created create_temp_file(const std::string& path, const std::filesystem::path& d
       throw Error(detail::cat(path, ": cannot save: cannot create a temporary file in ", dir.string(), ": ",
                               errno_text(errno)));
     }
-    int rc;
-    do rc = ::flock(fd, LOCK_EX);
-    while (rc != 0 && errno == EINTR);
-    const int lock_fd = rc == 0 ? ::fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1;
+    const int lock_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (lock_fd < 0) {
       const int err = errno;
       ::close(fd);
       ::unlink(tmpl.c_str());
-      throw Error(
-          detail::cat(path, ": cannot save: cannot lock the temporary file ", tmpl, ": ", errno_text(err)));
+      throw Error(detail::cat(
+          path, ": cannot save: duplicating the temporary file's descriptor failed: ", errno_text(err)));
+    }
+    // Where the file system has no locks, nothing is locked, and the clean-up (which must lock a
+    // file to remove it) removes nothing there either.
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
     }
     // Another save's clean-up may have taken the file for a dead writer's before the lock was
     // taken: then it is gone (no links left) and this save starts over with a new one.
