@@ -392,6 +392,28 @@ TEST(SafetensorsLimits, QuotedValuesAndNamesAreShort) {
                "tensor 'nnn", "...': data_offsets [0, 4] run past the end of the data buffer (0 bytes)");
 }
 
+TEST(SafetensorsLimits, TensorsAreBoundedByTheFileAndByInt64) {
+  const auto error = [](const std::string& header, const std::string& data = "") {
+    return error_of([&] { read_safetensors(le64(header.size()) + header + data, "bad.safetensors"); });
+  };
+  // 2^40 floats (4 TiB) claimed by a file of 16 bytes of data: nothing is allocated.
+  EXPECT_ERROR(error(R"({"t":{"dtype":"F32","shape":[1099511627776],"data_offsets":[0,4398046511104]}})",
+                     std::string(16, '\0')),
+               "tensor 't': data_offsets [0, 4398046511104] run past the end of the data buffer (16 bytes)");
+  // Shapes whose products overflow int64, also beside a zero dim (no data, but strides would).
+  EXPECT_ERROR(error(R"({"t":{"dtype":"U8","shape":[4294967296,4294967296],"data_offsets":[0,0]}})"),
+               "too many elements (overflow)");
+  EXPECT_ERROR(error(R"({"t":{"dtype":"U8","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})"),
+               "tensor 't': shape [0,4294967296,4294967296] has too many elements (overflow)");
+  EXPECT_ERROR(error(R"({"t":{"dtype":"F64","shape":[0,2305843009213693952],"data_offsets":[0,0]}})"),
+               "tensor 't': shape [0,2305843009213693952] of F64 has too many bytes (overflow)");
+  // A zero dim with a representable extent is an empty tensor.
+  const std::string empty = R"({"t":{"dtype":"F32","shape":[0,1000000],"data_offsets":[0,0]}})";
+  const auto ok = read_safetensors(le64(empty.size()) + empty);
+  ASSERT_EQ(ok.tensors.size(), 1u);
+  EXPECT_EQ(ok.tensors[0].second.shape(), (Shape{0, 1000000}));
+}
+
 // ---- temporary files of killed saves --------------------------------------------------------------
 
 TEST_F(Hostile, SaveRemovesTemporaryFilesOfDeadWriters) {

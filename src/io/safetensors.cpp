@@ -130,21 +130,24 @@ Entry parse_entry(const std::string& src, const std::string& key, const ojson& v
   AETHER_CHECK(sh->is_array(), src, "tensor '", name, "': \"shape\" is not an array: ", json_excerpt(*sh));
   AETHER_CHECK(sh->size() <= size_t(kMaxDims), src, "tensor '", name, "': shape ", json_excerpt(*sh), " has ",
                sh->size(), " dims; aether supports at most ", kMaxDims);
-  // numel * size; every running product (taken in order, as numel() does) must fit int64, like the
-  // reference's checked multiplication. A valid file's tensors fit in the file, far below that.
+  // numel * size, like the reference's checked multiplication, and also the product of the
+  // non-zero dims (times size): a tensor with a zero dim holds no data, but its strides are
+  // products of the other dims. Every running product must fit int64. A valid file's tensors fit
+  // in the file, far below that.
   constexpr uint64_t kLimit = uint64_t(std::numeric_limits<int64_t>::max());
-  uint64_t numel = 1;
+  uint64_t numel = 1, extent = 1;  // numel <= extent
   for (const auto& d : *sh) {
     const auto dim = as_index(d);
     AETHER_CHECK(dim.has_value(), src, "tensor '", name, "': shape ", json_excerpt(*sh),
                  " must hold non-negative integers");
-    AETHER_CHECK(*dim == 0 || numel <= kLimit / *dim, src, "tensor '", name, "': shape ", json_excerpt(*sh),
+    AETHER_CHECK(*dim == 0 || extent <= kLimit / *dim, src, "tensor '", name, "': shape ", json_excerpt(*sh),
                  " has too many elements (overflow)");
+    if (*dim != 0) extent *= *dim;
     numel *= *dim;
     e.shape.push_back(int64_t(*dim));
   }
   const uint64_t size = uint64_t(dtype_size(e.dtype));
-  AETHER_CHECK(numel <= kLimit / size, src, "tensor '", name, "': shape ", json_excerpt(*sh), " of ",
+  AETHER_CHECK(extent <= kLimit / size, src, "tensor '", name, "': shape ", json_excerpt(*sh), " of ",
                safetensors_dtype_name(e.dtype), " has too many bytes (overflow)");
   e.nbytes = numel * size;
 
