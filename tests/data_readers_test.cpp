@@ -154,7 +154,7 @@ TEST(DataIdx, BadMagicWrongDimsAndExtraBytes) {
   // A header claiming far more data than there is fails without allocating it.
   write_file(p, idx_images(2000000000, 60000, 60000, {1, 2, 3}));
   EXPECT_HAS(error_of([&] { read_idx_images(p.string()); }), "more than the limit");
-  write_file(p, idx_images(1000000, 1000, 1000, {1, 2, 3}));
+  write_file(p, idx_images(1000, 1000, 1000, {1, 2, 3}));  // 10^9 bytes: under kMaxDataFileBytes
   EXPECT_HAS(error_of([&] { read_idx_images(p.string()); }), "file ends after 3");
 }
 
@@ -431,4 +431,74 @@ TEST(DataRealData, Cifar10TestBatch) {
   EXPECT_EQ(ds.labels[9999], 9);
   EXPECT_EQ((std::array<int, 3>{px(9999, 16, 3, 0), px(9999, 16, 3, 1), px(9999, 16, 3, 2)}),
             (std::array<int, 3>{148, 161, 157}));
+}
+
+// ---- limits (kMaxDataFileBytes) ---------------------------------------------------------------------
+
+TEST(DataLimits, IdxClaimsPastTheLimitAreRefusedBeforeReading) {
+  TempDir d;
+  const fs::path p = d / "img.gz";
+  // 2^40 bytes (16,777,216 images of 256x256) claimed by a gzip file of a few bytes: refused at
+  // once, not after decompressing whatever the file holds.
+  write_file(p, gzip_stored(idx_images(16777216, 256, 256, {1, 2, 3})));
+  EXPECT_HAS(error_of([&] { read_idx_images(p.string()); }),
+             p.string() +
+                 ": offset 16: the header claims 1099511627776 bytes of image data (16777216 images of "
+                 "256x256), more than the limit of 1073741824 bytes of data in one file");
+  write_file(p, idx_images(16777216, 256, 256, {1, 2, 3}));  // plain
+  EXPECT_HAS(error_of([&] { read_idx_images(p.string()); }), "more than the limit of 1073741824 bytes");
+  // Under the limit, but more than a gzip file of this size can hold.
+  write_file(p, gzip_stored(idx_images(1000, 1000, 1000, {1, 2, 3})));
+  EXPECT_HAS(error_of([&] { read_idx_images(p.string()); }),
+             p.string() +
+                 ": offset 16: the header claims 1000000000 bytes of image data (1000 images of 1000x1000), "
+                 "but the gzip file cannot hold more than ");
+  // Labels: magic and a count of 2,000,000,000.
+  Bytes labels;
+  put_be32(labels, 0x801);
+  put_be32(labels, 2000000000);
+  labels.push_back(1);
+  write_file(p, gzip_stored(labels));
+  EXPECT_HAS(error_of([&] { read_idx_labels(p.string()); }),
+             p.string() +
+                 ": offset 8: the header claims 2000000000 bytes of label data, more than the limit of "
+                 "1073741824 bytes");
+  labels.resize(8);
+  labels[4] = 0;
+  labels[5] = 0x10;  // 1,048,576 labels
+  write_file(p, gzip_stored(labels));
+  EXPECT_HAS(error_of([&] { read_idx_labels(p.string()); }), "but the gzip file cannot hold more than");
+}
+
+TEST(DataLimits, CifarFilesPastTheLimitAreRefused) {
+  TempDir d;
+  const fs::path p = d / "huge.bin";
+  // A sparse plain file of zero records (all valid: label 0), one record past the limit.
+  { std::ofstream out(p, std::ios::binary); }
+  fs::resize_file(p, aether::kMaxDataFileBytes + uint64_t(kCifarRecordBytes));
+  std::vector<uint8_t> images;
+  std::vector<int64_t> labels;
+  EXPECT_HAS(
+      error_of([&] { read_cifar10_batch(p.string(), images, labels, 0); }),
+      p.string() + ": offset 0: the file holds 1073744897 bytes, more than the limit of 1073741824 bytes");
+  EXPECT_TRUE(images.empty() && labels.empty());
+  write_file(p, cifar_batch(1));
+  EXPECT_HAS(
+      error_of([&] { read_cifar10_batch(p.string(), images, labels, 400000); }),
+      p.string() +
+          ": offset 0: expected 400000 records of 3073 bytes, more than the limit of 1073741824 bytes");
+  EXPECT_EQ(read_cifar10_batch(p.string(), images, labels, 1), 1);
+}
+
+TEST(DataLimits, ReadFileBytesStopsAtItsLimit) {
+  TempDir d;
+  const Bytes data(size_t(3) << 20, 7);
+  write_file(d / "plain", data);
+  write_file(d / "gz", gzip_stored(data));
+  for (const char* name : {"plain", "gz"}) {
+    const std::string p = (d / name).string();
+    EXPECT_EQ(read_file_bytes(p, data.size()), data) << name;
+    EXPECT_HAS(error_of([&] { read_file_bytes(p, data.size() - 1); }),
+               p + ": offset 3145728: the data is longer than the limit of 3145727 bytes");
+  }
 }

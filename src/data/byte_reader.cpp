@@ -3,6 +3,7 @@
 #include "aether/data/byte_reader.h"
 
 #include <lzma.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -20,6 +21,8 @@ namespace {
 constexpr std::array<uint8_t, 2> kGzipMagic = {0x1f, 0x8b};
 constexpr std::array<uint8_t, 6> kXzMagic = {0xfd, 0x37, 0x7a, 0x58, 0x5a, 0x00};
 constexpr size_t kInChunk = size_t(1) << 16;
+// Deflate expands at most ~1032:1 (258 bytes from a 2-bit code); a gzip file's headers only add.
+constexpr uint64_t kMaxGzipExpansion = 1100;
 
 const char* lzma_error_text(lzma_ret r) {
   switch (r) {
@@ -65,6 +68,8 @@ struct ByteReader::Impl {
 ByteReader::ByteReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) throw Error(detail::cat(path, ": cannot open: ", std::strerror(errno)));
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) file_size_ = uint64_t(st.st_size);
   std::array<uint8_t, 6> head{};
   const size_t got = std::fread(head.data(), 1, head.size(), f);
   if (got >= kGzipMagic.size() && std::equal(kGzipMagic.begin(), kGzipMagic.end(), head.begin())) {
@@ -97,6 +102,17 @@ ByteReader::ByteReader(const std::string& path) : path_(path), impl_(std::make_u
 ByteReader::~ByteReader() = default;
 
 Compression ByteReader::compression() const { return impl_->compression; }
+
+uint64_t ByteReader::max_size() const {
+  if (file_size_ == UINT64_MAX) return UINT64_MAX;  // not a regular file
+  switch (impl_->compression) {
+    case Compression::none: return file_size_;
+    case Compression::gzip:
+      return file_size_ > UINT64_MAX / kMaxGzipExpansion ? UINT64_MAX : file_size_ * kMaxGzipExpansion;
+    case Compression::xz: return UINT64_MAX;  // LZMA2 has no useful bound
+  }
+  return UINT64_MAX;
+}
 
 void ByteReader::fail(const std::string& message) const {
   throw Error(detail::cat(path_, ": offset ", offset_, ": ", message));
@@ -199,12 +215,15 @@ void ByteReader::expect_end(const std::string& what) {
   }
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes) {
   ByteReader r(path);
   std::vector<uint8_t> out;
   std::vector<uint8_t> chunk(size_t(1) << 20);
   for (;;) {
     const size_t got = r.read(chunk.data(), chunk.size());
+    if (got > max_bytes - out.size()) {
+      r.fail(detail::cat("the data is longer than the limit of ", max_bytes, " bytes"));
+    }
     out.insert(out.end(), chunk.begin(), chunk.begin() + ptrdiff_t(got));
     if (got < chunk.size()) break;
   }

@@ -4,6 +4,7 @@
 #include "aether/core/error.h"
 #include "aether/data/byte_reader.h"
 #include "aether/data/readers.h"
+#include "aether/io/limits.h"
 
 namespace aether::data {
 
@@ -12,7 +13,19 @@ int64_t read_cifar10_batch(const std::string& path, std::vector<uint8_t>& images
   AETHER_CHECK(expected_records >= 0, "read_cifar10_batch", "expected_records is ", expected_records,
                ", expected >= 0");
   constexpr int64_t kPlane = kCifarSide * kCifarSide;  // 1,024 bytes per colour plane
+  // At most kMaxDataFileBytes of records per file, checked before reading and as records arrive
+  // (an xz file's size says nothing about how much it holds).
+  constexpr int64_t kMaxRecords = int64_t(kMaxDataFileBytes) / kCifarRecordBytes;
   ByteReader r(path);
+  if (r.compression() == Compression::none && r.max_size() != UINT64_MAX &&
+      r.max_size() > kMaxDataFileBytes) {
+    r.fail(detail::cat("the file holds ", r.max_size(), " bytes, more than the limit of ", kMaxDataFileBytes,
+                       " bytes of data in one file"));
+  }
+  if (expected_records > kMaxRecords) {
+    r.fail(detail::cat("expected ", expected_records, " records of ", kCifarRecordBytes,
+                       " bytes, more than the limit of ", kMaxDataFileBytes, " bytes of data in one file"));
+  }
   std::array<uint8_t, kCifarRecordBytes> rec{};  // label, then planes R, G, B, each (32,32)
   const size_t images_before = images.size(), labels_before = labels.size();
   if (expected_records > 0) {
@@ -29,6 +42,11 @@ int64_t read_cifar10_batch(const std::string& path, std::vector<uint8_t>& images
       const uint64_t at = r.offset();
       const size_t got = r.read(rec.data(), rec.size());
       if (got == 0 && expected_records == 0 && count > 0) break;  // clean end at a record boundary
+      if (count == kMaxRecords) {
+        throw Error(detail::cat(path, ": offset ", at, ": the file holds more than ", kMaxRecords,
+                                " records of ", kCifarRecordBytes, " bytes, more than the limit of ",
+                                kMaxDataFileBytes, " bytes of data in one file"));
+      }
       if (got < rec.size()) {
         if (expected_records > 0) {
           throw Error(detail::cat(path, ": offset ", at, ": expected ", expected_records * kCifarRecordBytes,

@@ -1,16 +1,17 @@
 // IDX readers (MNIST / Fashion-MNIST images and labels): header checks, exact-size reads.
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
 #include "aether/core/error.h"
 #include "aether/data/byte_reader.h"
 #include "aether/data/readers.h"
+#include "aether/io/limits.h"
 
 namespace aether::data {
 namespace {
 
-constexpr int64_t kMaxSide = 1 << 16;               // rows, cols
-constexpr int64_t kMaxElements = int64_t(1) << 40;  // sanity bound on N*rows*cols
+constexpr int64_t kMaxSide = 1 << 16;  // rows, cols
 
 std::string hex32(uint32_t v) {
   char buf[16];
@@ -42,6 +43,22 @@ int64_t read_dim(ByteReader& r, const char* name, int64_t limit) {
   return int64_t(d);
 }
 
+// Checks a header's claim of `bytes` bytes of data after the header (`what` says what they are)
+// against kMaxDataFileBytes and against what the file can hold, before any of it is read.
+void check_claim(const ByteReader& r, uint64_t bytes, const std::string& what) {
+  if (bytes > kMaxDataFileBytes) {
+    r.fail(detail::cat("the header claims ", what, ", more than the limit of ", kMaxDataFileBytes,
+                       " bytes of data in one file"));
+  }
+  // A plain file's shortfall is reported as truncation once its data runs out; a compressed one
+  // would be decompressed first, so a claim it cannot possibly hold is refused now.
+  const uint64_t max = r.max_size();
+  if (r.compression() != Compression::none && max != UINT64_MAX && bytes > max - std::min(max, r.offset())) {
+    r.fail(detail::cat("the header claims ", what, ", but the ", compression_name(r.compression()),
+                       " file cannot hold more than ", max, " bytes (truncated or corrupt)"));
+  }
+}
+
 }  // namespace
 
 IdxImages read_idx_images(const std::string& path) {
@@ -51,13 +68,10 @@ IdxImages read_idx_images(const std::string& path) {
   out.n = read_dim(r, "image count", INT32_MAX);
   out.rows = read_dim(r, "row count", kMaxSide);
   out.cols = read_dim(r, "column count", kMaxSide);
-  const int64_t bytes = out.n * out.rows * out.cols;
-  if (bytes > kMaxElements) {
-    r.fail(detail::cat("header claims ", out.n, " images of ", out.rows, "x", out.cols, " (", bytes,
-                       " bytes), more than the limit of ", kMaxElements));
-  }
+  const int64_t bytes = out.n * out.rows * out.cols;  // < 2^31 * 2^32: no overflow
   const std::string what =
       detail::cat(bytes, " bytes of image data (", out.n, " images of ", out.rows, "x", out.cols, ")");
+  check_claim(r, uint64_t(bytes), what);
   r.read_exact_append(out.pixels, uint64_t(bytes), what);
   r.expect_end(what);
   return out;
@@ -69,6 +83,7 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int num_classes) {
   const int64_t n = read_dim(r, "label count", INT32_MAX);
   const uint64_t start = r.offset();
   const std::string what = detail::cat(n, " bytes of label data");
+  check_claim(r, uint64_t(n), what);
   std::vector<uint8_t> labels;
   r.read_exact_append(labels, uint64_t(n), what);
   r.expect_end(what);

@@ -7,6 +7,8 @@
 
 #include "aether/core/error.h"
 #include "aether/io/file.h"
+#include "aether/io/json.h"
+#include "aether/io/limits.h"
 #include "zip_archive.h"
 
 namespace aether {
@@ -73,17 +75,12 @@ std::string make_manifest(const Checkpoint& ckpt) {
 json parse_manifest(const zipio::Reader& zip, const std::string& path) {
   AETHER_CHECK(zip.has(kManifestMember), path, "not an aether checkpoint (the zip archive has no ",
                kManifestMember, ")");
-  const std::string text = zip.read(kManifestMember);
-  json m;
-  try {
-    m = json::parse(text);
-  } catch (const json::exception& e) {
-    throw Error(detail::cat(path, ": ", kManifestMember, " is not valid JSON: ", e.what()));
-  }
+  const std::string text = zip.read(kManifestMember, kMaxManifestBytes);
+  json m = parse_json(text, detail::cat(path, ": ", kManifestMember));
   AETHER_CHECK(m.is_object(), path, kManifestMember, " is not a JSON object");
   const auto format = m.find("format");
   AETHER_CHECK(format != m.end() && *format == kCheckpointFormatName, path, "not an aether checkpoint (",
-               kManifestMember, " has format ", format != m.end() ? format->dump() : "<none>",
+               kManifestMember, " has format ", format != m.end() ? json_excerpt(*format) : "<none>",
                ", expected \"", kCheckpointFormatName, "\")");
   const auto version = m.find("format_version");
   AETHER_CHECK(version != m.end() && version->is_number_integer(), path, kManifestMember,
@@ -102,7 +99,7 @@ json parse_manifest(const zipio::Reader& zip, const std::string& path) {
     for (const json& e : *list) {
       const bool ok = e.is_object() && e.contains("name") && e["name"].is_string() && e.contains("dtype") &&
                       e["dtype"].is_string() && e.contains("shape") && e["shape"].is_array();
-      AETHER_CHECK(ok, path, kManifestMember, ": bad \"", group, "\" tensor entry ", e.dump(),
+      AETHER_CHECK(ok, path, kManifestMember, ": bad \"", group, "\" tensor entry ", json_excerpt(e),
                    " (expected {\"name\": string, \"dtype\": string, \"shape\": [...]})");
     }
   }
@@ -114,7 +111,7 @@ json parse_manifest(const zipio::Reader& zip, const std::string& path) {
 NamedTensors load_group(const zipio::Reader& zip, const std::string& path, const char* member,
                         const json& listed) {
   AETHER_CHECK(zip.has(member), path, "damaged checkpoint: the zip archive has no ", member);
-  const std::string bytes = zip.read(member);
+  const std::string bytes = zip.read(member, UINT64_MAX, kMaxZipExpansion);
   SafetensorsContents contents = read_safetensors(bytes, path + ":" + member);
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < contents.tensors.size(); ++i) index[contents.tensors[i].first] = i;
@@ -124,13 +121,14 @@ NamedTensors load_group(const zipio::Reader& zip, const std::string& path, const
   for (const json& e : listed) {
     const std::string name = e["name"].get<std::string>();
     const auto it = index.find(name);
-    AETHER_CHECK(it != index.end(), where, "it lists tensor '", name, "', which ", member, " lacks");
+    AETHER_CHECK(it != index.end(), where, "it lists tensor '", text_excerpt(name), "', which ", member,
+                 " lacks");
     const Tensor& t = contents.tensors[it->second].second;
-    AETHER_CHECK(e["dtype"] == safetensors_dtype_name(t.dtype()), where, "tensor '", name, "' is ",
-                 e["dtype"].dump(), " in the manifest but ", safetensors_dtype_name(t.dtype()), " in ",
-                 member);
-    AETHER_CHECK(e["shape"] == json(t.shape()), where, "tensor '", name, "' has shape ", e["shape"].dump(),
-                 " in the manifest but ", json(t.shape()).dump(), " in ", member);
+    AETHER_CHECK(e["dtype"] == safetensors_dtype_name(t.dtype()), where, "tensor '", text_excerpt(name),
+                 "' is ", json_excerpt(e["dtype"]), " in the manifest but ",
+                 safetensors_dtype_name(t.dtype()), " in ", member);
+    AETHER_CHECK(e["shape"] == json(t.shape()), where, "tensor '", text_excerpt(name), "' has shape ",
+                 json_excerpt(e["shape"]), " in the manifest but ", json(t.shape()).dump(), " in ", member);
     out.emplace_back(name, t);
   }
   AETHER_CHECK(out.size() == contents.tensors.size(), where, "the manifest lists ", listed.size(),

@@ -1,10 +1,14 @@
-// src/io/file.cpp - read_file and write_file_atomic (temp file + fsync + rename + directory fsync).
+// src/io/file.cpp - read_file and write_file_atomic (temp file + fsync + rename + directory fsync),
+// and the removal of temporary files left by writers that died.
 #include "aether/io/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -27,13 +31,16 @@ void run_hook(const char* stage) {
 
 std::string errno_text(int err) { return std::strerror(err); }
 
-// Closes the descriptor (if still open) and removes the temporary file unless released.
+// The writer's temporary file: open for writing (fd) and locked (flock, through lock_fd, a
+// duplicate that stays open until the rename is done, so the file is locked for its whole life).
+// Closes the descriptors (if still open) and removes the file unless released.
 class TempFile {
  public:
-  TempFile(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  TempFile(int fd, int lock_fd, std::string path) : fd_(fd), lock_fd_(lock_fd), path_(std::move(path)) {}
   ~TempFile() {
     if (fd_ >= 0) ::close(fd_);
     if (!released_) ::unlink(path_.c_str());
+    ::close(lock_fd_);  // unlocks, after the unlink or the rename
   }
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -50,6 +57,7 @@ class TempFile {
 
  private:
   int fd_;
+  int lock_fd_;
   std::string path_;
   bool released_ = false;
 };
@@ -63,6 +71,79 @@ void write_all(int fd, const char* data, size_t n, const std::string& path) {
     }
     data += w;
     n -= size_t(w);
+  }
+}
+
+constexpr const char* kTempSuffix = ".tmp-";
+constexpr size_t kTempRandomChars = 6;  // mkstemp's XXXXXX
+
+// ".<name>.tmp-" followed by six of mkstemp's characters.
+bool is_temp_file_of(std::string_view entry, const std::string& prefix) {
+  if (entry.size() != prefix.size() + kTempRandomChars || entry.substr(0, prefix.size()) != prefix)
+    return false;
+  for (char c : entry.substr(prefix.size()))
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  return true;
+}
+
+// Removes the temporary files of earlier saves to `target` whose writer died (killed, crashed,
+// power lost): those no live writer holds locked. A writer locks its file right after creating
+// it and checks afterwards that the file is still there (see create_temp_file), so a file removed
+// in between costs the writer a retry, never its data. Best effort: failures are ignored.
+void remove_stale_temp_files(const std::filesystem::path& dir, const std::string& name) {
+  const std::string prefix = "." + name + kTempSuffix;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    if (!is_temp_file_of(e->d_name, prefix)) continue;
+    const std::string p = (dir / e->d_name).string();
+    const int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) continue;
+    struct stat locked {};
+    struct stat now {};
+    // Remove only a regular file that nobody holds locked and that is still the one at `p`.
+    if (::fstat(fd, &locked) == 0 && S_ISREG(locked.st_mode) && ::flock(fd, LOCK_EX | LOCK_NB) == 0 &&
+        ::lstat(p.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino)
+      ::unlink(p.c_str());
+    ::close(fd);  // unlocks
+  }
+  ::closedir(d);
+}
+
+// Creates and locks the temporary file for `target`; returns {fd, lock_fd, path}.
+struct Created {
+  int fd;
+  int lock_fd;
+  std::string path;
+};
+Created create_temp_file(const std::string& path, const std::filesystem::path& dir, const std::string& name) {
+  for (int attempt = 0;; ++attempt) {
+    std::string tmpl = (dir / ("." + name + kTempSuffix + std::string(kTempRandomChars, 'X'))).string();
+    const int fd = ::mkstemp(tmpl.data());
+    if (fd < 0) {
+      throw Error(detail::cat(path, ": cannot save: cannot create a temporary file in ", dir.string(), ": ",
+                              errno_text(errno)));
+    }
+    const int lock_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (lock_fd < 0) {
+      const int err = errno;
+      ::close(fd);
+      ::unlink(tmpl.c_str());
+      throw Error(detail::cat(
+          path, ": cannot save: duplicating the temporary file's descriptor failed: ", errno_text(err)));
+    }
+    // Where the file system has no locks, nothing is locked, and the clean-up (which must lock a
+    // file to remove it) removes nothing there either.
+    while (::flock(fd, LOCK_EX) != 0 && errno == EINTR) {
+    }
+    // Another save's clean-up may have taken the file for a dead writer's before the lock was
+    // taken: then it is gone (no links left) and this save starts over with a new one.
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && st.st_nlink > 0) return {fd, lock_fd, tmpl};
+    ::close(fd);
+    ::close(lock_fd);
+    AETHER_CHECK(attempt < 100, path, "cannot save: the temporary files in ", dir.string(),
+                 " keep disappearing");
   }
 }
 
@@ -109,13 +190,10 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
     mode = old.st_mode & 07777;
   }
 
-  std::string tmpl = (dir / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkstemp(tmpl.data());
-  if (fd < 0) {
-    throw Error(detail::cat(path, ": cannot save: cannot create a temporary file in ", dir.string(), ": ",
-                            errno_text(errno)));
-  }
-  TempFile tmp(fd, tmpl);
+  const std::string name = target.filename().string();
+  remove_stale_temp_files(dir, name);
+  Created created = create_temp_file(path, dir, name);
+  TempFile tmp(created.fd, created.lock_fd, std::move(created.path));
   run_hook("created");
   if (::fchmod(tmp.fd(), mode) != 0)
     throw Error(detail::cat(path, ": cannot save: chmod of the temporary file failed: ", errno_text(errno)));

@@ -13,6 +13,7 @@
 
 #include "aether/core/error.h"
 #include "aether/io/file.h"
+#include "aether/io/json.h"
 
 namespace aether {
 
@@ -111,37 +112,42 @@ std::optional<uint64_t> as_index(const ojson& v) {
   return u;
 }
 
-Entry parse_entry(const std::string& src, const std::string& name, const ojson& v) {
-  AETHER_CHECK(v.is_object(), src, "tensor '", name, "': header entry is not a JSON object: ", v.dump());
-  Entry e{name, DType::float32, {}, 0, 0, 0};
+Entry parse_entry(const std::string& src, const std::string& key, const ojson& v) {
+  const std::string name = text_excerpt(key);  // for messages
+  AETHER_CHECK(v.is_object(), src, "tensor '", name,
+               "': header entry is not a JSON object: ", json_excerpt(v));
+  Entry e{key, DType::float32, {}, 0, 0, 0};
   const auto dt = v.find("dtype");
   AETHER_CHECK(dt != v.end(), src, "tensor '", name, "': header entry has no \"dtype\"");
-  AETHER_CHECK(dt->is_string(), src, "tensor '", name, "': \"dtype\" is not a string: ", dt->dump());
+  AETHER_CHECK(dt->is_string(), src, "tensor '", name, "': \"dtype\" is not a string: ", json_excerpt(*dt));
   const auto dtype = lookup_dtype(dt->get<std::string>());
-  AETHER_CHECK(dtype.has_value(), src, "tensor '", name, "': unknown or unsupported dtype ", dt->dump(),
-               " (aether reads ", supported_dtype_list(), ")");
+  AETHER_CHECK(dtype.has_value(), src, "tensor '", name, "': unknown or unsupported dtype ",
+               json_excerpt(*dt), " (aether reads ", supported_dtype_list(), ")");
   e.dtype = *dtype;
 
   const auto sh = v.find("shape");
   AETHER_CHECK(sh != v.end(), src, "tensor '", name, "': header entry has no \"shape\"");
-  AETHER_CHECK(sh->is_array(), src, "tensor '", name, "': \"shape\" is not an array: ", sh->dump());
-  AETHER_CHECK(sh->size() <= size_t(kMaxDims), src, "tensor '", name, "': shape ", sh->dump(), " has ",
+  AETHER_CHECK(sh->is_array(), src, "tensor '", name, "': \"shape\" is not an array: ", json_excerpt(*sh));
+  AETHER_CHECK(sh->size() <= size_t(kMaxDims), src, "tensor '", name, "': shape ", json_excerpt(*sh), " has ",
                sh->size(), " dims; aether supports at most ", kMaxDims);
-  // numel * size; every running product (taken in order, as numel() does) must fit int64, like the
-  // reference's checked multiplication. A valid file's tensors fit in the file, far below that.
+  // numel * size, like the reference's checked multiplication, and also the product of the
+  // non-zero dims (times size): a tensor with a zero dim holds no data, but its strides are
+  // products of the other dims. Every running product must fit int64. A valid file's tensors fit
+  // in the file, far below that.
   constexpr uint64_t kLimit = uint64_t(std::numeric_limits<int64_t>::max());
-  uint64_t numel = 1;
+  uint64_t numel = 1, extent = 1;  // numel <= extent
   for (const auto& d : *sh) {
     const auto dim = as_index(d);
-    AETHER_CHECK(dim.has_value(), src, "tensor '", name, "': shape ", sh->dump(),
+    AETHER_CHECK(dim.has_value(), src, "tensor '", name, "': shape ", json_excerpt(*sh),
                  " must hold non-negative integers");
-    AETHER_CHECK(*dim == 0 || numel <= kLimit / *dim, src, "tensor '", name, "': shape ", sh->dump(),
+    AETHER_CHECK(*dim == 0 || extent <= kLimit / *dim, src, "tensor '", name, "': shape ", json_excerpt(*sh),
                  " has too many elements (overflow)");
+    if (*dim != 0) extent *= *dim;
     numel *= *dim;
     e.shape.push_back(int64_t(*dim));
   }
   const uint64_t size = uint64_t(dtype_size(e.dtype));
-  AETHER_CHECK(numel <= kLimit / size, src, "tensor '", name, "': shape ", sh->dump(), " of ",
+  AETHER_CHECK(extent <= kLimit / size, src, "tensor '", name, "': shape ", json_excerpt(*sh), " of ",
                safetensors_dtype_name(e.dtype), " has too many bytes (overflow)");
   e.nbytes = numel * size;
 
@@ -151,7 +157,8 @@ Entry parse_entry(const std::string& src, const std::string& name, const ojson& 
   const auto begin = pair ? as_index((*off)[0]) : std::nullopt;
   const auto end = pair ? as_index((*off)[1]) : std::nullopt;
   AETHER_CHECK(begin && end, src, "tensor '", name,
-               "': \"data_offsets\" must be [begin, end] with non-negative ", "integers, got ", off->dump());
+               "': \"data_offsets\" must be [begin, end] with non-negative ", "integers, got ",
+               json_excerpt(*off));
   AETHER_CHECK(*begin <= *end, src, "tensor '", name, "': data_offsets [", *begin, ", ", *end,
                "] end before they begin");
   e.begin = *begin;
@@ -216,29 +223,20 @@ SafetensorsContents read_safetensors(std::string_view bytes, const std::string& 
   // duplicate tensor names, which a plain JSON object would silently merge.
   std::set<std::string> keys;
   std::string duplicate;
-  const ojson::parser_callback_t on_event = [&](int depth, ojson::parse_event_t event, ojson& parsed) {
-    if (depth == 1 && event == ojson::parse_event_t::key && parsed.is_string() &&
-        !keys.insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return true;
-  };
-  ojson j;
-  try {
-    j = ojson::parse(header.begin(), header.end(), on_event);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::cat(src, ": header is not valid JSON: ", e.what()));
-  }
+  const ojson j = parse_ordered_json(header, src + ": header", [&](const std::string& key) {
+    if (!keys.insert(key).second && duplicate.empty()) duplicate = key;
+  });
   AETHER_CHECK(j.is_object(), src, "header is not a JSON object");
-  AETHER_CHECK(duplicate.empty(), src, "header names tensor '", duplicate, "' more than once");
+  AETHER_CHECK(duplicate.empty(), src, "header names tensor '", text_excerpt(duplicate), "' more than once");
 
   SafetensorsContents out;
   std::vector<Entry> entries;
   for (const auto& [key, value] : j.items()) {
     if (key == "__metadata__") {
-      AETHER_CHECK(value.is_object(), src, "\"__metadata__\" is not a JSON object: ", value.dump());
+      AETHER_CHECK(value.is_object(), src, "\"__metadata__\" is not a JSON object: ", json_excerpt(value));
       for (const auto& [mk, mv] : value.items()) {
-        AETHER_CHECK(mv.is_string(), src, "\"__metadata__\" value of '", mk,
-                     "' is not a string: ", mv.dump());
+        AETHER_CHECK(mv.is_string(), src, "\"__metadata__\" value of '", text_excerpt(mk),
+                     "' is not a string: ", json_excerpt(mv));
         out.metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -254,15 +252,18 @@ SafetensorsContents read_safetensors(std::string_view bytes, const std::string& 
   uint64_t pos = 0;
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
-    AETHER_CHECK(e.begin <= pos, src, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
-                 "] leave a hole: bytes [", pos, ", ", e.begin, ") of the data buffer belong to no tensor");
-    AETHER_CHECK(e.begin == pos, src, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
-                 "] overlap tensor '", prev ? prev->name : "", "' (which ends at ", pos, ")");
-    AETHER_CHECK(e.end - e.begin == e.nbytes, src, "tensor '", e.name, "': data_offsets [", e.begin, ", ",
-                 e.end, "] hold ", e.end - e.begin, " bytes but shape ", to_string(e.shape), " of ",
-                 safetensors_dtype_name(e.dtype), " needs ", e.nbytes);
-    AETHER_CHECK(e.end <= data.size(), src, "tensor '", e.name, "': data_offsets [", e.begin, ", ", e.end,
-                 "] run past the end of the data buffer (", data.size(), " bytes): the file is truncated");
+    AETHER_CHECK(e.begin <= pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin, ", ",
+                 e.end, "] leave a hole: bytes [", pos, ", ", e.begin,
+                 ") of the data buffer belong to no tensor");
+    AETHER_CHECK(e.begin == pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin, ", ",
+                 e.end, "] overlap tensor '", prev ? text_excerpt(prev->name) : "", "' (which ends at ", pos,
+                 ")");
+    AETHER_CHECK(e.end - e.begin == e.nbytes, src, "tensor '", text_excerpt(e.name), "': data_offsets [",
+                 e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes but shape ", to_string(e.shape),
+                 " of ", safetensors_dtype_name(e.dtype), " needs ", e.nbytes);
+    AETHER_CHECK(e.end <= data.size(), src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin,
+                 ", ", e.end, "] run past the end of the data buffer (", data.size(),
+                 " bytes): the file is truncated");
     pos = e.end;
     prev = &e;
   }
@@ -274,8 +275,8 @@ SafetensorsContents read_safetensors(std::string_view bytes, const std::string& 
     const char* p = data.data() + e.begin;
     if (e.dtype == DType::boolean) {
       for (uint64_t i = 0; i < e.nbytes; ++i)
-        AETHER_CHECK(uint8_t(p[i]) <= 1, src, "tensor '", e.name, "': BOOL element ", i, " has byte value ",
-                     int(uint8_t(p[i])), " (must be 0 or 1)");
+        AETHER_CHECK(uint8_t(p[i]) <= 1, src, "tensor '", text_excerpt(e.name), "': BOOL element ", i,
+                     " has byte value ", int(uint8_t(p[i])), " (must be 0 or 1)");
     }
     out.tensors.emplace_back(e.name, Tensor::from_blob(p, e.shape, e.dtype));
   }

@@ -33,6 +33,9 @@ struct ArchiveRef {
   }
 };
 
+// Any member may inflate to this much beyond its expansion limit (small members compress well).
+constexpr uint64_t kExpansionSlack = uint64_t(1) << 20;
+
 }  // namespace
 
 std::string write_zip(const std::vector<Member>& members, const std::string& what) {
@@ -108,7 +111,7 @@ Reader::~Reader() {
 
 bool Reader::has(const std::string& name) const { return zip_name_locate(za_, name.c_str(), 0) >= 0; }
 
-std::string Reader::read(const std::string& name) const {
+std::string Reader::read(const std::string& name, uint64_t max_bytes, uint64_t max_expansion) const {
   const std::string where = detail::cat(source_, ": ", name);
   const zip_int64_t idx = zip_name_locate(za_, name.c_str(), 0);
   AETHER_CHECK(idx >= 0, source_, "the zip archive has no member ", name);
@@ -118,10 +121,20 @@ std::string Reader::read(const std::string& name) const {
                "cannot stat: ", zip_strerror(za_));
   AETHER_CHECK((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE), where,
                "the zip entry has no size");
-  // Deflate expands at most ~1032:1, so a larger claim is corrupt; this bounds the allocation.
-  AETHER_CHECK(st.comp_size <= archive_size_ && st.size <= 1100 * st.comp_size + (1u << 20), where,
-               "damaged zip entry: claims ", st.size, " bytes from ", st.comp_size, " compressed bytes in a ",
-               archive_size_, "-byte archive");
+  // The allocation below is st.size bytes: check the claim first. Deflate expands at most ~1032:1,
+  // so a larger claim is corrupt; a stored member is as large as its bytes in the archive.
+  const bool compressed = !((st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE);
+  const uint64_t physical_limit =
+      compressed ? kMaxDeflateExpansion * st.comp_size + kExpansionSlack : st.comp_size;
+  AETHER_CHECK(st.comp_size <= archive_size_ && st.size <= physical_limit, where,
+               "damaged zip entry: claims ", st.size, " bytes from ", st.comp_size,
+               compressed ? " compressed" : " stored", " bytes in a ", archive_size_, "-byte archive");
+  AETHER_CHECK(st.size <= max_bytes, where, "the zip entry inflates to ", st.size,
+               " bytes, more than the limit of ", max_bytes, " bytes for it");
+  AETHER_CHECK(!compressed || st.size <= max_expansion * st.comp_size + kExpansionSlack, where,
+               "the zip entry inflates to ", st.size, " bytes from ", st.comp_size,
+               " compressed bytes, more than the limit of ", max_expansion,
+               " times its compressed size plus ", kExpansionSlack, " bytes");
   zip_file_t* f = zip_fopen_index(za_, zip_uint64_t(idx), 0);
   AETHER_CHECK(f != nullptr, where, "cannot open the zip entry: ", zip_strerror(za_));
   std::string out(size_t(st.size), '\0');

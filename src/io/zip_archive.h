@@ -33,7 +33,13 @@ class Reader {
   Reader& operator=(const Reader&) = delete;
 
   bool has(const std::string& name) const;
-  std::string read(const std::string& name) const;
+  // The member's bytes. Its declared uncompressed size is checked before anything is inflated: at
+  // most max_bytes, and for a compressed member at most max_expansion times its compressed size
+  // plus 1 MiB (deflate cannot expand more than ~1032 times, so a larger claim is corrupt).
+  // Reading stops at the declared size; a member inflating to more is rejected as damaged.
+  std::string read(const std::string& name, uint64_t max_bytes = UINT64_MAX,
+                   uint64_t max_expansion = kMaxDeflateExpansion) const;
+  static constexpr uint64_t kMaxDeflateExpansion = 1100;
 
  private:
   zip_t* za_ = nullptr;

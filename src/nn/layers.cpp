@@ -3,7 +3,9 @@
 
 #include <cmath>
 
+#include "aether/io/json.h"
 #include "aether/ops/nn.h"
+#include "config_depth.h"
 
 namespace aether::nn {
 namespace {
@@ -166,8 +168,9 @@ Size2 size2_from(const nlohmann::json& j) { return j.is_array() ? Size2(j.at(0),
 }  // namespace
 
 ModulePtr module_from_config(const nlohmann::json& c) {
+  const ModuleNestingGuard nesting;  // throws past kMaxModuleNesting
   AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config", "expected an object with a \"type\", got ",
-               c.dump());
+               json_excerpt(c));
   const std::string t = c.at("type");
   try {
     if (t == "Sequential") {
@@ -209,9 +212,10 @@ ModulePtr module_from_config(const nlohmann::json& c) {
       return std::make_shared<Residual>(module_from_config(c.at("body")),
                                         c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::cat("module_from_config: bad ", t, " config ", c.dump(), ": ", e.what()));
+    throw Error(
+        detail::cat("module_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ", e.what()));
   }
-  throw Error("module_from_config: unknown layer type '" + t + "'");
+  throw Error("module_from_config: unknown layer type '" + text_excerpt(t) + "'");
 }
 
 }  // namespace aether::nn

@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "aether/core/error.h"
+#include "aether/io/json.h"
 
 namespace aether::optim {
 namespace {
@@ -63,7 +64,7 @@ nlohmann::json OneCycleLR::config() const {
 
 std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
   AETHER_CHECK(c.is_object() && c.contains("type") && c.at("type").is_string(), "schedule_from_config",
-               "expected an object with a \"type\", got ", c.dump());
+               "expected an object with a \"type\", got ", json_excerpt(c));
   const std::string t = c.at("type");
   try {
     if (t == "constant") return std::make_unique<ConstantLR>(c.at("base"));
@@ -75,9 +76,10 @@ std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
       return std::make_unique<OneCycleLR>(c.at("max"), c.at("total"), c.at("pct_start"), c.at("div_factor"),
                                           c.at("final_div_factor"));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::cat("schedule_from_config: bad ", t, " config ", c.dump(), ": ", e.what()));
+    throw Error(
+        detail::cat("schedule_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ", e.what()));
   }
-  throw Error("schedule_from_config: unknown schedule '" + t + "' (expected constant, step, cosine, "
+  throw Error("schedule_from_config: unknown schedule '" + text_excerpt(t) + "' (expected constant, step, cosine, "
               "warmup_linear or one_cycle)");
 }
 

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "aether/io/limits.h"
+
 namespace aether::data {
 
 enum class Compression { none, gzip, xz };
@@ -42,6 +44,10 @@ class ByteReader {
   [[noreturn]] void fail(const std::string& message) const;
 
   uint64_t offset() const { return offset_; }  // decompressed bytes delivered so far
+  // The most (decompressed) bytes the file can hold: its size for a plain file, 1,100 times its
+  // size for gzip (deflate expands at most ~1,032 times); UINT64_MAX for xz or a non-regular file.
+  // Lets a reader reject a header's claim that the file cannot hold before reading it.
+  uint64_t max_size() const;
   const std::string& path() const { return path_; }
   Compression compression() const;
 
@@ -49,10 +55,12 @@ class ByteReader {
   struct Impl;
   std::string path_;
   uint64_t offset_ = 0;
+  uint64_t file_size_ = UINT64_MAX;  // on disk; UINT64_MAX when unknown
   std::unique_ptr<Impl> impl_;
 };
 
-// The whole (decompressed) content of a file.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
+// The whole (decompressed) content of a file; throws aether::Error when it holds more than
+// max_bytes (default: kMaxDataFileBytes, aether/io/limits.h).
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes = kMaxDataFileBytes);
 
 }  // namespace aether::data

@@ -2,6 +2,8 @@
 //
 // Files may be plain, gzip or xz (see byte_reader.h). A truncated or malformed file throws
 // aether::Error naming the file, the byte offset and what was expected; nothing is read short.
+// A file holds at most kMaxDataFileBytes (1 GiB, aether/io/limits.h) of data after decompression:
+// an IDX header claiming more, or more than its gzip file can hold, is refused before reading.
 //
 // IDX (http://yann.lecun.com/exdb/mnist/): big-endian; magic 0x00000803 (uint8, 3 dims) then
 // N, rows, cols and N*rows*cols pixels for images; magic 0x00000801 then N and N label bytes.

@@ -9,7 +9,9 @@
 // Saving is atomic (aether/io/file.h): a failure at any point leaves the previous file intact.
 // Loading checks everything and throws aether::Error "<path>: <what was wrong>" for a file that is
 // not a zip, lacks a member, is truncated or corrupt, is too new, or whose manifest disagrees with
-// the tensors stored.
+// the tensors stored, and for one past the limits of aether/io/limits.h (manifest.json over 16 MiB
+// or nested deeper than 64 levels, a member inflating far more than deflate or its declared size
+// allows), checked before the memory is spent.
 #pragma once
 
 #include <nlohmann/json.hpp>

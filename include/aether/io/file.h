@@ -4,6 +4,10 @@
 // in the same directory (mkstemp, named ".<name>.tmp-XXXXXX"), fsyncs it, renames it over `path`
 // and fsyncs the directory. On any failure the temporary file is removed and the old file (if
 // any) is untouched; readers see either the complete old file or the complete new one.
+// The writer holds an flock on its temporary file until the rename. A writer that dies (kill -9,
+// a crash, power loss) leaves its temporary file behind; the next write_file_atomic to the same
+// path removes every ".<name>.tmp-XXXXXX" that no live writer holds locked, and never the file of
+// a save still in progress (in this process or another).
 #pragma once
 
 #include <functional>

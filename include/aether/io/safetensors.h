@@ -13,9 +13,9 @@
 // dtype names: F32 F16 BF16 F64 I32 I64 U8 BOOL (bool is one byte, 0 or 1). Other spec dtypes
 // (I8, I16, U16, U32, U64, F8_*) have no aether dtype and are rejected when read.
 //
-// Reading validates everything (header length <= 100,000,000 bytes and within the file, JSON,
-// dtypes, shapes, every offset, bool bytes) and throws aether::Error "<source>: <what was wrong>"
-// naming the tensor; it never reads out of bounds. Writing keeps the caller's order: tensors are
+// Reading validates everything (header length <= 100,000,000 bytes and within the file, JSON
+// nested at most kMaxJsonDepth = 64 levels, dtypes, shapes, every offset, bool bytes) and throws
+// aether::Error "<source>: <what was wrong>" naming the tensor; it never reads out of bounds. Writing keeps the caller's order: tensors are
 // packed in list order, and reading returns them in offset order, i.e. the order written.
 #pragma once
 
