@@ -572,6 +572,7 @@ TEST(PoolingConfig, StoresTheRealStride) {
                             nn::module_from_config(nn::AvgPool2d(3).config())}) {
     const auto c = layer->config();
     const int64_t k = c["kernel"][0], st = c["stride"][0];
+    ASSERT_GT(st, 0) << c.dump();
     EXPECT_EQ(layer->forward(x).shape(), (Shape{1, (9 - k) / st + 1, (9 - k) / st + 1, 2})) << c.dump();
   }
 }
