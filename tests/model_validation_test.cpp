@@ -501,6 +501,14 @@ TEST(ModelLoadValidation, ArchitectureConfigAndTheRest) {
     j["architecture"]["layers"][5]["in"] = int64_t(1) << 40;
   }),
              {where + "architecture.layers[5] declares a Linear layer of", "more than the file holds"});
+  // Many layers, each small, together far more than the file.
+  expect_has(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+        json& layers = j["architecture"]["layers"];
+        for (int k = 0; k < 1000; ++k)
+          layers.push_back({{"type", "Linear"}, {"in", 100}, {"out", 100}, {"bias", true}});
+      }),
+      {"declares a Linear layer of 10000 weights; the layers up to it need", "more than the file holds"});
 }
 
 TEST(ModelLoadValidation, AFailedLoadLeavesTheGeneratorAlone) {

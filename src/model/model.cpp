@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -529,7 +530,8 @@ class ManifestReader {
     std::vector<float> out;
     for (size_t i = 0; i < j.size(); ++i) {
       const json& v = j[i];
-      if (!v.is_number() || !std::isfinite(v.get<double>()) || !std::isfinite(float(v.get<double>())))
+      // (Checked as a double first: converting one beyond float's range is undefined.)
+      if (!v.is_number() || !(std::abs(v.get<double>()) <= double(std::numeric_limits<float>::max())))
         fail(detail::cat(entry, "[", i, "]"), "is " + brief(v) + ", expected a finite float32 number");
       out.push_back(v.get<float>());
     }
@@ -540,9 +542,12 @@ class ManifestReader {
   std::string path_;
 };
 
-// A hostile architecture must not make aether allocate without bound: the weights each layer would
-// create must fit in what the file stores (checked before any layer is built).
-void check_layer_sizes(const json& c, double budget, const ManifestReader& r, const std::string& entry) {
+// A hostile architecture must not make aether allocate without bound: the weights the layers would
+// create (`total`, summed in order) must stay near what the file stores, `stored` values (checked
+// before any layer is built; the exact shapes are checked after). The slack keeps this a guard
+// against absurd sizes only: a mismatch of a few tensors gets the precise message later.
+void check_layer_sizes(const json& c, double stored, double& total, const ManifestReader& r,
+                       const std::string& entry) {
   if (!c.is_object()) return;  // module_from_config reports it
   auto num = [&](const char* key) {
     const auto it = c.find(key);
@@ -562,14 +567,16 @@ void check_layer_sizes(const json& c, double budget, const ManifestReader& r, co
   if (type == "Linear") n = num("in") * num("out");
   if (type == "Conv2d") n = num("in") / std::max(num("groups"), 1.0) * num("out") * area("kernel");
   if (type == "BatchNorm1d" || type == "BatchNorm2d") n = num("channels");
-  if (n > budget)
-    r.fail(entry, detail::cat("declares a ", type, " layer of ", n, " weights, more than the file holds (",
-                              budget, " values)"));
+  total += n;
+  if (total > 2 * stored + double(1 << 20))
+    r.fail(entry, detail::cat("declares a ", type, " layer of ", n, " weights; the layers up to it need ",
+                              total, ", far more than the file holds (", stored, " values)"));
   if (const auto it = c.find("layers"); it != c.end() && it->is_array())
     for (size_t i = 0; i < it->size(); ++i)
-      check_layer_sizes((*it)[i], budget, r, detail::cat(entry, ".layers[", i, "]"));
+      check_layer_sizes((*it)[i], stored, total, r, detail::cat(entry, ".layers[", i, "]"));
   for (const char* key : {"body", "shortcut"})
-    if (const auto it = c.find(key); it != c.end()) check_layer_sizes(*it, budget, r, entry + "." + key);
+    if (const auto it = c.find(key); it != c.end())
+      check_layer_sizes(*it, stored, total, r, entry + "." + key);
 }
 }  // namespace
 
@@ -588,7 +595,8 @@ Model Model::load(const std::string& path) {
     double stored = 0;
     for (const auto& [name, t] : ck.model) stored += double(t.numel());
     const json& arch = r.member(j, "", "architecture");
-    check_layer_sizes(arch, stored, r, "architecture");
+    double declared = 0;
+    check_layer_sizes(arch, stored, declared, r, "architecture");
     std::shared_ptr<nn::Sequential> seq;
     try {
       seq = std::dynamic_pointer_cast<nn::Sequential>(nn::module_from_config(arch));
