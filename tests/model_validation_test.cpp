@@ -614,3 +614,48 @@ TEST(PoolingConfig, OlderFilesWithStrideZeroMeanTheKernel) {
   const data::Dataset d = tiny_dataset();
   EXPECT_EQ(floats(b.predict(d)), floats(a.predict(d)));
 }
+
+// Hostile values in the architecture's layers: each one a clear error naming the file, never a
+// crash or a huge allocation.
+TEST(ModelLoadValidation, HostileLayerValuesAreErrors) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  struct Change {
+    int layer;
+    const char* key;
+    json value;
+  };
+  const std::vector<Change> changes = {
+      {0, "kernel", {0, 0}},
+      {0, "kernel", {-3, 3}},
+      {0, "kernel", "x"},
+      {0, "stride", {0, 0}},
+      {0, "dilation", {0, 1}},
+      {0, "groups", 0},
+      {0, "groups", -1},
+      {0, "padding", {-1, 0, 0, 0}},
+      {0, "padding", "bogus"},
+      {0, "in", 0},
+      {0, "in", 1e30},
+      {1, "channels", -4},
+      {1, "eps", 0},
+      {1, "momentum", 7},
+      {3, "kernel", {0, 0}},
+      {3, "kernel", {-2, -2}},
+      {3, "stride", {-1, -1}},
+      {3, "padding", {-1, -1}},
+      {3, "kernel", {100, 100}},
+      {5, "in", -64},
+      {5, "out", 0},
+      {5, "out", int64_t(1) << 50},
+      {2, "type", 7},
+      {2, "type", "Conv2d"},
+  };
+  for (const auto& c : changes) {
+    SCOPED_TRACE(std::to_string(c.layer) + " " + c.key + " " + c.value.dump());
+    const std::string msg = s.load_error([&](json& j, NamedTensors&, NamedTensors&) {
+      j["architecture"]["layers"][size_t(c.layer)][c.key] = c.value;
+    });
+    EXPECT_EQ(msg.rfind(where, 0), 0u) << msg;
+  }
+}
