@@ -1,20 +1,21 @@
-// Model: composition, configuration, the training loop, evaluation, prediction, save and load.
+// Model: composition, configuration, the training loop, evaluation and prediction (saving and
+// loading: model_checkpoint.cpp).
 #include "aether/model/model.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 
 #include "aether/backend/cuda.h"
-#include "aether/core/random.h"
-#include "aether/io/checkpoint.h"
-#include "aether/ops/nn.h"
+#include "model_impl.h"
 #include "progress.h"
 
 namespace aether {
 
 // ---- configuration <-> JSON ---------------------------------------------------------------------------
-namespace {
+namespace model_internal {
 nlohmann::json config_to_json(const ModelConfig& c) {
   return {{"loss", c.loss},
           {"label_smoothing", c.label_smoothing},
@@ -63,62 +64,59 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.lr > 0 && std::isfinite(c.lr), "configure", "learning rate must be > 0, got ", c.lr);
   AETHER_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "configure", "label_smoothing must be in [0, 1)");
   AETHER_CHECK(c.warmup_fraction > 0 && c.warmup_fraction < 1, "configure", "warmup_fraction must be in (0, 1)");
+  AETHER_CHECK(c.momentum >= 0 && std::isfinite(c.momentum), "configure",
+               "momentum must be finite and >= 0, got ", c.momentum);
+  AETHER_CHECK(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "configure",
+               "weight_decay must be finite and >= 0, got ", c.weight_decay);
+  AETHER_CHECK(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1, "configure",
+               "beta1 and beta2 must be in [0, 1), got ", c.beta1, " and ", c.beta2);
+  AETHER_CHECK(c.eps > 0 && std::isfinite(c.eps), "configure", "eps must be finite and > 0, got ", c.eps);
+  AETHER_CHECK(c.clip_grad_norm >= 0 && std::isfinite(c.clip_grad_norm), "configure",
+               "clip_grad_norm must be finite and >= 0 (0: no clipping), got ", c.clip_grad_norm);
 }
-}  // namespace
 
-struct Model::Impl {
-  std::shared_ptr<nn::Sequential> net = std::make_shared<nn::Sequential>();
-  ModelConfig config;
-  bool configured = false;
-  Device device = Device::cpu();
-  std::string precision = "float32";
-  Shape input_shape;
-  bool finalized = false;
-  std::unique_ptr<optim::Optimizer> opt;
-  int64_t epochs_done = 0, steps_done = 0;
-  std::vector<float> mean, std;
-  nlohmann::json info = nlohmann::json::object();
-  nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)
+// "NaN", "Inf" or "-Inf": the first value of a float tensor that is not finite; "" when all are.
+template <typename T>
+std::string non_finite_in(const std::vector<T>& values) {
+  for (T v : values)
+    if (!std::isfinite(v)) return std::isnan(v) ? "NaN" : v > 0 ? "Inf" : "-Inf";
+  return "";
+}
+std::string non_finite(const Tensor& t) {
+  if (!is_float(t.dtype()) || t.numel() == 0) return "";
+  // float32 (nearly everything) is read as it is, without a copy twice its size.
+  return t.dtype() == DType::float32 ? non_finite_in(t.to_vector<float>())
+                                     : non_finite_in(t.to_vector<double>());
+}
+// The first negative value of a float tensor, or 0 when there is none (variances must be >= 0).
+double first_negative(const Tensor& t) {
+  if (!is_float(t.dtype())) return 0;
+  for (double v : t.to_vector<double>())
+    if (v < 0) return v;
+  return 0;
+}
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+// State slots that must hold values >= 0 (a negative variance gives NaN outputs).
+bool non_negative_entry(const std::string& name) {
+  return ends_with(name, ".running_var") || ends_with(name, ".exp_avg_sq");
+}
 
-  void require_finalized(const char* op) const {
-    AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
-  }
-  Tensor loss(const Tensor& out, const Tensor& labels) const {
-    if (config.loss == "cross_entropy") return cross_entropy(out, labels, config.label_smoothing);
-    const Tensor target = one_hot(labels, out.shape().back(), out.dtype());
-    if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
-    return mse_loss(out, target);
-  }
-  Tensor probabilities(const Tensor& out) const {
-    return config.loss == "cross_entropy" ? softmax(out, -1) : out;
-  }
-  std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
-    const auto& c = config;
-    const int64_t total = std::max<int64_t>(total_steps, 2);
-    if (c.schedule == "one_cycle") return std::make_unique<optim::OneCycleLR>(c.lr, total, c.warmup_fraction);
-    if (c.schedule == "warmup_linear")
-      return std::make_unique<optim::WarmupLinearLR>(c.lr, int64_t(c.warmup_fraction * double(total)), total, 0.0);
-    if (c.schedule == "cosine") return std::make_unique<optim::CosineLR>(c.lr, total);
-    if (c.schedule == "step") return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
-    return std::make_unique<optim::ConstantLR>(c.lr);
-  }
-  // Fixed order, no augmentation, the training normalisation.
-  data::LoaderOptions eval_loader(int64_t batch_size) const {
-    data::LoaderOptions lo;
-    lo.batch_size = batch_size;
-    lo.shuffle = false;
-    lo.mean = mean;
-    lo.std = std;
-    return lo;
-  }
-  // Input batches are normalised by the loader; this checks a batch against the model's input.
-  void check_input(const Tensor& x, const char* op) const {
-    Shape want = input_shape;
-    want.insert(want.begin(), x.ndim() > 0 ? x.shape()[0] : 0);
-    AETHER_CHECK(x.shape() == want, op, "expected input of shape (N, ", to_string(input_shape).substr(1), ", got ",
-                 to_string(x.shape()));
-  }
-};
+// The optimizer state slots of each parameter once the optimizer has taken a step.
+std::vector<std::string> optimizer_slots(const ModelConfig& c) {
+  if (c.optimizer == "sgd")
+    return c.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{};
+  return {"exp_avg", "exp_avg_sq"};
+}
+
+// The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
+nlohmann::json layouts_json() {
+  return {
+      {"activations", "NHWC"}, {"conv_weight", "OHWI (O, KH, KW, C/groups)"}, {"linear_weight", "(out, in)"}};
+}
+}  // namespace model_internal
+using namespace model_internal;
 
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::Model(Model&&) noexcept = default;
@@ -188,15 +186,14 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   auto& m = *impl_;
   m.require_finalized("train");
   AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
-  AETHER_CHECK(Shape({train_set.h, train_set.w, train_set.c}) == m.input_shape ||
-                   Shape({train_set.h * train_set.w * train_set.c}) == m.input_shape,
-               "train", "data set '", train_set.name, "' has images (", train_set.h, ", ", train_set.w, ", ",
-               train_set.c, "), the model expects ", to_string(m.input_shape));
-  m.mean = o.data.mean;
-  m.std = o.data.std;
+  m.check_data(train_set, "train");
+  if (o.validation) m.check_data(*o.validation, "train (validation)");
+  data::DataLoader loader(train_set, o.data);  // checks the options (normalisation sizes, ...)
+  // The normalisation used, one value per channel (the loader's default for empty lists: 0 and 1).
+  m.mean = o.data.mean.empty() ? std::vector<float>(size_t(train_set.c), 0.0f) : o.data.mean;
+  m.std = o.data.std.empty() ? std::vector<float>(size_t(train_set.c), 1.0f) : o.data.std;
   m.loader_state = {{"seed", o.data.seed}, {"batch_size", o.data.batch_size}, {"crop_padding", o.data.crop_padding},
                     {"hflip", o.data.hflip}, {"shuffle", o.data.shuffle}, {"drop_last", o.data.drop_last}};
-  data::DataLoader loader(train_set, o.data);
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
@@ -250,8 +247,22 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     st.seconds = bar.seconds();
     st.images_per_second = st.seconds > 0 ? double(seen) / st.seconds : 0;
     std::string tail;
+    // Nothing non-finite reaches the checkpoint: a failing validation (NaN/Inf outputs, loss or
+    // accuracy) or weights that save() refuses stop training; the last good checkpoint stays.
+    std::error_code ec;
+    const std::string kept =
+        o.checkpoint_path.empty()
+            ? std::string()
+            : "; not writing " + o.checkpoint_path +
+                  (std::filesystem::exists(o.checkpoint_path, ec) ? ", the previous checkpoint is kept" : "");
     if (o.validation) {
-      const EvalResult r = evaluate(*o.validation, std::max<int64_t>(o.data.batch_size, 256));
+      EvalResult r;
+      try {
+        r = evaluate(*o.validation, std::max<int64_t>(o.data.batch_size, 256));
+      } catch (const Error& e) {
+        throw Error(detail::cat("train: epoch ", epoch + 1, ": validation on '", o.validation->name,
+                                "' failed: ", e.what(), kept));
+      }
       st.val_loss = r.loss;
       st.val_accuracy = r.accuracy;
       char buf[96];
@@ -260,7 +271,13 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     }
     bar.finish(tail);
     history.epochs.push_back(st);
-    if (!o.checkpoint_path.empty()) save(o.checkpoint_path);
+    if (!o.checkpoint_path.empty()) {
+      try {
+        save(o.checkpoint_path);
+      } catch (const Error& e) {
+        throw Error(detail::cat("train: epoch ", epoch + 1, ": ", e.what()));
+      }
+    }
     if (o.on_epoch) o.on_epoch(st);
   }
   if (graph_step && !graph_step->fallback_reason().empty())
@@ -271,6 +288,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
 EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
   auto& m = *impl_;
   m.require_finalized("evaluate");
+  m.check_data(d, "evaluate");
   const auto t0 = std::chrono::steady_clock::now();
   data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
@@ -286,7 +304,10 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
     const Tensor loss = m.loss(out, labels), acc = accuracy(out, labels);
     const bool k5 = out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
-    realize({loss, acc, t5});
+    realize({out, loss, acc, t5});
+    const std::string bad = non_finite(out);
+    AETHER_CHECK(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
+                 "); the weights are corrupt or diverged");
     loss_sum += loss.item<double>() * double(b->size);
     correct += acc.item<double>() * double(b->size);
     top5 += t5.item<double>() * double(b->size);
@@ -297,6 +318,9 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
     r.accuracy = correct / double(r.samples);
     r.top5 = top5 / double(r.samples);
   }
+  AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
+               "the loss or accuracy on data set '", d.name, "' is not finite (loss ", r.loss, ", accuracy ",
+               r.accuracy, "); the weights are corrupt or diverged");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -307,115 +331,27 @@ Tensor Model::predict(const Tensor& images) {
   Tensor x = images.to(m.device).cast(DType::float32);
   if (m.input_shape.size() == 1 && x.ndim() > 2) x = x.flatten(1);
   m.check_input(x, "predict");
+  const std::string bad_input = non_finite(x);
+  AETHER_CHECK(bad_input.empty(), "predict", "the images hold ", bad_input);
   nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
-  return m.probabilities(m.net->forward(x)).realize();
+  Tensor p = m.probabilities(m.net->forward(x)).realize();
+  const std::string bad = non_finite(p);
+  AETHER_CHECK(bad.empty(), "predict", "the model's outputs are not finite (", bad,
+               "); the weights are corrupt or diverged");
+  return p;
 }
 
 Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
   auto& m = *impl_;
   m.require_finalized("predict");
+  m.check_data(d, "predict");
   data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
   std::vector<Tensor> parts;
   while (auto b = loader.next()) parts.push_back(predict(b->images));
   AETHER_CHECK(!parts.empty(), "predict", "the data set is empty");
   return cat(parts, 0).realize();
-}
-
-// ---- save / load ---------------------------------------------------------------------------------------------
-void Model::save(const std::string& path) {
-  auto& m = *impl_;
-  m.require_finalized("save");
-  Checkpoint ck;
-  const auto rng = generator_state();
-  ck.manifest_extra = {
-      {"architecture", m.net->config()},
-      {"input_shape", m.input_shape},
-      {"config", config_to_json(m.config)},
-      {"precision", m.precision},
-      {"normalization", {{"mean", m.mean}, {"std", m.std}}},
-      {"training_state",
-       {{"epoch", m.epochs_done},
-        {"step", m.steps_done},
-        {"rng", {{"seed", rng.seed}, {"next_stream", rng.next_stream}}},
-        {"schedule_position", m.steps_done},
-        {"optimizer_steps", m.opt->steps()},
-        {"lr", m.opt->lr()},
-        {"loader", m.loader_state}}},
-      {"optimizer", m.opt->config()},
-      {"info", m.info},
-      {"layouts",
-       {{"activations", "NHWC"}, {"conv_weight", "OHWI (O, KH, KW, C/groups)"}, {"linear_weight", "(out, in)"}}}};
-  std::vector<std::string> names;
-  for (auto& [name, t] : m.net->named_parameters()) {
-    ck.model.emplace_back(name, t->detach());
-    names.push_back(name);
-  }
-  for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
-  for (auto& [name, t] : m.opt->named_state()) {
-    const size_t dot = name.find('.');
-    const size_t idx = std::stoul(name.substr(0, dot));
-    ck.optimizer.emplace_back(names.at(idx) + "." + name.substr(dot + 1), t->detach());
-  }
-  save_checkpoint(path, ck);
-}
-
-Model Model::load(const std::string& path) {
-  Checkpoint ck = load_checkpoint(path);
-  const auto& j = ck.manifest_extra;
-  Model model;
-  auto& m = *model.impl_;
-  try {
-    auto net = nn::module_from_config(j.at("architecture"));
-    auto seq = std::dynamic_pointer_cast<nn::Sequential>(net);
-    AETHER_CHECK(seq != nullptr, "load", path, ": the architecture is not a Sequential model");
-    m.net = seq;
-    model.configure(config_from_json(j.at("config")));
-    model.finalize(j.at("input_shape").get<Shape>());
-    m.precision = j.at("precision");
-    m.mean = j.at("normalization").at("mean").get<std::vector<float>>();
-    m.std = j.at("normalization").at("std").get<std::vector<float>>();
-    const auto& ts = j.at("training_state");
-    m.epochs_done = ts.at("epoch");
-    m.steps_done = ts.at("step");
-    m.opt->set_steps(ts.at("optimizer_steps"));
-    m.opt->set_lr(ts.at("lr"));
-    m.loader_state = ts.at("loader");
-    set_generator_state({ts.at("rng").at("seed"), ts.at("rng").at("next_stream")});
-    m.info = j.value("info", nlohmann::json::object());
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(detail::cat("load: ", path, ": bad manifest: ", e.what()));
-  }
-  // Weights and buffers, by name, with shapes and dtypes checked.
-  std::unordered_map<std::string, Tensor> stored;
-  for (auto& [name, t] : ck.model) stored.emplace(name, t);
-  auto restore = [&](const std::string& name, Tensor* t) {
-    auto it = stored.find(name);
-    AETHER_CHECK(it != stored.end(), "load", path, ": tensor '", name, "' is missing");
-    AETHER_CHECK(it->second.shape() == t->shape() && it->second.dtype() == t->dtype(), "load", path, ": tensor '",
-                 name, "' has shape ", to_string(it->second.shape()), " ", dtype_name(it->second.dtype()),
-                 ", the architecture expects ", to_string(t->shape()), " ", dtype_name(t->dtype()));
-    t->assign(it->second);
-    stored.erase(it);
-  };
-  std::vector<std::string> names;
-  for (auto& [name, t] : m.net->named_parameters()) {
-    restore(name, t);
-    names.push_back(name);
-  }
-  for (auto& [name, t] : m.net->named_buffers()) restore(name, t);
-  AETHER_CHECK(stored.empty(), "load", path, ": unexpected tensor '", stored.begin()->first, "'");
-  for (auto& [name, t] : ck.optimizer) {
-    size_t idx = names.size();
-    for (size_t i = 0; i < names.size(); ++i)
-      if (name.size() > names[i].size() + 1 && name.compare(0, names[i].size() + 1, names[i] + ".") == 0 &&
-          name.find('.', names[i].size() + 1) == std::string::npos)
-        idx = i;
-    AETHER_CHECK(idx < names.size(), "load", path, ": optimizer state '", name, "' names no parameter");
-    m.opt->set_state(idx, name.substr(names[idx].size() + 1), t);
-  }
-  return model;
 }
 
 // ---- accessors ---------------------------------------------------------------------------------------------------

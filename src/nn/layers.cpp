@@ -16,6 +16,10 @@ Tensor kaiming_uniform(const Shape& shape, int64_t fan_in) {
 }
 std::string size2(Size2 s) { return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w); }
 nlohmann::json size2_json(Size2 s) { return {s.h, s.w}; }
+// A pooling stride of 0 on an axis means the kernel's size there.
+Size2 pool_stride(Size2 kernel, Size2 stride) {
+  return {stride.h == 0 ? kernel.h : stride.h, stride.w == 0 ? kernel.w : stride.w};
+}
 }  // namespace
 
 // ---- Linear -------------------------------------------------------------------------------------------
@@ -115,11 +119,15 @@ nlohmann::json BatchNorm::config() const {
 Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, slope_); }
 Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
 Tensor Softmax::forward(const Tensor& x) { return softmax(x, axis_); }
+MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride, Size2 padding)
+    : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding) {}
 Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, k_, s_, p_); }
 std::string MaxPool2d::describe() const { return "MaxPool2d(" + size2(k_) + ")"; }
 nlohmann::json MaxPool2d::config() const {
   return {{"type", "MaxPool2d"}, {"kernel", size2_json(k_)}, {"stride", size2_json(s_)}, {"padding", size2_json(p_)}};
 }
+AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad)
+    : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding), cip_(count_include_pad) {}
 Tensor AvgPool2d::forward(const Tensor& x) { return avg_pool2d(x, k_, s_, p_, cip_); }
 std::string AvgPool2d::describe() const { return "AvgPool2d(" + size2(k_) + ")"; }
 nlohmann::json AvgPool2d::config() const {
@@ -197,6 +205,8 @@ ModulePtr module_from_config(const nlohmann::json& c) {
     if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(c.at("slope"));
     if (t == "GELU") return std::make_shared<GELU>(c.value("tanh_approx", false));
     if (t == "Softmax") return std::make_shared<Softmax>(c.value("axis", -1));
+    // Pooling: files written before the stride was stored as such hold [0, 0] for "the kernel's
+    // size"; the constructors read 0 that way.
     if (t == "MaxPool2d")
       return std::make_shared<MaxPool2d>(size2_from(c.at("kernel")), size2_from(c.at("stride")),
                                          size2_from(c.at("padding")));

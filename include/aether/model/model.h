@@ -108,15 +108,29 @@ class Model {
   // Checks the layers against one sample's shape (H, W, C) or (features) and builds the optimizer.
   Model& finalize(const Shape& input_shape);
 
+  // Stops with aether::Error when the training loss, the validation loss or accuracy (evaluate's
+  // errors) or the weights to be checkpointed (save's errors) become NaN/Inf; the checkpoint at
+  // options.checkpoint_path then still holds the last good epoch.
   History train(const data::Dataset& train, const TrainOptions& options);
   // Loss and metrics over a whole data set, in evaluation mode, with the training normalisation.
+  // Throws when the data set's images are not the model's input shape (H, W, C) (for a model with
+  // flat input: not as many values) or when the outputs, loss or accuracy are not finite.
   EvalResult evaluate(const data::Dataset& data, int64_t batch_size = 256);
   // Class probabilities (N, K) for images (N, ...) already normalised like the training data.
+  // Throws for images of another shape, holding NaN/Inf, or outputs that are not finite.
   Tensor predict(const Tensor& images);
-  // Probabilities for a data set (normalised with the model's own statistics).
+  // Probabilities for a data set (normalised with the model's own statistics); checked as above.
   Tensor predict(const data::Dataset& data, int64_t batch_size = 256);
 
+  // Writes the checkpoint atomically (docs/checkpoint-format.md). Refuses, before touching the file,
+  // a parameter, buffer or optimizer slot holding NaN/Inf or a negative variance: the previous file
+  // stays as it was.
   void save(const std::string& path);
+  // Reads a checkpoint and checks every value it uses: the architecture, configuration, input shape,
+  // normalisation (one finite mean and std > 0 per input channel), training state, the optimizer's
+  // description, every weight, buffer and optimizer slot (present once, right shape and dtype,
+  // finite; nothing unknown). Throws aether::Error "load: <path>: <entry> <what was wrong>"; a
+  // failed load leaves the global random generator as it was.
   static Model load(const std::string& path);
 
   std::string summary();

@@ -104,9 +104,11 @@ class Softmax : public Module {
  private:
   int64_t axis_;
 };
+// Pooling windows of `kernel`; a stride of 0 (per axis) means the kernel's size. The layer keeps,
+// and its config() writes, the real stride ([2, 2] for MaxPool2d(2)).
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0) : k_(kernel), s_(stride), p_(padding) {}
+  explicit MaxPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
@@ -116,8 +118,7 @@ class MaxPool2d : public Module {
 };
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0, bool count_include_pad = false)
-      : k_(kernel), s_(stride), p_(padding), cip_(count_include_pad) {}
+  explicit AvgPool2d(Size2 kernel, Size2 stride = 0, Size2 padding = 0, bool count_include_pad = false);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
   std::string describe() const override;

@@ -1,0 +1,379 @@
+// Model::save and Model::load: the .aether checkpoint of a model (docs/checkpoint-format.md), never
+// written from a non-finite state, every value checked on loading.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <limits>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "aether/core/random.h"
+#include "aether/io/checkpoint.h"
+#include "model_impl.h"
+
+namespace aether {
+using namespace model_internal;
+
+// ---- save / load
+// ---------------------------------------------------------------------------------------------
+void Model::save(const std::string& path) {
+  auto& m = *impl_;
+  m.require_finalized("save");
+  Checkpoint ck;
+  const auto rng = generator_state();
+  const auto [mean, std] = m.saved_normalization();
+  ck.manifest_extra = {{"architecture", m.net->config()},
+                       {"input_shape", m.input_shape},
+                       {"config", config_to_json(m.config)},
+                       {"precision", m.precision},
+                       {"normalization", {{"mean", mean}, {"std", std}}},
+                       {"training_state",
+                        {{"epoch", m.epochs_done},
+                         {"step", m.steps_done},
+                         {"rng", {{"seed", rng.seed}, {"next_stream", rng.next_stream}}},
+                         {"schedule_position", m.steps_done},
+                         {"optimizer_steps", m.opt->steps()},
+                         {"lr", m.opt->lr()},
+                         {"loader", m.loader_state}}},
+                       {"optimizer", m.opt->config()},
+                       {"info", m.info},
+                       {"layouts", layouts_json()}};
+  std::vector<std::string> names;
+  for (auto& [name, t] : m.net->named_parameters()) {
+    ck.model.emplace_back(name, t->detach());
+    names.push_back(name);
+  }
+  for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
+  for (auto& [name, t] : m.opt->named_state()) {
+    const size_t dot = name.find('.');
+    const size_t idx = std::stoul(name.substr(0, dot));
+    ck.optimizer.emplace_back(names.at(idx) + "." + name.substr(dot + 1), t->detach());
+  }
+  // No checkpoint is written from a state holding NaN/Inf (or a negative variance), which load()
+  // would reject: checked before the file is touched, so the previous file stays as it was.
+  std::error_code ec;
+  const std::string kept = std::filesystem::exists(path, ec) ? ", the previous file is kept" : "";
+  auto check = [&](const std::string& what, const std::string& name, const Tensor& t) {
+    const std::string bad = non_finite(t);
+    AETHER_CHECK(bad.empty(), "save", what, name, " holds ", bad, "; not writing ", path, kept);
+    const double negative = non_negative_entry(name) ? first_negative(t) : 0;
+    AETHER_CHECK(negative == 0, "save", what, name, " holds the negative value ", negative, "; not writing ",
+                 path, kept);
+  };
+  for (const auto& [name, t] : ck.model) check("", name, t);
+  for (const auto& [name, t] : ck.optimizer) check("optimizer state ", name, t);
+  save_checkpoint(path, ck);
+}
+
+namespace {
+using json = nlohmann::json;
+
+// At most 80 characters of a JSON value, for error messages.
+std::string brief(const json& j) {
+  std::string s = j.dump();
+  return s.size() <= 80 ? s : s.substr(0, 77) + "...";
+}
+
+// Checked reads of manifest values: every error names the file and the entry
+// ("load: run.aether: training_state.lr is -1, expected a finite number >= 0").
+class ManifestReader {
+ public:
+  explicit ManifestReader(std::string path) : path_(std::move(path)) {}
+  [[noreturn]] void fail(const std::string& entry, const std::string& what) const {
+    throw Error(detail::cat("load: ", path_, ": ", entry, " ", what));
+  }
+  // obj[key]; `entry` names obj ("" for the manifest itself).
+  const json& member(const json& obj, const std::string& entry, const std::string& key) const {
+    if (!obj.is_object())
+      fail(entry.empty() ? "manifest.json" : entry, "is " + brief(obj) + ", expected an object");
+    const auto it = obj.find(key);
+    if (it == obj.end()) {
+      if (entry.empty()) fail("manifest.json", "has no \"" + key + "\" (not a model checkpoint?)");
+      fail(entry + "." + key, "is missing");
+    }
+    return *it;
+  }
+  int64_t count(const json& j, const std::string& entry, int64_t min = 0) const {
+    const bool ok =
+        j.is_number_integer() &&
+        (j.is_number_unsigned() ? j.get<uint64_t>() <= uint64_t(INT64_MAX) : j.get<int64_t>() >= min);
+    if (!ok || j.get<int64_t>() < min)
+      fail(entry, detail::cat("is ", brief(j), ", expected an integer >= ", min));
+    return j.get<int64_t>();
+  }
+  uint64_t u64(const json& j, const std::string& entry) const {
+    if (!j.is_number_unsigned()) fail(entry, "is " + brief(j) + ", expected an integer >= 0");
+    return j.get<uint64_t>();
+  }
+  double number(const json& j, const std::string& entry, double min) const {
+    if (!j.is_number() || !std::isfinite(j.get<double>()) || j.get<double>() < min)
+      fail(entry, detail::cat("is ", brief(j), ", expected a finite number >= ", min));
+    return j.get<double>();
+  }
+  bool boolean(const json& j, const std::string& entry) const {
+    if (!j.is_boolean()) fail(entry, "is " + brief(j) + ", expected true or false");
+    return j.get<bool>();
+  }
+  std::vector<float> floats(const json& j, const std::string& entry) const {
+    if (!j.is_array()) fail(entry, "is " + brief(j) + ", expected a list of numbers");
+    std::vector<float> out;
+    for (size_t i = 0; i < j.size(); ++i) {
+      const json& v = j[i];
+      // (Checked as a double first: converting one beyond float's range is undefined.)
+      if (!v.is_number() || !(std::abs(v.get<double>()) <= double(std::numeric_limits<float>::max())))
+        fail(detail::cat(entry, "[", i, "]"), "is " + brief(v) + ", expected a finite float32 number");
+      out.push_back(v.get<float>());
+    }
+    return out;
+  }
+
+ private:
+  std::string path_;
+};
+
+// A hostile architecture must not make aether allocate without bound: the weights the layers would
+// create (`total`, summed in order) must stay near what the file stores, `stored` values (checked
+// before any layer is built; the exact shapes are checked after). The slack keeps this a guard
+// against absurd sizes only: a mismatch of a few tensors gets the precise message later.
+void check_layer_sizes(const json& c, double stored, double& total, const ManifestReader& r,
+                       const std::string& entry) {
+  if (!c.is_object()) return;  // module_from_config reports it
+  auto num = [&](const char* key) {
+    const auto it = c.find(key);
+    return it != c.end() && it->is_number() ? std::abs(it->get<double>()) : 0.0;
+  };
+  auto area = [&](const char* key) {
+    const auto it = c.find(key);
+    if (it == c.end()) return 0.0;
+    if (it->is_number()) return it->get<double>() * it->get<double>();
+    if (it->is_array() && it->size() == 2 && (*it)[0].is_number() && (*it)[1].is_number())
+      return std::abs((*it)[0].get<double>() * (*it)[1].get<double>());
+    return 0.0;
+  };
+  const auto type_it = c.find("type");
+  const std::string type = type_it != c.end() && type_it->is_string() ? type_it->get<std::string>() : "";
+  double n = 0;
+  if (type == "Linear") n = num("in") * num("out");
+  if (type == "Conv2d") n = num("in") / std::max(num("groups"), 1.0) * num("out") * area("kernel");
+  if (type == "BatchNorm1d" || type == "BatchNorm2d") n = num("channels");
+  total += n;
+  if (total > 2 * stored + double(1 << 20))
+    r.fail(entry, detail::cat("declares a ", type, " layer of ", n, " weights; the layers up to it need ",
+                              total, ", far more than the file holds (", stored, " values)"));
+  if (const auto it = c.find("layers"); it != c.end() && it->is_array())
+    for (size_t i = 0; i < it->size(); ++i)
+      check_layer_sizes((*it)[i], stored, total, r, detail::cat(entry, ".layers[", i, "]"));
+  for (const char* key : {"body", "shortcut"})
+    if (const auto it = c.find(key); it != c.end())
+      check_layer_sizes(*it, stored, total, r, entry + "." + key);
+}
+}  // namespace
+
+Model Model::load(const std::string& path) {
+  // Building the layers draws initial weights from the global generator: a failed load puts its
+  // state back (a successful one sets the checkpoint's).
+  const GeneratorState rng_before = generator_state();
+  auto load_model = [&]() -> Model {
+    Checkpoint ck = load_checkpoint(path);
+    const json& j = ck.manifest_extra;
+    const ManifestReader r(path);
+    Model model;
+    auto& m = *model.impl_;
+
+    // The architecture, the configuration and the input shape rebuild the model.
+    double stored = 0;
+    for (const auto& [name, t] : ck.model) stored += double(t.numel());
+    const json& arch = r.member(j, "", "architecture");
+    double declared = 0;
+    check_layer_sizes(arch, stored, declared, r, "architecture");
+    std::shared_ptr<nn::Sequential> seq;
+    try {
+      seq = std::dynamic_pointer_cast<nn::Sequential>(nn::module_from_config(arch));
+    } catch (const Error& e) {
+      r.fail("architecture", detail::cat("is invalid: ", e.what()));
+    }
+    if (!seq) r.fail("architecture", "is not a Sequential model");
+    m.net = seq;
+    ModelConfig config;
+    try {
+      config = config_from_json(r.member(j, "", "config"));
+      check_config(config);
+    } catch (const json::exception& e) {
+      r.fail("config", detail::cat("is invalid: ", e.what()));
+    } catch (const Error& e) {
+      r.fail("config", detail::cat("is invalid: ", e.what()));
+    }
+    model.configure(config);
+    const json& shape_json = r.member(j, "", "input_shape");
+    if (!shape_json.is_array() || (shape_json.size() != 1 && shape_json.size() != 3))
+      r.fail("input_shape", "is " + brief(shape_json) + ", expected [H, W, C] or [features]");
+    Shape input;
+    double input_numel = 1;
+    for (size_t i = 0; i < shape_json.size(); ++i) {
+      input.push_back(r.count(shape_json[i], detail::cat("input_shape[", i, "]"), 1));
+      input_numel *= double(input.back());
+    }
+    if (input_numel > double(int64_t(1) << 31))
+      r.fail("input_shape", detail::cat("is ", brief(shape_json), ": more than 2^31 values per sample"));
+    try {
+      model.finalize(input);
+    } catch (const Error& e) {
+      r.fail("architecture", detail::cat("does not fit input_shape ", to_string(input), ": ", e.what()));
+    }
+    const json& precision = r.member(j, "", "precision");
+    if (precision != "float32")
+      r.fail("precision", "is " + brief(precision) + "; this build of aether supports only \"float32\"");
+    m.precision = "float32";
+
+    // Normalisation: one finite mean and one std > 0 per input channel (a model with flat input
+    // that was never trained has none: mean 0, std 1).
+    const json& norm = r.member(j, "", "normalization");
+    m.mean = r.floats(r.member(norm, "normalization", "mean"), "normalization.mean");
+    m.std = r.floats(r.member(norm, "normalization", "std"), "normalization.std");
+    if (input.size() == 3) {
+      for (const auto* v : {&m.mean, &m.std})
+        if (int64_t(v->size()) != input[2])
+          r.fail(v == &m.mean ? "normalization.mean" : "normalization.std",
+                 detail::cat("has ", v->size(), " values, expected one per input channel (", input[2], ")"));
+    } else {
+      if (m.mean.size() != m.std.size())
+        r.fail("normalization", detail::cat("has ", m.mean.size(), " means but ", m.std.size(), " stds"));
+      if (!m.mean.empty() && input[0] % int64_t(m.mean.size()) != 0)
+        r.fail("normalization.mean", detail::cat("has ", m.mean.size(), " values, which do not divide the ",
+                                                 input[0], " inputs into channels"));
+    }
+    for (size_t i = 0; i < m.std.size(); ++i)
+      if (!(m.std[i] > 0))
+        r.fail(detail::cat("normalization.std[", i, "]"), detail::cat("is ", m.std[i], ", expected > 0"));
+
+    // Training state.
+    const json& ts = r.member(j, "", "training_state");
+    m.epochs_done = r.count(r.member(ts, "training_state", "epoch"), "training_state.epoch");
+    m.steps_done = r.count(r.member(ts, "training_state", "step"), "training_state.step");
+    const int64_t position =
+        r.count(r.member(ts, "training_state", "schedule_position"), "training_state.schedule_position");
+    if (position != m.steps_done)
+      r.fail("training_state.schedule_position",
+             detail::cat("is ", position, " but training_state.step is ", m.steps_done, "; they must agree"));
+    const int64_t optimizer_steps =
+        r.count(r.member(ts, "training_state", "optimizer_steps"), "training_state.optimizer_steps");
+    const double lr = r.number(r.member(ts, "training_state", "lr"), "training_state.lr", 0);
+    const json& rng = r.member(ts, "training_state", "rng");
+    const GeneratorState rng_state{
+        r.u64(r.member(rng, "training_state.rng", "seed"), "training_state.rng.seed"),
+        r.u64(r.member(rng, "training_state.rng", "next_stream"), "training_state.rng.next_stream")};
+    const json& loader = r.member(ts, "training_state", "loader");
+    if (!loader.is_object()) r.fail("training_state.loader", "is " + brief(loader) + ", expected an object");
+    if (loader.contains("seed")) r.u64(loader["seed"], "training_state.loader.seed");
+    if (loader.contains("batch_size")) r.count(loader["batch_size"], "training_state.loader.batch_size", 1);
+    if (loader.contains("crop_padding"))
+      r.count(loader["crop_padding"], "training_state.loader.crop_padding");
+    for (const char* key : {"hflip", "shuffle", "drop_last"})
+      if (loader.contains(key)) r.boolean(loader[key], detail::cat("training_state.loader.", key));
+    m.opt->set_steps(optimizer_steps);
+    m.opt->set_lr(lr);
+    m.loader_state = loader;
+    // The optimizer's description must be the one the configuration and the state give.
+    const json& opt_json = r.member(j, "", "optimizer");
+    if (opt_json != m.opt->config())
+      r.fail("optimizer", "is " + brief(opt_json) +
+                              ", which disagrees with config and training_state.lr (expected " +
+                              m.opt->config().dump() + ")");
+    if (j.contains("info")) {
+      if (!j["info"].is_object()) r.fail("info", "is " + brief(j["info"]) + ", expected an object");
+      m.info = j["info"];
+    }
+    const json& layouts = r.member(j, "", "layouts");
+    if (layouts != layouts_json())
+      r.fail("layouts",
+             "is " + brief(layouts) + "; this build of aether reads only " + layouts_json().dump());
+
+    // Weights and buffers, by name: each one present once, with its shape and dtype, finite
+    // (variances >= 0); nothing else.
+    auto check_values = [&](const std::string& entry, const std::string& name, const Tensor& t) {
+      const std::string bad = non_finite(t);
+      if (!bad.empty()) r.fail(entry, "holds " + bad);
+      const double negative = non_negative_entry(name) ? first_negative(t) : 0;
+      if (negative != 0) r.fail(entry, detail::cat("holds the negative value ", negative, " (a variance)"));
+    };
+    std::unordered_map<std::string, Tensor> tensors;
+    for (auto& [name, t] : ck.model) tensors.emplace(name, t);
+    std::vector<std::pair<Tensor*, Tensor>> assign;
+    auto take = [&](const std::string& name, Tensor* t) {
+      const std::string entry = "tensor '" + name + "'";
+      const auto it = tensors.find(name);
+      if (it == tensors.end()) r.fail(entry, "is missing");
+      if (it->second.shape() != t->shape() || it->second.dtype() != t->dtype())
+        r.fail(entry, detail::cat("has shape ", to_string(it->second.shape()), " ",
+                                  dtype_name(it->second.dtype()), ", the architecture expects ",
+                                  to_string(t->shape()), " ", dtype_name(t->dtype())));
+      check_values(entry, name, it->second);
+      assign.emplace_back(t, it->second);
+      tensors.erase(it);
+    };
+    std::vector<std::string> names;
+    std::vector<Tensor*> params;
+    for (auto& [name, t] : m.net->named_parameters()) {
+      take(name, t);
+      names.push_back(name);
+      params.push_back(t);
+    }
+    for (auto& [name, t] : m.net->named_buffers()) take(name, t);
+    if (!tensors.empty())
+      r.fail("tensor '" + tensors.begin()->first + "'", "is not part of the architecture");
+
+    // Optimizer state: "<parameter>.<slot>", exactly the optimizer's slots for every parameter once
+    // it has taken a step, none before.
+    const std::vector<std::string> slots = optimizer_slots(config);
+    std::string slot_list;
+    for (const auto& s : slots) slot_list += (slot_list.empty() ? "" : ", ") + s;
+    std::set<std::string> present;
+    std::vector<std::tuple<size_t, std::string, Tensor>> state;  // parameter index, slot, value
+    for (auto& [name, t] : ck.optimizer) {
+      const std::string entry = "optimizer state '" + name + "'";
+      size_t idx = names.size();
+      for (size_t i = 0; i < names.size(); ++i)
+        if (name.size() > names[i].size() + 1 && name.compare(0, names[i].size() + 1, names[i] + ".") == 0 &&
+            name.find('.', names[i].size() + 1) == std::string::npos)
+          idx = i;
+      if (idx == names.size()) r.fail(entry, "names no parameter of the model");
+      const std::string slot = name.substr(names[idx].size() + 1);
+      if (std::find(slots.begin(), slots.end(), slot) == slots.end())
+        r.fail(entry, detail::cat("is not a state of ", m.opt->type_name(),
+                                  " (its slots: ", slots.empty() ? "none" : slot_list, ")"));
+      if (optimizer_steps == 0) r.fail(entry, "is present but training_state.optimizer_steps is 0");
+      const Tensor& p = *params[idx];
+      if (t.shape() != p.shape() || t.dtype() != p.dtype())
+        r.fail(entry, detail::cat("has shape ", to_string(t.shape()), " ", dtype_name(t.dtype()),
+                                  ", its parameter has ", to_string(p.shape()), " ", dtype_name(p.dtype())));
+      check_values(entry, name, t);
+      present.insert(name);
+      state.emplace_back(idx, slot, t);
+    }
+    if (optimizer_steps > 0)
+      for (const auto& n : names)
+        for (const auto& s : slots)
+          if (!present.count(n + "." + s))
+            r.fail("optimizer state '" + n + "." + s + "'",
+                   detail::cat("is missing (the optimizer has taken ", optimizer_steps, " steps)"));
+
+    // Everything checked: restore.
+    for (auto& [t, value] : assign) t->assign(value);
+    for (auto& [i, slot, t] : state) m.opt->set_state(i, slot, t);
+    set_generator_state(rng_state);
+    return model;
+  };
+  try {
+    return load_model();
+  } catch (const nlohmann::json::exception& e) {
+    set_generator_state(rng_before);
+    throw Error(detail::cat("load: ", path, ": bad manifest: ", e.what()));
+  } catch (...) {
+    set_generator_state(rng_before);
+    throw;
+  }
+}
+
+}  // namespace aether

@@ -1,0 +1,107 @@
+// src/model/model_impl.h - (internal) Model::Impl and the helpers that model.cpp (building,
+// training, evaluation) and model_checkpoint.cpp (save, load) share.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "aether/model/model.h"
+#include "aether/ops/nn.h"
+
+namespace aether {
+namespace model_internal {
+
+nlohmann::json config_to_json(const ModelConfig& c);
+ModelConfig config_from_json(const nlohmann::json& j);  // throws nlohmann::json exceptions
+void check_config(const ModelConfig& c);                // throws aether::Error "configure: ..."
+// "NaN", "Inf" or "-Inf": the first value of a float tensor that is not finite; "" when all are.
+std::string non_finite(const Tensor& t);
+// The first negative value of a float tensor, or 0 when there is none (variances must be >= 0).
+double first_negative(const Tensor& t);
+// State slots that must hold values >= 0 (a negative variance gives NaN outputs).
+bool non_negative_entry(const std::string& name);
+// The optimizer state slots of each parameter once the optimizer has taken a step.
+std::vector<std::string> optimizer_slots(const ModelConfig& c);
+// The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
+nlohmann::json layouts_json();
+
+}  // namespace model_internal
+
+struct Model::Impl {
+  std::shared_ptr<nn::Sequential> net = std::make_shared<nn::Sequential>();
+  ModelConfig config;
+  bool configured = false;
+  Device device = Device::cpu();
+  std::string precision = "float32";
+  Shape input_shape;
+  bool finalized = false;
+  std::unique_ptr<optim::Optimizer> opt;
+  int64_t epochs_done = 0, steps_done = 0;
+  std::vector<float> mean, std;
+  nlohmann::json info = nlohmann::json::object();
+  nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)
+
+  void require_finalized(const char* op) const {
+    AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
+  }
+  Tensor loss(const Tensor& out, const Tensor& labels) const {
+    if (config.loss == "cross_entropy") return cross_entropy(out, labels, config.label_smoothing);
+    const Tensor target = one_hot(labels, out.shape().back(), out.dtype());
+    if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
+    return mse_loss(out, target);
+  }
+  Tensor probabilities(const Tensor& out) const {
+    return config.loss == "cross_entropy" ? softmax(out, -1) : out;
+  }
+  std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
+    const auto& c = config;
+    const int64_t total = std::max<int64_t>(total_steps, 2);
+    if (c.schedule == "one_cycle") return std::make_unique<optim::OneCycleLR>(c.lr, total, c.warmup_fraction);
+    if (c.schedule == "warmup_linear")
+      return std::make_unique<optim::WarmupLinearLR>(c.lr, int64_t(c.warmup_fraction * double(total)), total,
+                                                     0.0);
+    if (c.schedule == "cosine") return std::make_unique<optim::CosineLR>(c.lr, total);
+    if (c.schedule == "step")
+      return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
+    return std::make_unique<optim::ConstantLR>(c.lr);
+  }
+  // Fixed order, no augmentation, the training normalisation.
+  data::LoaderOptions eval_loader(int64_t batch_size) const {
+    data::LoaderOptions lo;
+    lo.batch_size = batch_size;
+    lo.shuffle = false;
+    lo.mean = mean;
+    lo.std = std;
+    return lo;
+  }
+  // One sample of `d` must have the model's input shape (H, W, C), or as many values when the
+  // model takes flat input.
+  void check_data(const data::Dataset& d, const char* op) const {
+    const Shape sample{d.h, d.w, d.c};
+    AETHER_CHECK(
+        sample == input_shape || (input_shape.size() == 1 && Shape({d.h * d.w * d.c}) == input_shape), op,
+        "data set '", d.name, "' has images (", d.h, ", ", d.w, ", ", d.c, "), the model expects ",
+        to_string(input_shape));
+  }
+  // The normalisation as saved: one value per channel. Empty lists (never trained) mean mean 0 and
+  // std 1; an image model knows its channel count and writes them out.
+  std::pair<std::vector<float>, std::vector<float>> saved_normalization() const {
+    auto mu = mean, sd = std;
+    if (input_shape.size() == 3) {
+      if (mu.empty()) mu.assign(size_t(input_shape[2]), 0.0f);
+      if (sd.empty()) sd.assign(size_t(input_shape[2]), 1.0f);
+    }
+    return {mu, sd};
+  }
+  // Input batches are normalised by the loader; this checks a batch against the model's input.
+  void check_input(const Tensor& x, const char* op) const {
+    Shape want = input_shape;
+    want.insert(want.begin(), x.ndim() > 0 ? x.shape()[0] : 0);
+    AETHER_CHECK(x.shape() == want, op, "expected input of shape (N, ", to_string(input_shape).substr(1),
+                 ", got ", to_string(x.shape()));
+  }
+};
+
+}  // namespace aether

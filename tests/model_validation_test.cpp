@@ -1,0 +1,661 @@
+// tests/model_validation_test.cpp - Model never writes or accepts a bad state: save refuses NaN/Inf
+// weights, buffers and optimizer slots (the previous file is kept), training stops on a non-finite
+// validation result or weights before its checkpoint, Model::load rejects every bad value of a real
+// checkpoint rewritten to a bad variant (normalisation, weights, optimizer slots, training state,
+// architecture...), and evaluate/predict check the data's sample shape and non-finite results.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "aether/core/random.h"
+#include "aether/io/checkpoint.h"
+#include "aether/io/file.h"
+#include "aether/model/model.h"
+#include "io/zip_archive.h"
+
+using namespace aether;
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+template <typename T, typename... A>
+std::shared_ptr<T> mk(A&&... a) {
+  return std::make_shared<T>(std::forward<A>(a)...);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// The message holds every part.
+void expect_has(const std::string& msg, const std::vector<std::string>& parts) {
+  for (const auto& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' not in: " << msg;
+}
+// f throws an aether::Error whose message holds every part.
+void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
+  expect_has(error_of(f), parts);
+}
+
+// n images (h,w,1) uint8: class 0 bright top half, class 1 bright bottom half, plus noise.
+data::Dataset tiny_dataset(int64_t n = 64, int64_t h = 8, int64_t w = 8, const std::string& name = "tiny") {
+  data::Dataset d;
+  d.name = name;
+  d.n = n;
+  d.h = h;
+  d.w = w;
+  d.c = 1;
+  d.num_classes = 2;
+  d.class_names = {"top", "bottom"};
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> noise(0, 90);
+  for (int64_t i = 0; i < n; ++i) {
+    d.labels.push_back(i % 2);
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        d.images.push_back(uint8_t(((y < h / 2) == (i % 2 == 0) ? 150 : 20) + noise(gen)));
+  }
+  d.check();
+  return d;
+}
+
+// Conv -> BN -> ReLU -> pool -> flatten -> linear for (8,8,1) inputs; SGD with momentum or Adam.
+Model make_model(const std::string& optimizer = "sgd") {
+  Model m;
+  m.add(mk<nn::Conv2d>(1, 4, 3, Conv2dOptions{.padding = "same"}))
+      .add(mk<nn::BatchNorm2d>(4))
+      .add(mk<nn::ReLU>())
+      .add(mk<nn::MaxPool2d>(2))
+      .add(mk<nn::Flatten>())
+      .add(mk<nn::Linear>(4 * 4 * 4, 2));
+  ModelConfig c;
+  c.optimizer = optimizer;
+  c.lr = optimizer == "sgd" ? 0.05 : 0.01;
+  c.momentum = 0.9;
+  m.configure(c).finalize({8, 8, 1});
+  return m;
+}
+
+TrainOptions train_options(int64_t epochs) {
+  TrainOptions o;
+  o.epochs = epochs;
+  o.data.batch_size = 16;
+  o.data.seed = 3;
+  o.data.mean = {0.35f};
+  o.data.std = {0.3f};
+  o.progress = false;
+  return o;
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path = fs::temp_directory_path() /
+           ("aether_model_validation_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+Tensor* find_tensor(std::vector<std::pair<std::string, Tensor*>> named, const std::string& name) {
+  for (auto& [n, t] : named)
+    if (n == name) return t;
+  ADD_FAILURE() << "no tensor " << name;
+  return nullptr;
+}
+
+// Sets element 0 of a float tensor to v (keeping its shape, dtype and identity).
+void poison(Tensor* t, float v) {
+  auto values = t->to_vector<float>();
+  values[0] = v;
+  t->assign(Tensor::from_vector<float>(values, t->shape()));
+}
+
+std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
+
+// Every parameter and buffer of two models is bitwise equal.
+bool same_weights(Model& a, Model& b) {
+  auto ta = a.network().named_parameters(), tb = b.network().named_parameters();
+  for (auto& x : a.network().named_buffers()) ta.push_back(x);
+  for (auto& x : b.network().named_buffers()) tb.push_back(x);
+  if (ta.size() != tb.size()) return false;
+  for (size_t i = 0; i < ta.size(); ++i) {
+    const auto va = floats(*ta[i].second), vb = floats(*tb[i].second);
+    if (ta[i].first != tb[i].first || va.size() != vb.size() ||
+        std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) != 0)
+      return false;
+  }
+  return true;
+}
+
+// Writes a checkpoint holding exactly `extra` and the tensors (no check of their values), the way
+// save_checkpoint lays it out: a hostile or damaged file.
+void write_raw_checkpoint(const std::string& path, const json& extra, const NamedTensors& model,
+                          const NamedTensors& optimizer) {
+  json manifest = extra;
+  manifest["format"] = kCheckpointFormatName;
+  manifest["format_version"] = kCheckpointFormatVersion;
+  auto list = [](const NamedTensors& ts) {
+    json l = json::array();
+    for (const auto& [name, t] : ts)
+      l.push_back({{"name", name}, {"dtype", safetensors_dtype_name(t.dtype())}, {"shape", t.shape()}});
+    return l;
+  };
+  manifest["tensors"] = {{"model", list(model)}, {"optimizer", list(optimizer)}};
+  const std::string text = manifest.dump(2), m = write_safetensors(model), o = write_safetensors(optimizer);
+  const std::string zip = zipio::write_zip(
+      {{"manifest.json", text, true}, {"model.safetensors", m, false}, {"optimizer.safetensors", o, false}},
+      path);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(zip.data(), std::streamsize(zip.size()));
+}
+
+// A real checkpoint (Model::save) rewritten by `edit` to `dst`.
+using Edit = std::function<void(json& extra, NamedTensors& model, NamedTensors& optimizer)>;
+void rewrite(const std::string& src, const std::string& dst, const Edit& edit) {
+  Checkpoint ck = load_checkpoint(src);
+  edit(ck.manifest_extra, ck.model, ck.optimizer);
+  write_raw_checkpoint(dst, ck.manifest_extra, ck.model, ck.optimizer);
+}
+
+Tensor& tensor_named(NamedTensors& ts, const std::string& name) {
+  for (auto& [n, t] : ts)
+    if (n == name) return t;
+  throw std::runtime_error("no tensor " + name);
+}
+void set_first(NamedTensors& ts, const std::string& name, float v) {
+  Tensor& t = tensor_named(ts, name);
+  auto values = t.to_vector<float>();
+  values[0] = v;
+  t = Tensor::from_vector<float>(values, t.shape());
+}
+
+// A trained model saved with SGD momentum (one epoch: every parameter has its momentum slot).
+struct Saved {
+  TempDir tmp;
+  std::string path;
+  Saved(const std::string& optimizer = "sgd") {
+    manual_seed(11);
+    Model m = make_model(optimizer);
+    m.train(tiny_dataset(), train_options(1));
+    path = tmp.file("good.aether");
+    m.save(path);
+  }
+  // Model::load's error for the checkpoint rewritten by `edit`.
+  std::string load_error(const Edit& edit) {
+    const std::string bad = tmp.file("bad.aether");
+    rewrite(path, bad, edit);
+    return error_of([&] { Model::load(bad); });
+  }
+};
+
+}  // namespace
+
+// ---- save never writes NaN/Inf ------------------------------------------------------------------------
+TEST(ModelSaveFinite, RefusesNonFiniteWeightsAndKeepsThePreviousFile) {
+  TempDir tmp;
+  manual_seed(1);
+  Model m = make_model();
+  m.train(tiny_dataset(), train_options(1));
+  const std::string path = tmp.file("run.aether");
+  m.save(path);
+  const std::string before = read_file(path);
+  Model good = Model::load(path);
+
+  Tensor* w = find_tensor(m.network().named_parameters(), "5.weight");
+  const float old = w->to_vector<float>()[0];
+  poison(w, kNaN);
+  EXPECT_EQ(error_of([&] { m.save(path); }),
+            "save: 5.weight holds NaN; not writing " + path + ", the previous file is kept");
+  EXPECT_EQ(read_file(path), before);
+  Model again = Model::load(path);
+  EXPECT_TRUE(same_weights(again, good));
+  poison(w, old);
+
+  // A buffer (batch norm running variance), an optimizer slot, Inf and a new path.
+  Tensor* var = find_tensor(m.network().named_buffers(), "1.running_var");
+  poison(var, kInf);
+  expect_error([&] { m.save(path); },
+               {"save: 1.running_var holds Inf; not writing", "previous file is kept"});
+  poison(var, -2.0f);  // a negative variance gives NaN outputs: refused too
+  expect_error([&] { m.save(path); }, {"save: 1.running_var holds the negative value -2"});
+  poison(var, 1.0f);
+  Tensor* mom = nullptr;
+  for (auto& [name, t] : m.optimizer()->named_state())
+    if (name == "0.momentum") mom = t;
+  ASSERT_NE(mom, nullptr);
+  poison(mom, -kInf);
+  EXPECT_EQ(error_of([&] { m.save(path); }),
+            "save: optimizer state 0.weight.momentum holds -Inf; not writing " + path +
+                ", the previous file is kept");
+  const std::string fresh = tmp.file("fresh.aether");
+  EXPECT_EQ(error_of([&] { m.save(fresh); }),
+            "save: optimizer state 0.weight.momentum holds -Inf; not writing " + fresh);
+  EXPECT_FALSE(fs::exists(fresh));
+  EXPECT_EQ(read_file(path), before);
+  poison(mom, 0.5f);
+  m.save(path);  // all finite again: written
+  EXPECT_NE(read_file(path), before);
+}
+
+// After every epoch train() evaluates and saves: a non-finite validation loss stops it before the
+// checkpoint, which keeps the last good epoch.
+TEST(ModelSaveFinite, TrainStopsOnNonFiniteValidationAndKeepsTheCheckpoint) {
+  TempDir tmp;
+  manual_seed(2);
+  const data::Dataset d = tiny_dataset();
+  Model m = make_model();
+  TrainOptions o = train_options(3);
+  o.validation = &d;
+  o.checkpoint_path = tmp.file("ckpt.aether");
+  std::string after_first;
+  o.on_epoch = [&](const EpochStats& s) {
+    if (s.epoch != 0) return;
+    after_first = read_file(o.checkpoint_path);
+    // A negative running variance is finite but gives NaN in evaluation mode only: training
+    // (batch statistics) goes on with a finite loss; the validation loss is NaN.
+    Tensor* var = find_tensor(m.network().named_buffers(), "1.running_var");
+    var->assign(Tensor::full({4}, -100.0));
+  };
+  expect_error([&] { m.train(d, o); },
+               {"train: epoch 2: validation on 'tiny' failed: evaluate:", "not finite", "NaN",
+                "not writing " + o.checkpoint_path + ", the previous checkpoint is kept"});
+  ASSERT_FALSE(after_first.empty());
+  EXPECT_EQ(read_file(o.checkpoint_path), after_first);
+  Model back = Model::load(o.checkpoint_path);
+  EXPECT_EQ(back.epochs_done(), 1);
+}
+
+TEST(ModelSaveFinite, TrainStopsOnNonFiniteWeightsAndKeepsTheCheckpoint) {
+  TempDir tmp;
+  manual_seed(3);
+  const data::Dataset d = tiny_dataset();
+  Model m = make_model();
+  TrainOptions o = train_options(3);
+  o.checkpoint_path = tmp.file("ckpt.aether");
+  std::string after_first;
+  o.on_epoch = [&](const EpochStats& s) {
+    if (s.epoch != 0) return;
+    after_first = read_file(o.checkpoint_path);
+    // The running mean is not used in training mode: the training loss stays finite.
+    poison(find_tensor(m.network().named_buffers(), "1.running_mean"), kInf);
+  };
+  expect_error([&] { m.train(d, o); }, {"train: epoch 2: save: 1.running_mean holds Inf; not writing " +
+                                        o.checkpoint_path + ", the previous file is kept"});
+  EXPECT_EQ(read_file(o.checkpoint_path), after_first);
+  EXPECT_EQ(Model::load(o.checkpoint_path).epochs_done(), 1);
+
+  // A NaN weight: the training loss guard stops the next step, before any checkpoint.
+  Model n = make_model();
+  TrainOptions on = train_options(3);
+  on.checkpoint_path = tmp.file("n.aether");
+  on.on_epoch = [&](const EpochStats& s) {
+    if (s.epoch == 0) poison(find_tensor(n.network().named_parameters(), "0.weight"), kNaN);
+  };
+  expect_error([&] { n.train(d, on); }, {"train: the loss became", "epoch 2"});
+  EXPECT_EQ(Model::load(on.checkpoint_path).epochs_done(), 1);
+}
+
+// ---- load validates every value -----------------------------------------------------------------------
+TEST(ModelLoadValidation, TheUnchangedRewriteLoads) {
+  Saved s;
+  const std::string copy = s.tmp.file("copy.aether");
+  rewrite(s.path, copy, [](json&, NamedTensors&, NamedTensors&) {});
+  Model a = Model::load(s.path), b = Model::load(copy);
+  EXPECT_TRUE(same_weights(a, b));
+  EXPECT_EQ(b.epochs_done(), 1);
+}
+
+TEST(ModelLoadValidation, Normalization) {
+  Saved s;
+  const std::string bad = s.tmp.file("bad.aether");
+  const std::string where = "load: " + bad + ": ";
+  EXPECT_EQ(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["mean"] = json::array(); }),
+      where + "normalization.mean has 0 values, expected one per input channel (1)");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+    j["normalization"] = {{"mean", json::array()}, {"std", json::array()}};
+  }),
+            where + "normalization.mean has 0 values, expected one per input channel (1)");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+    j["normalization"]["std"] = {0.3, 0.3, 0.3};
+  }),
+            where + "normalization.std has 3 values, expected one per input channel (1)");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["std"] = {0.0}; }),
+            where + "normalization.std[0] is 0, expected > 0");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["std"] = {-1.5}; }),
+            where + "normalization.std[0] is -1.5, expected > 0");
+  EXPECT_EQ(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["mean"] = {nullptr}; }),
+      where + "normalization.mean[0] is null, expected a finite float32 number");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["mean"] = {1e300}; }),
+            where + "normalization.mean[0] is 1e+300, expected a finite float32 number");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["normalization"]["mean"] = "0.3"; }),
+            where + "normalization.mean is \"0.3\", expected a list of numbers");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j.erase("normalization"); }),
+            where + "manifest.json has no \"normalization\" (not a model checkpoint?)");
+  // An untrained model saves its (default) normalisation explicitly: it loads.
+  manual_seed(4);
+  Model fresh = make_model();
+  const std::string untrained = s.tmp.file("untrained.aether");
+  fresh.save(untrained);
+  Model back = Model::load(untrained);
+  EXPECT_EQ(back.norm_mean(), std::vector<float>{0.0f});
+  EXPECT_EQ(back.norm_std(), std::vector<float>{1.0f});
+}
+
+TEST(ModelLoadValidation, NonFiniteWeightsAndBuffers) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) { set_first(m, "0.weight", kNaN); }),
+            where + "tensor '0.weight' holds NaN");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) { set_first(m, "5.bias", -kInf); }),
+            where + "tensor '5.bias' holds -Inf");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) { set_first(m, "1.running_mean", kInf); }),
+            where + "tensor '1.running_mean' holds Inf");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) { set_first(m, "1.running_var", -3); }),
+            where + "tensor '1.running_var' holds the negative value -3 (a variance)");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) { m.pop_back(); }),
+            where + "tensor '1.running_var' is missing");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) {
+    m.emplace_back("9.weight", Tensor::zeros({2}).realize());
+  }),
+            where + "tensor '9.weight' is not part of the architecture");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors& m, NamedTensors&) {
+    tensor_named(m, "5.bias") = Tensor::zeros({2}, DType::float64).realize();
+  }),
+            where + "tensor '5.bias' has shape (2,) float64, the architecture expects (2,) float32");
+}
+
+TEST(ModelLoadValidation, OptimizerSlots) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  // Renamed (an unknown slot), missing, non-finite, the wrong shape or dtype, naming no parameter.
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.velocity"; }),
+            where + "optimizer state '0.weight.velocity' is not a state of SGD (its slots: momentum)");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o.erase(o.begin() + 1); }),
+            where + "optimizer state '0.bias.momentum' is missing (the optimizer has taken 4 steps)");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o.clear(); }),
+            where + "optimizer state '0.weight.momentum' is missing (the optimizer has taken 4 steps)");
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) { set_first(o, "5.weight.momentum", kNaN); }),
+      where + "optimizer state '5.weight.momentum' holds NaN");
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) {
+        tensor_named(o, "5.bias.momentum") = Tensor::zeros({3}).realize();
+      }),
+      where + "optimizer state '5.bias.momentum' has shape (3,) float32, its parameter has (2,) float32");
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) {
+        tensor_named(o, "5.bias.momentum") = Tensor::zeros({2}, DType::float16).realize();
+      }),
+      where + "optimizer state '5.bias.momentum' has shape (2,) float16, its parameter has (2,) float32");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) {
+    o.emplace_back("7.weight.momentum", Tensor::zeros({2}).realize());
+  }),
+            where + "optimizer state '7.weight.momentum' names no parameter of the model");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) {
+    o.emplace_back("step", Tensor::zeros({1}).realize());
+  }),
+            where + "optimizer state 'step' names no parameter of the model");
+  // Slots before the first step.
+  EXPECT_EQ(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"]["optimizer_steps"] = 0; }),
+      where + "optimizer state '0.weight.momentum' is present but training_state.optimizer_steps is 0");
+}
+
+TEST(ModelLoadValidation, AdamSlots) {
+  Saved s("adam");
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.momentum"; }),
+      where + "optimizer state '0.weight.momentum' is not a state of Adam (its slots: exp_avg, exp_avg_sq)");
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) { set_first(o, "0.weight.exp_avg_sq", -1); }),
+      where + "optimizer state '0.weight.exp_avg_sq' holds the negative value -1 (a variance)");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o.erase(o.begin() + 1); }),
+            where + "optimizer state '0.weight.exp_avg_sq' is missing (the optimizer has taken 4 steps)");
+}
+
+TEST(ModelLoadValidation, TrainingState) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  auto ts = [&](const std::string& key, json value) {
+    return s.load_error([&](json& j, NamedTensors&, NamedTensors&) { j["training_state"][key] = value; });
+  };
+  EXPECT_EQ(ts("epoch", -1), where + "training_state.epoch is -1, expected an integer >= 0");
+  EXPECT_EQ(ts("step", 2.5), where + "training_state.step is 2.5, expected an integer >= 0");
+  EXPECT_EQ(ts("step", "4"), where + "training_state.step is \"4\", expected an integer >= 0");
+  EXPECT_EQ(ts("optimizer_steps", -4),
+            where + "training_state.optimizer_steps is -4, expected an integer >= 0");
+  EXPECT_EQ(ts("schedule_position", 3),
+            where + "training_state.schedule_position is 3 but training_state.step is 4; they must agree");
+  EXPECT_EQ(ts("lr", -0.1), where + "training_state.lr is -0.1, expected a finite number >= 0");
+  EXPECT_EQ(ts("lr", nullptr), where + "training_state.lr is null, expected a finite number >= 0");
+  EXPECT_EQ(ts("rng", {{"seed", -1}, {"next_stream", 3}}),
+            where + "training_state.rng.seed is -1, expected an integer >= 0");
+  EXPECT_EQ(ts("rng", {{"seed", 1}}), where + "training_state.rng.next_stream is missing");
+  EXPECT_EQ(ts("loader", 5), where + "training_state.loader is 5, expected an object");
+  EXPECT_EQ(ts("loader", {{"batch_size", 0}}),
+            where + "training_state.loader.batch_size is 0, expected an integer >= 1");
+  EXPECT_EQ(ts("loader", {{"hflip", "yes"}}),
+            where + "training_state.loader.hflip is \"yes\", expected true or false");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"].erase("epoch"); }),
+            where + "training_state.epoch is missing");
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"] = 3; }),
+            where + "training_state is 3, expected an object");
+  // (JSON has no NaN or Inf: a non-finite lr is written as null, above, or overflows the parser.)
+}
+
+TEST(ModelLoadValidation, ArchitectureConfigAndTheRest) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  auto top = [&](const std::string& key, json value) {
+    return s.load_error([&](json& j, NamedTensors&, NamedTensors&) { j[key] = value; });
+  };
+  EXPECT_EQ(top("input_shape", {8, 8, 0}), where + "input_shape[2] is 0, expected an integer >= 1");
+  EXPECT_EQ(top("input_shape", {8, 8}), where + "input_shape is [8,8], expected [H, W, C] or [features]");
+  expect_has(top("input_shape", {8, 8, 3}), {where + "architecture does not fit input_shape (8, 8, 3)"});
+  EXPECT_EQ(top("precision", "float16"),
+            where + "precision is \"float16\"; this build of aether supports only \"float32\"");
+  EXPECT_EQ(top("info", 7), where + "info is 7, expected an object");
+  expect_has(top("layouts", {{"activations", "NCHW"}}), {where + "layouts is", "reads only"});
+  expect_has(top("optimizer", {{"type", "Adam"}}),
+             {where + "optimizer is", "disagrees with config and training_state.lr"});
+  expect_has(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["config"]["momentum"] = -0.5; }),
+             {where + "config is invalid: configure: momentum must be finite and >= 0"});
+  expect_has(top("config", {{"loss", "hinge"}}), {where + "config is invalid"});
+  expect_has(s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+    j["architecture"]["layers"][0]["type"] = "Conv3d";
+  }),
+             {where + "architecture is invalid: module_from_config: unknown layer type 'Conv3d'"});
+  EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+    j["architecture"] = j["architecture"]["layers"][2];
+  }),
+            where + "architecture is not a Sequential model");
+  // A layer far larger than the file: refused before anything is allocated.
+  expect_has(s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+    j["architecture"]["layers"][5]["in"] = int64_t(1) << 40;
+  }),
+             {where + "architecture.layers[5] declares a Linear layer of", "more than the file holds"});
+  // Many layers, each small, together far more than the file.
+  expect_has(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) {
+        json& layers = j["architecture"]["layers"];
+        for (int k = 0; k < 1000; ++k)
+          layers.push_back({{"type", "Linear"}, {"in", 100}, {"out", 100}, {"bias", true}});
+      }),
+      {"declares a Linear layer of 10000 weights; the layers up to it need", "more than the file holds"});
+}
+
+TEST(ModelLoadValidation, AFailedLoadLeavesTheGeneratorAlone) {
+  Saved s;
+  const std::string bad = s.tmp.file("bad.aether");
+  rewrite(s.path, bad, [](json&, NamedTensors& m, NamedTensors&) { set_first(m, "5.bias", kNaN); });
+  manual_seed(99);
+  const GeneratorState before = generator_state();
+  EXPECT_THROW(Model::load(bad), Error);
+  const GeneratorState after = generator_state();
+  EXPECT_EQ(after.seed, before.seed);
+  EXPECT_EQ(after.next_stream, before.next_stream);
+}
+
+// ---- evaluate / predict ---------------------------------------------------------------------------------
+TEST(ModelEvaluate, ChecksTheSampleShape) {
+  manual_seed(5);
+  Model m = make_model();
+  // 4x16 images have as many values as 8x8 ones, and after the conv and pooling the Linear layer
+  // gets the 64 inputs it expects: without the check this "works".
+  const data::Dataset wrong = tiny_dataset(32, 4, 16, "wide");
+  EXPECT_EQ(error_of([&] { m.evaluate(wrong); }),
+            "evaluate: data set 'wide' has images (4, 16, 1), the model expects (8, 8, 1)");
+  EXPECT_EQ(error_of([&] { m.predict(wrong); }),
+            "predict: data set 'wide' has images (4, 16, 1), the model expects (8, 8, 1)");
+  expect_error([&] { m.predict(Tensor::zeros({2, 4, 16, 1})); }, {"predict", "(2, 4, 16, 1)"});
+  // Training with such a validation set fails before the first step.
+  TrainOptions o = train_options(1);
+  o.validation = &wrong;
+  expect_error([&] { m.train(tiny_dataset(), o); }, {"train (validation): data set 'wide'"});
+  EXPECT_EQ(m.steps_done(), 0);
+  EXPECT_EQ(m.evaluate(tiny_dataset()).samples, 64);
+}
+
+TEST(ModelEvaluate, NonFiniteOutputsAreAnError) {
+  manual_seed(6);
+  Model m = make_model();
+  m.train(tiny_dataset(), train_options(1));
+  const data::Dataset d = tiny_dataset();
+  poison(find_tensor(m.network().named_parameters(), "5.weight"), kNaN);
+  EXPECT_EQ(error_of([&] { m.evaluate(d); }),
+            "evaluate: the model's outputs are not finite (NaN); the weights are corrupt or diverged");
+  EXPECT_EQ(error_of([&] { m.predict(d); }),
+            "predict: the model's outputs are not finite (NaN); the weights are corrupt or diverged");
+  EXPECT_EQ(error_of([&] {
+              m.predict(Tensor::zeros({3, 8, 8, 1}));
+            }),
+            "predict: the model's outputs are not finite (NaN); the weights are corrupt or diverged");
+  std::vector<float> x(64, 0.0f);
+  x[5] = kNaN;
+  Model ok = make_model();
+  EXPECT_EQ(error_of([&] {
+              ok.predict(Tensor::from_vector<float>(x, {1, 8, 8, 1}));
+            }),
+            "predict: the images hold NaN");
+}
+
+// ---- pooling strides in the architecture ------------------------------------------------------------
+TEST(PoolingConfig, StoresTheRealStride) {
+  EXPECT_EQ(nn::MaxPool2d(2).config()["stride"], json({2, 2}));
+  EXPECT_EQ(nn::MaxPool2d(Size2(2, 3)).config()["stride"], json({2, 3}));
+  EXPECT_EQ(nn::MaxPool2d(3, 1).config()["stride"], json({1, 1}));
+  EXPECT_EQ(nn::AvgPool2d(3).config()["stride"], json({3, 3}));
+  EXPECT_EQ(nn::AvgPool2d(3, 2, 1).config()["stride"], json({2, 2}));
+  // A reader taking the stored stride literally gets the layer's output shape.
+  manual_seed(7);
+  const Tensor x = Tensor::rand({1, 9, 9, 2});
+  for (const auto& layer : {nn::module_from_config(nn::MaxPool2d(3).config()),
+                            nn::module_from_config(nn::AvgPool2d(3).config())}) {
+    const auto c = layer->config();
+    const int64_t k = c["kernel"][0], st = c["stride"][0];
+    ASSERT_GT(st, 0) << c.dump();
+    EXPECT_EQ(layer->forward(x).shape(), (Shape{1, (9 - k) / st + 1, (9 - k) / st + 1, 2})) << c.dump();
+  }
+}
+
+TEST(PoolingConfig, OlderFilesWithStrideZeroMeanTheKernel) {
+  // [0, 0] from files written before: the kernel's size, and written back as such.
+  const json old_max = {{"type", "MaxPool2d"}, {"kernel", {2, 2}}, {"stride", {0, 0}}, {"padding", {0, 0}}};
+  const json old_avg = {{"type", "AvgPool2d"},
+                        {"kernel", {3, 3}},
+                        {"stride", {0, 0}},
+                        {"padding", {0, 0}},
+                        {"count_include_pad", false}};
+  EXPECT_EQ(nn::module_from_config(old_max)->config()["stride"], json({2, 2}));
+  EXPECT_EQ(nn::module_from_config(old_avg)->config()["stride"], json({3, 3}));
+  manual_seed(8);
+  const Tensor x = Tensor::rand({2, 6, 6, 3});
+  EXPECT_EQ(floats(nn::module_from_config(old_max)->forward(x)), floats(max_pool2d(x, 2, 2)));
+  EXPECT_EQ(floats(nn::module_from_config(old_avg)->forward(x)), floats(avg_pool2d(x, 3, 3)));
+
+  // A whole checkpoint with the old [0, 0] loads and predicts like the one saved now.
+  Saved s;
+  const std::string old = s.tmp.file("old.aether");
+  rewrite(s.path, old, [](json& j, NamedTensors&, NamedTensors&) {
+    json& pool = j["architecture"]["layers"][3];
+    ASSERT_EQ(pool["type"], "MaxPool2d");
+    ASSERT_EQ(pool["stride"], json({2, 2}));
+    pool["stride"] = {0, 0};
+  });
+  Model a = Model::load(s.path), b = Model::load(old);
+  EXPECT_EQ(b.network().config(), a.network().config());
+  const data::Dataset d = tiny_dataset();
+  EXPECT_EQ(floats(b.predict(d)), floats(a.predict(d)));
+}
+
+// Hostile values in the architecture's layers: each one a clear error naming the file, never a
+// crash or a huge allocation.
+TEST(ModelLoadValidation, HostileLayerValuesAreErrors) {
+  Saved s;
+  const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
+  struct Change {
+    int layer;
+    const char* key;
+    json value;
+  };
+  const std::vector<Change> changes = {
+      {0, "kernel", {0, 0}},
+      {0, "kernel", {-3, 3}},
+      {0, "kernel", "x"},
+      {0, "stride", {0, 0}},
+      {0, "dilation", {0, 1}},
+      {0, "groups", 0},
+      {0, "groups", -1},
+      {0, "padding", {-1, 0, 0, 0}},
+      {0, "padding", "bogus"},
+      {0, "in", 0},
+      {0, "in", 1e30},
+      {1, "channels", -4},
+      {1, "eps", 0},
+      {1, "momentum", 7},
+      {3, "kernel", {0, 0}},
+      {3, "kernel", {-2, -2}},
+      {3, "stride", {-1, -1}},
+      {3, "padding", {-1, -1}},
+      {3, "kernel", {100, 100}},
+      {5, "in", -64},
+      {5, "out", 0},
+      {5, "out", int64_t(1) << 50},
+      {2, "type", 7},
+      {2, "type", "Conv2d"},
+  };
+  for (const auto& c : changes) {
+    SCOPED_TRACE(std::to_string(c.layer) + " " + c.key + " " + c.value.dump());
+    const std::string msg = s.load_error([&](json& j, NamedTensors&, NamedTensors&) {
+      j["architecture"]["layers"][size_t(c.layer)][c.key] = c.value;
+    });
+    EXPECT_EQ(msg.rfind(where, 0), 0u) << msg;
+  }
+}
