@@ -4,12 +4,13 @@
 // temporary files of killed processes, and the NVRTC version, the architecture and the PTX's SHA-256
 // in the key file. NVRTC compiles without a GPU, so nothing here needs one. The cache directory is
 // chosen once per process, so each run of the cache happens in a child process: this test binary
-// again, filtered to CudaPtxCacheChild.Run, with its own AETHER_CACHE_DIR and umask. Named cuda_* so
-// that `ctest -R cuda` selects it; a build without the CUDA toolkit (AETHER_CUDA=OFF) skips it.
+// again, filtered to cuda_ptx_cache_child.Run, with its own AETHER_CACHE_DIR and umask. The suites are
+// named cuda_* so that `ctest -R cuda` selects them; a build without the CUDA toolkit (AETHER_CUDA=OFF)
+// skips them.
 #include <gtest/gtest.h>
 
 #if !AETHER_HAS_CUDA
-TEST(CudaPtxCache, Skipped) {
+TEST(cuda_ptx_cache, Skipped) {
   GTEST_SKIP() << "built without CUDA (AETHER_CUDA=OFF): no NVRTC, no PTX cache";
 }
 #else
@@ -89,7 +90,7 @@ bool is_ptx_of(const std::string& ptx, int value) {
 // Run in a child process by the tests below (AETHER_PTX_CHILD says what to do): the PTX of the test
 // kernels 1 and 2, where it came from and whether it is theirs; "compile-bad" then a source that
 // does not compile.
-TEST(CudaPtxCacheChild, Run) {
+TEST(cuda_ptx_cache_child, Run) {
   const char* mode = std::getenv("AETHER_PTX_CHILD");
   if (!mode) GTEST_SKIP() << "only run as a child of the PTX cache tests";
   try {
@@ -134,7 +135,7 @@ struct ChildResult {
   }
 };
 
-// Runs CudaPtxCacheChild.Run in `mode` with AETHER_CACHE_DIR=dir, optionally under umask `umask_value`.
+// Runs cuda_ptx_cache_child.Run in `mode` with AETHER_CACHE_DIR=dir, optionally under umask `umask_value`.
 ChildResult run_child(const std::string& dir, const std::string& mode = "compile",
                       std::optional<mode_t> umask_value = std::nullopt) {
   static const std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -150,7 +151,7 @@ ChildResult run_child(const std::string& dir, const std::string& mode = "compile
   std::vector<char*> envp;
   for (auto& s : envs) envp.push_back(s.data());
   envp.push_back(nullptr);
-  std::string filter = "--gtest_filter=CudaPtxCacheChild.Run";
+  std::string filter = "--gtest_filter=cuda_ptx_cache_child.Run";
   std::vector<char*> argv{const_cast<char*>(self.c_str()), filter.data(), nullptr};
 
   ChildResult r;
@@ -220,7 +221,7 @@ pid_t dead_pid() {
 }  // namespace
 
 // ---- the key file: the PTX's SHA-256, the NVRTC version, the architecture ---------------------------
-TEST(CudaPtxCache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture) {
+TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture) {
   TempDir t;
   std::string a, b;
   fill(t, &a, &b);
@@ -245,7 +246,7 @@ TEST(CudaPtxCache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture)
 }
 
 // ---- PTX swapped between entries, or altered ---------------------------------------------------------
-TEST(CudaPtxCache, SwappedPtxIsCompiledAgainNotUsed) {
+TEST(cuda_ptx_cache, SwappedPtxIsCompiledAgainNotUsed) {
   TempDir t;
   std::string a, b;
   fill(t, &a, &b);
@@ -262,7 +263,7 @@ TEST(CudaPtxCache, SwappedPtxIsCompiledAgainNotUsed) {
   EXPECT_EQ(third.summary(), "1 1 1 1") << "good again:\n" << third.out;
 }
 
-TEST(CudaPtxCache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
+TEST(cuda_ptx_cache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
   TempDir t;
   std::string a, b;
   fill(t, &a, &b);
@@ -283,7 +284,7 @@ TEST(CudaPtxCache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
 }
 
 // ---- the umask ---------------------------------------------------------------------------------------
-TEST(CudaPtxCache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
+TEST(cuda_ptx_cache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
   TempDir t;
   const fs::path dir = t.path / "new" / "kernels";  // created by aether
   const ChildResult r = run_child(dir.string(), "compile-bad", mode_t(0));
@@ -304,7 +305,7 @@ TEST(CudaPtxCache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
 }
 
 // ---- files of another user, writable by others, symlinks, FIFOs -------------------------------------
-TEST(CudaPtxCache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
+TEST(cuda_ptx_cache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
   if (geteuid() != 0) GTEST_SKIP() << "files of another user need root to make (chown)";
   TempDir t;
   std::string a, b;
@@ -318,7 +319,7 @@ TEST(CudaPtxCache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
   EXPECT_EQ(owner_of(b + ".ptxkey"), 0u) << "replaced by the user's own";
 }
 
-TEST(CudaPtxCache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
+TEST(cuda_ptx_cache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
   TempDir t;
   std::string a, b;
   fill(t, &a, &b);
@@ -349,7 +350,7 @@ TEST(CudaPtxCache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
 }
 
 // ---- the directories ---------------------------------------------------------------------------------
-TEST(CudaPtxCache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
+TEST(cuda_ptx_cache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
   TempDir t;
   const fs::path open = t.path / "open", dir = open / "kernels";
   fs::create_directories(dir);
@@ -365,7 +366,7 @@ TEST(CudaPtxCache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
   EXPECT_TRUE(fs::is_empty(dir)) << "nothing written to or read from it";
 }
 
-TEST(CudaPtxCache, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
+TEST(cuda_ptx_cache, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
   TempDir t;
   // A PTX publication interrupted mid-way: base.PID.TID.ptx and its key's temporary file.
   const std::string dead = (t.path / "fedcba9876543210").string() + "." + std::to_string(dead_pid()) + ".5";
