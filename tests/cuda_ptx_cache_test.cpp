@@ -34,6 +34,7 @@ TEST(cuda_ptx_cache, Skipped) {
 #include "aether/core/error.h"
 #include "backend/cuda/lazy_libs.h"
 #include "backend/cuda/ptx_cache.h"
+#include "codegen/disk_cache.h"
 
 extern char** environ;
 
@@ -219,6 +220,30 @@ pid_t dead_pid() {
 }
 
 }  // namespace
+
+// ---- the shared helpers with the PTX cache's file names ---------------------------------------------
+TEST(cuda_ptx_cache, TheDiskHelpersPublishAndVerifyPtxEntriesAndReturnTheVerifiedBytes) {
+  namespace disk = codegen::disk;
+  TempDir t;
+  const std::string base = (t.path / "0123456789abcdef").string(), tmp = disk::temp_base(base) + ".ptx";
+  ASSERT_TRUE(disk::write_file(tmp, "ptx bytes"));
+  std::string why;
+  ASSERT_TRUE(disk::publish_object(tmp, base, "the key", &why, disk::kPtxFiles)) << why;
+  EXPECT_FALSE(fs::exists(tmp));
+  EXPECT_EQ(read_text(base + ".ptx"), "ptx bytes");
+  EXPECT_EQ(read_text(base + ".ptxkey"), "sha256 " + sha256sum(base + ".ptx") + "\nthe key");
+  EXPECT_FALSE(fs::exists(base + ".so") || fs::exists(base + ".key")) << "the PTX names only";
+  std::string bytes = "untouched";
+  EXPECT_FALSE(disk::verify_object(base, "the key", &why, disk::kSharedObjectFiles, &bytes)) << "no .so/.key";
+  EXPECT_FALSE(disk::verify_object(base, "another key", &why, disk::kPtxFiles, &bytes));
+  EXPECT_EQ(bytes, "untouched");
+  ASSERT_TRUE(disk::verify_object(base, "the key", &why, disk::kPtxFiles, &bytes)) << why;
+  EXPECT_EQ(bytes, "ptx bytes");
+  write_text(base + ".ptx", "ptx bytez");
+  EXPECT_FALSE(disk::verify_object(base, "the key", &why, disk::kPtxFiles, &bytes));
+  EXPECT_NE(why.find(base + ".ptx is not the object its key file vouches for"), std::string::npos) << why;
+  EXPECT_EQ(bytes, "ptx bytes") << "left as it was";
+}
 
 // ---- the key file: the PTX's SHA-256, the NVRTC version, the architecture ---------------------------
 TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture) {
