@@ -212,8 +212,7 @@ class Compiler {
       return k;
     }
     // Temporary files are base.PID.TID.*: disk::remove_stale_temps removes those of dead processes.
-    const std::string tmp =
-        detail::cat(base, ".", getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+    const std::string tmp = disk::temp_base(base);
     if (!write_file(tmp + ".cpp", source)) return fail(k, "cannot write " + tmp + ".cpp", probe);
     std::vector<std::string> argv{cxx_};
     argv.insert(argv.end(), kFlags.begin(), kFlags.end());

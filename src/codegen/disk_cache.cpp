@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 #include <vector>
 
 #include "aether/core/error.h"
@@ -315,40 +316,48 @@ std::string cpu_identity() {
   return id;
 }
 
-bool verify_object(const std::string& base, const std::string& key, std::string* why) {
+std::string temp_base(const std::string& base) {
+  return detail::cat(base, ".", getpid(), ".", std::hash<std::thread::id>()(std::this_thread::get_id()));
+}
+
+bool verify_object(const std::string& base, const std::string& key, std::string* why, const EntryFiles& files,
+                   std::string* object) {
+  const std::string key_path = base + files.key, object_path = base + files.object;
   std::string text;
-  if (!read_trusted(base + ".key", &text, why)) return false;
+  if (!read_trusted(key_path, &text, why)) return false;
   static const std::string kHead = "sha256 ";
   const size_t body = kHead.size() + 65;
   if (text.size() < body || text.compare(0, kHead.size(), kHead) != 0 || text[body - 1] != '\n')
-    return *why = base + ".key is not a key file", false;
-  if (text.compare(body, std::string::npos, key) != 0) return *why = base + ".key records another key", false;
-  std::string object;
-  if (!read_trusted(base + ".so", &object, why)) return false;
-  if (sha256_hex(object) != text.substr(kHead.size(), 64))
-    return *why = base + ".so is not the object its key file vouches for (SHA-256 differs)", false;
+    return *why = key_path + " is not a key file", false;
+  if (text.compare(body, std::string::npos, key) != 0) return *why = key_path + " records another key", false;
+  std::string bytes;
+  if (!read_trusted(object_path, &bytes, why)) return false;
+  if (sha256_hex(bytes) != text.substr(kHead.size(), 64))
+    return *why = object_path + " is not the object its key file vouches for (SHA-256 differs)", false;
+  if (object) *object = std::move(bytes);
   return true;
 }
 
 bool publish_object(const std::string& tmp_object, const std::string& base, const std::string& key,
-                    std::string* why) {
+                    std::string* why, const EntryFiles& files) {
   const int fd = ::open(tmp_object.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return *why = detail::cat("the compiler made no object file: ", errno_text()), false;
+  if (fd < 0) return *why = detail::cat("no object file ", tmp_object, " to publish: ", errno_text()), false;
   struct stat st {};
   std::string object;
-  // The compiler creates it 0777 minus the umask: private before anyone can load it.
+  // A compiler creates it 0777 minus the umask: private before anyone can load it.
   const bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
                   fchmod(fd, 0600) == 0 && read_fd(fd, &object);
   ::close(fd);
-  if (!ok) return *why = "cannot read or make private the compiler's output " + tmp_object, false;
-  if (object.empty()) return *why = "the compiler made an empty object file", false;
+  if (!ok) return *why = "cannot read or make private the object file " + tmp_object, false;
+  if (object.empty()) return *why = "the object file " + tmp_object + " is empty", false;
   const std::string record = "sha256 " + sha256_hex(object) + "\n" + key;
   // The object first, then the key that vouches for it.
-  if (std::rename(tmp_object.c_str(), (base + ".so").c_str()) != 0 ||
-      !write_file(tmp_object + ".key", record) ||
-      std::rename((tmp_object + ".key").c_str(), (base + ".key").c_str()) != 0) {
-    std::remove((tmp_object + ".key").c_str());
-    return *why = detail::cat("cannot write ", base, ".so/.key (", errno_text(), ")"), false;
+  const std::string tmp_key = tmp_object + files.key;
+  if (std::rename(tmp_object.c_str(), (base + files.object).c_str()) != 0 || !write_file(tmp_key, record) ||
+      std::rename(tmp_key.c_str(), (base + files.key).c_str()) != 0) {
+    std::remove(tmp_key.c_str());
+    return *why = detail::cat("cannot write ", base, files.object, "/", files.key, " (", errno_text(), ")"),
+           false;
   }
   return true;
 }

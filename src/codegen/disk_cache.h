@@ -6,8 +6,10 @@
 // or any directory above it) and writable. Otherwise a fresh private directory under /tmp is used,
 // and the reason is printed once. Every file aether writes there is 0600 whatever the umask.
 //
-// An object is stored as base.so with base.key beside it: the SHA-256 of base.so, then the full key
-// (compiler, its version, flags, the CPU, the source). It is loaded only if both files are this user's
+// An entry is an object (base.so: a shared object; base.ptx: PTX) with its key file beside it
+// (base.key; base.ptxkey): the SHA-256 of the object, then the full key (for a shared object the
+// compiler, its version, flags, the CPU and the source; for PTX the NVRTC version, the target
+// architecture, the options and the source). The object is used only if both files are this user's
 // regular files that nobody else can write and the key and the hash both match.
 #pragma once
 
@@ -52,12 +54,27 @@ std::string choose_cache_dir(const char* what);
 std::string cpu_identity();
 std::string cpu_identity_of(const std::string& cpuinfo);  // the same, from a cpuinfo text
 
-// Verifies the object base.so against base.key (see the top of this file); false, with *why, when it
-// must not be loaded (then it is rebuilt and overwritten).
-bool verify_object(const std::string& base, const std::string& key, std::string* why);
-// Publishes the freshly built object `tmp_object` as base.so: made 0600, hashed, renamed into place,
-// then base.key written (through `tmp_object`.key and a rename) to vouch for it.
+// The names of an entry's two files: base + object, base + key.
+struct EntryFiles {
+  const char* object;
+  const char* key;
+};
+inline constexpr EntryFiles kSharedObjectFiles{".so", ".key"};  // the host compiler's kernels
+inline constexpr EntryFiles kPtxFiles{".ptx", ".ptxkey"};       // the CUDA backend's PTX
+
+// The name for an entry's temporary files while they are being made, base.PID.TID (extensions are
+// appended): unique to this thread, and recognised by remove_stale_temps once the process is gone.
+std::string temp_base(const std::string& base);
+
+// Verifies the object base + files.object against base + files.key (see the top of this file); false,
+// with *why, when it must not be used (then it is rebuilt and overwritten). When `object` is given it
+// receives the verified bytes: use those, not the file, which could be replaced meanwhile.
+bool verify_object(const std::string& base, const std::string& key, std::string* why,
+                   const EntryFiles& files = kSharedObjectFiles, std::string* object = nullptr);
+// Publishes the freshly made object `tmp_object` (a compiler's output, or a file write_file made) as
+// base + files.object: made 0600, hashed, renamed into place, then base + files.key written (through
+// `tmp_object` + files.key and a rename) to vouch for it.
 bool publish_object(const std::string& tmp_object, const std::string& base, const std::string& key,
-                    std::string* why);
+                    std::string* why, const EntryFiles& files = kSharedObjectFiles);
 
 }  // namespace aether::codegen::disk
