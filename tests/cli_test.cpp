@@ -13,6 +13,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "aether/backend/cuda.h"
 #include "aether/io/checkpoint.h"
@@ -383,10 +385,14 @@ TEST(Cli, BenchErrors) {
 namespace {
 namespace tu = aether::data::test_util;
 
-// `n` train and `n` test images of rows x cols (uncompressed IDX files) in `dir`.
-void write_tiny_fashion(const fs::path& dir, uint32_t rows, uint32_t cols, uint32_t n = 8) {
+// `n` train and `n` test images of rows x cols (uncompressed IDX files) in `dir`; the test images
+// test_rows x test_cols when given.
+void write_tiny_fashion(const fs::path& dir, uint32_t rows, uint32_t cols, uint32_t test_rows = 0,
+                        uint32_t test_cols = 0) {
+  const uint32_t n = 8;
   fs::create_directories(dir);
   for (const char* split : {"train", "t10k"}) {
+    if (std::string(split) == "t10k" && test_rows > 0) std::tie(rows, cols) = std::pair(test_rows, test_cols);
     tu::Bytes pixels, labels;
     for (uint32_t i = 0; i < n; ++i) {
       labels.push_back(uint8_t(i % 10));
@@ -615,6 +621,11 @@ TEST(CliArgs, EvaluateAndPredictRefuseNonFiniteOutputsAndWrongShapes) {
                             "' --metrics-json '" + js + "'"),
                         {"(14, 56, 1)", "(28, 28, 1)"});
   EXPECT_FALSE(fs::exists(js));
+  // train checks its two splits against each other, and a resumed model against the data, first.
+  write_tiny_fashion(tmp.path / "mixed", 28, 28, 14, 56);
+  expect_one_line_error(run(tiny_train(tmp.path / "mixed", "--epochs 1")), {"(14, 56, 1)", "(28, 28, 1)"});
+  expect_one_line_error(run(tiny_run(tmp.path / "wide", "--resume '" + ck + "' --epochs 2")),
+                        {"(14, 56, 1)", "(28, 28, 1)", ck});
   // Finite weights whose outputs are not: every float weight 1e30 overflows the logits.
   aether::Checkpoint c = aether::load_checkpoint(ck);
   for (auto& [name, t] : c.model)

@@ -93,6 +93,15 @@ std::string num(double x) {
   return b;
 }
 
+// Images of `d` are what `model` takes: (H, W, C), or as many features for a flat input.
+void check_images_fit(const std::string& cmd, const data::Dataset& d, const std::string& what,
+                      const Model& model, const std::string& checkpoint) {
+  const Shape& want = model.input_shape();
+  const Shape got{d.h, d.w, d.c};
+  AETHER_CHECK(want.size() == 1 ? want[0] == d.h * d.w * d.c : got == want, cmd, d.name, " ", what,
+               " images are ", to_string(got), ", the model in ", checkpoint, " takes ", to_string(want));
+}
+
 // Per-channel mean and std of a data set's training images (on the [0,1] scale).
 std::pair<std::vector<float>, std::vector<float>> channel_stats(const data::Dataset& d) {
   std::vector<double> s(size_t(d.c), 0), s2(size_t(d.c), 0);
@@ -139,8 +148,12 @@ int run_train(const TrainArgs& a) {
   const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
   const data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
   const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test);
+  AETHER_CHECK(test.h == train.h && test.w == train.w && test.c == train.c, "train", ds_name, " in ",
+               dir.string(), ": its test images are ", to_string(Shape{test.h, test.w, test.c}),
+               ", its training images ", to_string(Shape{train.h, train.w, train.c}));
   manual_seed(v.seed);
   if (a.resume.given()) {
+    check_images_fit("train", train, "training", model, a.resume.text);
     model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
     const auto& ls = model.info().at("loader");
     opt.data.batch_size = ls.at("batch_size");
@@ -254,12 +267,7 @@ int run_evaluate(const EvalArgs& a) {
       data::canonical_dataset_name(a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
       data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
-  // The images must be what the model takes: (H, W, C), or as many features for a flat input.
-  const Shape& want = model.input_shape();
-  const Shape got{test.h, test.w, test.c};
-  AETHER_CHECK(want.size() == 1 ? want[0] == test.h * test.w * test.c : got == want, "evaluate", ds_name,
-               " test images are ", to_string(got), ", the model in ", a.checkpoint, " takes ",
-               to_string(want));
+  check_images_fit("evaluate", test, "test", model, a.checkpoint);
   const EvalResult r = model.evaluate(test);
   AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
                a.checkpoint, " gives a loss of ", num(r.loss), " and an accuracy of ", num(r.accuracy),
