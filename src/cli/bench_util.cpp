@@ -203,7 +203,7 @@ Shape parse_shape(const std::string& text, size_t ndim, const std::string& what)
   Shape s;
   size_t start = 0;
   bool ok = !text.empty();
-  int64_t elements = 1;
+  double elements = 1;  // a double: the product of unchecked sizes must not overflow
   while (ok && start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string part = text.substr(start, comma - start);
@@ -211,13 +211,13 @@ Shape parse_shape(const std::string& text, size_t ndim, const std::string& what)
     if (ok) {
       s.push_back(std::stoll(part));
       ok = s.back() > 0;
-      elements = std::min(elements * std::min<int64_t>(s.back(), kMaxElements + 1), kMaxElements + 1);
+      elements *= double(s.back());
     }
     start = comma + 1;
   }
   AETHER_CHECK(ok && s.size() == ndim, "bench", "bad ", what, " ", shown(text), ": expected ", ndim,
                " positive sizes separated by commas");
-  AETHER_CHECK(elements <= kMaxElements, "bench", what, " ", shown(text), " is too large (at most ",
+  AETHER_CHECK(elements <= double(kMaxElements), "bench", what, " ", shown(text), " is too large (at most ",
                kMaxElements, " elements)");
   return s;
 }
