@@ -568,6 +568,8 @@ TEST(CliArgs, NumbersAreCheckedAsGiven) {
       {"bench step --batch " + huge, {"--batch", huge, "too large"}},
       {"bench stream --mib 0", {"--mib", "'0'", "at least 1"}},
       {"bench bn-relu --shape 999999,999999,999999,9", {"--shape", "too large"}},
+      {"bench conv --shape 999999999999,999999999999,999999999999,999999999999", {"--shape", "too large"}},
+      {"bench stream --mib 4097", {"--mib", "'4097'", "at most 4096"}},
       {"demo --lr nan", {"--lr", "'nan'", "not a finite number"}},
       {"demo --steps 0", {"--steps", "'0'", "at least 1"}},
       {"demo --hidden 1e9", {"--hidden", "'1e9'", "not an integer"}},

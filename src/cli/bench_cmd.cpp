@@ -58,7 +58,7 @@ void check_numbers(BenchArgs& a) {
   read_int("bench", a.threads_text, a.threads, 0, 4096);
   read_int("bench", a.channels_text, a.channels, 1, 65'536);
   read_int("bench", a.batch_text, a.batch, 1, 65'536);
-  read_int("bench", a.mib_text, a.mib, 1, 16'384);
+  read_int("bench", a.mib_text, a.mib, 1, 4096);
 }
 
 // The benchmark's device, and a wait for its queued work (GPU work is asynchronous).
@@ -476,7 +476,7 @@ void register_bench(CLI::App& app) {
   given["--batch"] = a.batch_text.option;
   given["--breakdown"] =
       cmd->add_flag("--breakdown", a.breakdown, "step: per-kernel time of one profiled step");
-  add_text_option(*cmd, "--mib", a.mib_text, "stream: MiB per array, 1..16384 (default 256)", "INT");
+  add_text_option(*cmd, "--mib", a.mib_text, "stream: MiB per array, 1..4096 (default 256)", "INT");
   given["--mib"] = a.mib_text.option;
   cmd->callback([] { exit_code() = run_bench(a, given); });
 }

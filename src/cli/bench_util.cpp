@@ -199,7 +199,7 @@ Measured measure(const std::function<void()>& once, const RunPlan& plan) {
 const char* mode_name(const RunPlan& plan) { return plan.unfused ? "unfused" : "fused"; }
 
 Shape parse_shape(const std::string& text, size_t ndim, const std::string& what) {
-  constexpr int64_t kMaxElements = int64_t(1) << 32;  // 16 GiB of float32
+  constexpr int64_t kMaxElements = int64_t(1) << 30;  // 4 GiB of float32 per tensor
   Shape s;
   size_t start = 0;
   bool ok = !text.empty();
