@@ -612,6 +612,24 @@ TEST(CliArgs, ResumeRejectsWhatTheCheckpointFixes) {
   EXPECT_EQ(aether::read_checkpoint_manifest(ck).at("training_state").at("step"), 2);
 }
 
+TEST(CliArgs, ResumeWithoutDatasetUsesTheCheckpoints) {
+  // --dataset not given means the checkpoint's data set, not fashion-mnist (a CIFAR-10 run could
+  // not be resumed without repeating --dataset cifar10). A checkpoint marked as trained on
+  // cifar-10 (no CIFAR-10 files here: the run looks for them), and a --dataset that differs.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string ck = tmp.file("c.aether");
+  ASSERT_EQ(run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'")).code, 0);
+  aether::Checkpoint c = aether::load_checkpoint(ck);
+  c.manifest_extra.at("info")["dataset"] = "cifar-10";
+  aether::save_checkpoint(ck, c);
+  const CliResult r = run("train --data-dir /nonexistent --resume '" + ck + "' --epochs 2 --quiet");
+  expect_clear_error(r, {"cifar-10", "/nonexistent"}, true);
+  EXPECT_EQ(r.out.find("fashion"), std::string::npos) << r.out;
+  expect_one_line_error(run("train --dataset fashion-mnist --resume '" + ck + "' --epochs 2"),
+                        {"cifar-10", "fashion-mnist"});
+}
+
 TEST(CliArgs, EvaluateAndPredictRefuseNonFiniteOutputsAndWrongShapes) {
   TempDir tmp;
   write_tiny_fashion(tmp.path / "data", 28, 28);

@@ -24,7 +24,7 @@ constexpr int64_t kMaxBatchSize = 65'536;
 
 // Options not given take the preset's (or the checkpoint's) values; given ones are checked as typed.
 struct TrainArgs {
-  std::string dataset = "fashion-mnist";
+  TextArg dataset;  // default: fashion-mnist, or a --resume checkpoint's
   TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
   std::string device = "cpu";
   std::string precision = "float32";
@@ -131,13 +131,15 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
 
 int run_train(const TrainArgs& a) {
   const TrainValues v = check_train_args(a);
-  const std::string ds_name = data::canonical_dataset_name(a.dataset);
+  std::string ds_name = data::canonical_dataset_name(a.dataset.given() ? a.dataset.text : "fashion-mnist");
   Model model;
   TrainOptions opt;
   std::string model_name;
   if (a.resume.given()) {  // the checkpoint first: a bad one fails before the data is read
     model = Model::load(a.resume.text);
     model_name = model.info().value("model", std::string("?"));
+    // Without --dataset, the one the checkpoint was trained on.
+    if (!a.dataset.given()) ds_name = model.info().value("dataset", ds_name);
     AETHER_CHECK(model.info().value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
                  " was trained on ", model.info().value("dataset", std::string("?")), ", not ", ds_name);
     opt.epochs = v.epochs ? *v.epochs : model.info().value("epochs", int64_t(1));
@@ -303,7 +305,8 @@ int run_summary(const SummaryArgs& a) {
 void register_train(CLI::App& app) {
   static TrainArgs t;
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
-  cmd->add_option("--dataset", t.dataset, "fashion-mnist or cifar10")->capture_default_str();
+  add_text_option(*cmd, "--dataset", t.dataset,
+                  "fashion-mnist or cifar10 (default: fashion-mnist, or the --resume checkpoint's)", "NAME");
   add_text_option(*cmd, "--model", t.model, "preset: mlp, lenet, cifarnet (default: lenet / cifarnet)",
                   "NAME");
   add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");
