@@ -507,6 +507,9 @@ TEST(CliArgs, OutputPathsAreCheckedBeforeTraining) {
     expect_one_line_error(run(tiny_train(data, "--epochs 1 " + o + " '" + under_file + "'")),
                           {o, "is not a directory"});
   }
+  // A name too long for the directory (with the temporary file's suffix).
+  expect_one_line_error(run(tiny_train(data, "--epochs 1 --save '" + tmp.file(std::string(250, 'a')) + "'")),
+                        {"--save", "too long"});
   // The metrics must not land on the checkpoint.
   expect_one_line_error(run(tiny_train(data, "--epochs 1 --save '" + tmp.file("m.aether") +
                                                  "' --metrics-json '" + tmp.file("m.aether") + "'")),
@@ -548,6 +551,7 @@ TEST(CliArgs, NumbersAreCheckedAsGiven) {
       {train + "--epochs " + huge, {"--epochs", huge, "too large"}},
       {train + "--epochs abc", {"--epochs", "'abc'", "not an integer"}},
       {train + "--epochs 1.5", {"--epochs", "'1.5'", "not an integer"}},
+      {train + "--epochs +-1", {"--epochs", "'+-1'", "not an integer"}},
       {train + "--batch-size 0", {"--batch-size", "'0'", "at least 1"}},
       {train + "--batch-size 65537", {"--batch-size", "'65537'", "at most 65536"}},
       {train + "--max-steps-per-epoch -1", {"--max-steps-per-epoch", "'-1'", "at least 1"}},

@@ -36,8 +36,9 @@ std::string shown(const std::string& text, size_t max_chars) {
 int64_t parse_int(const std::string& command, const std::string& option, const std::string& text, int64_t lo,
                   int64_t hi) {
   std::string_view t = text;
-  if (!t.empty() && t.front() == '+') t.remove_prefix(1);
-  bool digits = !t.empty();
+  const bool plus = !t.empty() && t.front() == '+';
+  if (plus) t.remove_prefix(1);
+  bool digits = !t.empty() && !(plus && t.front() == '-');
   for (size_t i = 0; i < t.size(); ++i)
     digits = digits && ((t[i] >= '0' && t[i] <= '9') || (i == 0 && t[i] == '-' && t.size() > 1));
   AETHER_CHECK(digits, command, option, " ", shown(text), " is not an integer");
@@ -112,6 +113,11 @@ void check_output_file(const std::string& command, const std::string& option, co
   const int err = errno;
   AETHER_CHECK(rc == 0, command, option, " ", shown(path, kPathChars), ": directory ",
                shown(dir.string(), kPathChars), " is not writable (", std::strerror(err), ")");
+  // The file is written as a temporary ".<name>.tmp-XXXXXX" first (aether/io/file.h).
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t longest = name_max > 0 ? size_t(name_max) : 255;
+  AETHER_CHECK(fs::path(path).filename().string().size() + 12 <= longest, command, option, " ",
+               shown(path, 60), ": the file name is too long (at most ", longest - 12, " bytes)");
 }
 
 }  // namespace aether::cli
