@@ -13,8 +13,12 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "aether/backend/cuda.h"
+#include "aether/io/checkpoint.h"
+#include "data/fixtures.h"
 
 #ifndef AETHER_CLI_PATH
 #error "AETHER_CLI_PATH must be defined by tests/CMakeLists.txt"
@@ -371,4 +375,299 @@ TEST(Cli, BenchErrors) {
   const CliResult r = run("bench bn-relu --runs 0");
   EXPECT_NE(r.code, 0) << r.out;
   expect_no_crash(r);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hostile arguments (issue 13): no run loses a checkpoint, every value is checked as given and
+// before any data is read, and evaluate / predict never report non-finite numbers as results.
+// These runs use a tiny Fashion-MNIST-style data set written here (8 images per split).
+namespace {
+namespace tu = aether::data::test_util;
+
+// `n` train and `n` test images of rows x cols (uncompressed IDX files) in `dir`; the test images
+// test_rows x test_cols when given.
+void write_tiny_fashion(const fs::path& dir, uint32_t rows, uint32_t cols, uint32_t test_rows = 0,
+                        uint32_t test_cols = 0) {
+  const uint32_t n = 8;
+  fs::create_directories(dir);
+  for (const char* split : {"train", "t10k"}) {
+    if (std::string(split) == "t10k" && test_rows > 0) std::tie(rows, cols) = std::pair(test_rows, test_cols);
+    tu::Bytes pixels, labels;
+    for (uint32_t i = 0; i < n; ++i) {
+      labels.push_back(uint8_t(i % 10));
+      for (uint32_t y = 0; y < rows; ++y)
+        for (uint32_t x = 0; x < cols; ++x) pixels.push_back(tu::test_pixel(i, y, x, 0));
+    }
+    tu::write_file(dir / (std::string(split) + "-images-idx3-ubyte"), tu::idx_images(n, rows, cols, pixels));
+    tu::write_file(dir / (std::string(split) + "-labels-idx1-ubyte"), tu::idx_labels(labels));
+  }
+}
+
+// `aether train` on the tiny set in `dir`, one step per epoch; tiny_train: a new MLP.
+std::string tiny_run(const fs::path& dir, const std::string& more) {
+  return "train --dataset fashion-mnist --data-dir '" + dir.string() + "' --max-steps-per-epoch 1 --quiet " +
+         more;
+}
+std::string tiny_train(const fs::path& dir, const std::string& more) {
+  return tiny_run(dir, "--model mlp --batch-size 4 " + more);
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// No run of more than 40 digits (what is echoed of a given value): no number, DBL_MAX say,
+// printed in full.
+void expect_no_long_number(const CliResult& r) {
+  size_t digits = 0;
+  for (char c : r.out) {
+    digits = (c >= '0' && c <= '9') ? digits + 1 : 0;
+    ASSERT_LE(digits, 40u) << r.out;
+  }
+}
+}  // namespace
+
+TEST(CliArgs, SaveRefusesToReplaceAnExistingFile) {
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string ck = tmp.file("good.aether"), other = tmp.file("other.aether");
+  const CliResult first = run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'"));
+  ASSERT_EQ(first.code, 0) << first.out;
+  const std::string good = file_bytes(ck);
+  ASSERT_FALSE(good.empty());
+  // A new run onto it: refused before any training (one line, no banner), the file untouched.
+  expect_one_line_error(run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'")),
+                        {ck, "--overwrite"});
+  EXPECT_TRUE(file_bytes(ck) == good);
+  // Continuing it in place is what --resume is for; saving a resumed run over another file is not.
+  std::ofstream(other) << "someone else's checkpoint";
+  expect_one_line_error(
+      run(tiny_run(tmp.path / "data", "--resume '" + ck + "' --epochs 2 --save '" + other + "'")),
+      {other, "--overwrite"});
+  EXPECT_EQ(file_bytes(other), "someone else's checkpoint");
+  EXPECT_TRUE(file_bytes(ck) == good);
+  const CliResult resumed =
+      run(tiny_run(tmp.path / "data", "--resume '" + ck + "' --epochs 2 --save '" + ck + "'"));
+  EXPECT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_EQ(aether::read_checkpoint_manifest(ck).at("training_state").at("epoch"), 2);
+  // --overwrite lets a new run replace it.
+  const CliResult over = run(tiny_train(tmp.path / "data", "--epochs 1 --overwrite --save '" + ck + "'"));
+  EXPECT_EQ(over.code, 0) << over.out;
+  EXPECT_EQ(aether::read_checkpoint_manifest(ck).at("training_state").at("epoch"), 1);
+}
+
+TEST(CliArgs, DivergingRunKeepsTheGoodCheckpoint) {
+  // The run of issue 13: a learning rate that blows the weights up. The epoch's numbers are not
+  // finite, so the run stops with an error and the good checkpoint it would have replaced stays.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string ck = tmp.file("good.aether"), js = tmp.file("m.json");
+  ASSERT_EQ(run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'")).code, 0);
+  auto expect_kept = [&](const CliResult& r, const std::string& good) {
+    EXPECT_NE(r.code, 0) << r.out;
+    expect_no_crash(r);
+    EXPECT_NE(r.out.find("aether: error: "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("saved "), std::string::npos) << r.out;
+    EXPECT_TRUE(file_bytes(ck) == good) << "the diverged model was saved over the good checkpoint";
+    EXPECT_FALSE(fs::exists(js));
+  };
+  // A new run told to replace it.
+  const std::string good = file_bytes(ck);
+  expect_kept(run(tiny_train(tmp.path / "data", "--lr 1e30 --optimizer sgd --epochs 3 --overwrite --save '" +
+                                                    ck + "' --metrics-json '" + js + "'")),
+              good);
+  // A resumed run saving in place: the same checkpoint (finite weights) with a peak learning
+  // rate of 1e30 in its configuration.
+  aether::Checkpoint c = aether::load_checkpoint(ck);
+  c.manifest_extra.at("config")["lr"] = 1e30;
+  aether::save_checkpoint(ck, c);
+  const std::string hot = file_bytes(ck);
+  expect_kept(run(tiny_run(tmp.path / "data", "--resume '" + ck + "' --epochs 3 --save '" + ck +
+                                                  "' --metrics-json '" + js + "'")),
+              hot);
+}
+
+TEST(CliArgs, OutputPathsAreCheckedBeforeTraining) {
+  // Each is refused in one line, before the data is read or an epoch is trained (the banner and
+  // an epoch would come first otherwise), and nothing is written.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string data = (tmp.path / "data").string();
+  std::ofstream(tmp.file("plain.txt")) << "a file, not a directory";
+  fs::create_directories(tmp.path / "adir");
+  const std::string missing = tmp.file("missing/m.aether"), under_file = tmp.file("plain.txt/m.aether");
+  for (const char* opt : {"--save", "--metrics-json"}) {
+    const std::string o = opt;
+    expect_one_line_error(run(tiny_train(data, "--epochs 1 " + o + " '" + missing + "'")),
+                          {o, missing, "does not exist"});
+    expect_one_line_error(run(tiny_train(data, "--epochs 1 " + o + " '" + tmp.file("adir") + "'")),
+                          {o, tmp.file("adir"), "is a directory"});
+    expect_one_line_error(run(tiny_train(data, "--epochs 1 " + o + " '" + under_file + "'")),
+                          {o, "is not a directory"});
+  }
+  // A name too long for the directory (with the temporary file's suffix).
+  expect_one_line_error(run(tiny_train(data, "--epochs 1 --save '" + tmp.file(std::string(250, 'a')) + "'")),
+                        {"--save", "too long"});
+  // The metrics must not land on the checkpoint.
+  expect_one_line_error(run(tiny_train(data, "--epochs 1 --save '" + tmp.file("m.aether") +
+                                                 "' --metrics-json '" + tmp.file("m.aether") + "'")),
+                        {"--metrics-json", "--save"});
+  if (::geteuid() != 0) {  // root writes anywhere
+    fs::create_directories(tmp.path / "locked");
+    fs::permissions(tmp.path / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+    expect_one_line_error(run(tiny_train(data, "--epochs 1 --save '" + tmp.file("locked/m.aether") + "'")),
+                          {"--save", "not writable"});
+    fs::permissions(tmp.path / "locked", fs::perms::owner_all);
+  }
+  // evaluate --metrics-json and schedule --dot are checked before any work too.
+  expect_one_line_error(
+      run("evaluate --checkpoint /nonexistent/c.aether --metrics-json '" + tmp.file("adir") + "'"),
+      {"--metrics-json", "is a directory"});
+  expect_one_line_error(run("schedule bn-relu-train --batch 2 --dot '" + missing + "'"),
+                        {"--dot", "does not exist"});
+  EXPECT_FALSE(fs::exists(tmp.file("m.aether")));
+  EXPECT_TRUE(fs::is_empty(tmp.path / "adir"));
+}
+
+TEST(CliArgs, NumbersAreCheckedAsGiven) {
+  // Given values are checked, never replaced by a default: lr 0 or nan, epochs 0 and the like
+  // used to mean "the preset's"; a huge --epochs was clamped; "abc" was "not in range" and the
+  // bounds were printed with DBL_MAX in full. The data directory does not exist: the check
+  // comes first.
+  const std::string train = "train --model mlp --quiet --data-dir /nonexistent ";
+  const std::string huge = "99999999999999999999999999";
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {train + "--lr nan", {"--lr", "'nan'", "not a finite number"}},
+      {train + "--lr inf", {"--lr", "'inf'", "not a finite number"}},
+      {train + "--lr 0", {"--lr", "'0'", "> 0"}},
+      {train + "--lr -0.1", {"--lr", "'-0.1'", "> 0"}},
+      {train + "--lr abc", {"--lr", "'abc'", "not a number"}},
+      {train + "--lr 1e999", {"--lr", "'1e999'", "too large"}},
+      {train + "--epochs 0", {"--epochs", "'0'", "at least 1"}},
+      {train + "--epochs -2", {"--epochs", "'-2'", "at least 1"}},
+      {train + "--epochs 1000001", {"--epochs", "'1000001'", "at most 1000000"}},
+      {train + "--epochs " + huge, {"--epochs", huge, "too large"}},
+      {train + "--epochs abc", {"--epochs", "'abc'", "not an integer"}},
+      {train + "--epochs 1.5", {"--epochs", "'1.5'", "not an integer"}},
+      {train + "--epochs +-1", {"--epochs", "'+-1'", "not an integer"}},
+      {train + "--batch-size 0", {"--batch-size", "'0'", "at least 1"}},
+      {train + "--batch-size 65537", {"--batch-size", "'65537'", "at most 65536"}},
+      {train + "--max-steps-per-epoch -1", {"--max-steps-per-epoch", "'-1'", "at least 1"}},
+      {train + "--max-steps-per-epoch 0", {"--max-steps-per-epoch", "'0'", "at least 1"}},
+      {train + "--seed -1", {"--seed", "'-1'", "not a non-negative integer"}},
+      {train + "--seed " + huge, {"--seed", huge, "too large"}},
+      {train + "--optimizer rmsprop", {"--optimizer", "'rmsprop'", "sgd, adam or adamw"}},
+      {train + "--epochs " + std::string(100, '7'), {"--epochs", "'" + std::string(40, '7') + "...'"}},
+      {"predict --checkpoint /nonexistent/c.aether x --limit -1", {"--limit", "'-1'", "at least 0"}},
+      {"predict --checkpoint /nonexistent/c.aether x --limit 1e3", {"--limit", "'1e3'", "not an integer"}},
+      {"schedule bn-relu-train --batch 0", {"--batch", "'0'", "at least 1"}},
+      {"schedule bn-relu-train --batch abc", {"--batch", "'abc'", "not an integer"}},
+      {"schedule bn-relu-train --batch 65537", {"--batch", "at most 65536"}},
+      {"bench bn-relu --runs 0", {"--runs", "'0'", "at least 1"}},
+      {"bench bn-relu --warmup -1", {"--warmup", "'-1'", "at least 0"}},
+      {"bench bn-relu --threads x", {"--threads", "'x'", "not an integer"}},
+      {"bench conv --channels 0", {"--channels", "'0'", "at least 1"}},
+      {"bench step --batch " + huge, {"--batch", huge, "too large"}},
+      {"bench stream --mib 0", {"--mib", "'0'", "at least 1"}},
+      {"bench bn-relu --shape 999999,999999,999999,9", {"--shape", "too large"}},
+      {"bench conv --shape 999999999999,999999999999,999999999999,999999999999", {"--shape", "too large"}},
+      {"bench stream --mib 4097", {"--mib", "'4097'", "at most 4096"}},
+      {"demo --lr nan", {"--lr", "'nan'", "not a finite number"}},
+      {"demo --steps 0", {"--steps", "'0'", "at least 1"}},
+      {"demo --hidden 1e9", {"--hidden", "'1e9'", "not an integer"}},
+  };
+  for (const auto& [args, parts] : cases) {
+    SCOPED_TRACE(args);
+    const CliResult r = run(args);
+    expect_one_line_error(r, parts);
+    expect_no_long_number(r);
+    EXPECT_LT(r.out.size(), 200u) << r.out;
+  }
+  // CLI11's own errors (a missing value, an unknown option) are one line too.
+  expect_one_line_error(run("train --epochs"), {"--epochs"});
+  expect_one_line_error(run("train --bogus"), {"--bogus"});
+}
+
+TEST(CliArgs, ResumeRejectsWhatTheCheckpointFixes) {
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string data = (tmp.path / "data").string(), ck = tmp.file("m.aether");
+  ASSERT_EQ(run(tiny_train(data, "--epochs 1 --save '" + ck + "'")).code, 0);
+  const std::string resume = "--resume '" + ck + "' --epochs 2 ";
+  for (const auto& [opt, what] :
+       std::vector<std::pair<std::string, std::string>>{{"--model lenet", "the model"},
+                                                        {"--lr 0.1", "the learning rate"},
+                                                        {"--optimizer sgd", "the optimizer"},
+                                                        {"--batch-size 8", "the batch size"},
+                                                        {"--seed 7", "the random state"}}) {
+    const std::string name = opt.substr(0, opt.find(' '));
+    expect_one_line_error(run(tiny_run(data, resume + opt)),
+                          {name + " cannot be combined with --resume", what});
+  }
+  // A checkpoint whose run is complete has nothing to train without a larger --epochs.
+  expect_one_line_error(run(tiny_run(data, "--resume '" + ck + "'")), {ck, "nothing to train", "--epochs"});
+  expect_one_line_error(run(tiny_run(data, "--resume '" + ck + "' --epochs 1")), {ck, "nothing to train"});
+  // What the resumed run honours is still taken.
+  const CliResult r = run(tiny_run(
+      data, "--resume '" + ck + "' --epochs 2 --device cpu --precision float32 --save '" + ck + "'"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(aether::read_checkpoint_manifest(ck).at("training_state").at("step"), 2);
+}
+
+TEST(CliArgs, ResumeWithoutDatasetUsesTheCheckpoints) {
+  // --dataset not given means the checkpoint's data set, not fashion-mnist (a CIFAR-10 run could
+  // not be resumed without repeating --dataset cifar10). A checkpoint marked as trained on
+  // cifar-10 (no CIFAR-10 files here: the run looks for them), and a --dataset that differs.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string ck = tmp.file("c.aether");
+  ASSERT_EQ(run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'")).code, 0);
+  aether::Checkpoint c = aether::load_checkpoint(ck);
+  c.manifest_extra.at("info")["dataset"] = "cifar-10";
+  aether::save_checkpoint(ck, c);
+  const CliResult r = run("train --data-dir /nonexistent --resume '" + ck + "' --epochs 2 --quiet");
+  expect_clear_error(r, {"cifar-10", "/nonexistent"}, true);
+  EXPECT_EQ(r.out.find("fashion"), std::string::npos) << r.out;
+  expect_one_line_error(run("train --dataset fashion-mnist --resume '" + ck + "' --epochs 2"),
+                        {"cifar-10", "fashion-mnist"});
+}
+
+TEST(CliArgs, EvaluateAndPredictRefuseNonFiniteOutputsAndWrongShapes) {
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  write_tiny_fashion(tmp.path / "wide", 14, 56);
+  const std::string ck = tmp.file("m.aether"), bad = tmp.file("huge.aether"), js = tmp.file("e.json");
+  ASSERT_EQ(run(tiny_train(tmp.path / "data", "--epochs 1 --save '" + ck + "'")).code, 0);
+  // 14x56 images hold as many pixels as 28x28 ones: still the wrong input for this model.
+  expect_one_line_error(run("evaluate --checkpoint '" + ck + "' --data-dir '" + tmp.file("wide") +
+                            "' --metrics-json '" + js + "'"),
+                        {"(14, 56, 1)", "(28, 28, 1)"});
+  EXPECT_FALSE(fs::exists(js));
+  // train checks its two splits against each other, and a resumed model against the data, first.
+  write_tiny_fashion(tmp.path / "mixed", 28, 28, 14, 56);
+  expect_one_line_error(run(tiny_train(tmp.path / "mixed", "--epochs 1")), {"(14, 56, 1)", "(28, 28, 1)"});
+  expect_one_line_error(run(tiny_run(tmp.path / "wide", "--resume '" + ck + "' --epochs 2")),
+                        {"(14, 56, 1)", "(28, 28, 1)", ck});
+  // Finite weights whose outputs are not: every float weight 1e30 overflows the logits.
+  aether::Checkpoint c = aether::load_checkpoint(ck);
+  for (auto& [name, t] : c.model)
+    if (t.dtype() == aether::DType::float32) t = aether::Tensor::full(t.shape(), 1e30);
+  aether::save_checkpoint(bad, c);
+  const CliResult e = run("evaluate --checkpoint '" + bad + "' --data-dir '" + tmp.file("data") +
+                          "' --metrics-json '" + js + "'");
+  expect_one_line_error(e, {});
+  EXPECT_EQ(e.out.find("test: accuracy"), std::string::npos) << e.out;
+  EXPECT_FALSE(fs::exists(js));
+  const CliResult p =
+      run("predict --checkpoint '" + bad + "' '" + tmp.file("data/t10k-images-idx3-ubyte") + "'");
+  expect_one_line_error(p, {});
+  EXPECT_EQ(p.out.find("class"), std::string::npos) << p.out;
+  // The same checks pass a sound checkpoint.
+  const CliResult ok = run("evaluate --checkpoint '" + ck + "' --data-dir '" + tmp.file("data") + "'");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  const CliResult okp =
+      run("predict --checkpoint '" + ck + "' '" + tmp.file("data/t10k-images-idx3-ubyte") + "' --limit 0");
+  EXPECT_EQ(okp.code, 0) << okp.out;
+  EXPECT_NE(okp.out.find("7\tclass "), std::string::npos) << okp.out;  // --limit 0: all 8 images
 }

@@ -23,6 +23,7 @@
 #include "aether/model/presets.h"
 #include "aether/optim/optimizer.h"
 #include "aether/schedule/schedule.h"
+#include "args.h"
 #include "bench_util.h"
 #include "commands.h"
 
@@ -46,7 +47,19 @@ struct BenchArgs {
   bool breakdown = false;
   int64_t mib = 256;
   std::string device = "cpu";  // bn-relu, relu-backward, conv, step: "cpu", "cuda", "cuda:N"
+  // The numeric options as given (checked into the fields above by check_numbers).
+  TextArg runs_text, warmup_text, threads_text, channels_text, batch_text, mib_text;
 };
+
+// Reads the numeric options given; bounds in README ("The command line").
+void check_numbers(BenchArgs& a) {
+  read_int("bench", a.runs_text, a.runs, 1, 1'000'000);
+  read_int("bench", a.warmup_text, a.warmup, 0, 1'000'000);
+  read_int("bench", a.threads_text, a.threads, 0, 4096);
+  read_int("bench", a.channels_text, a.channels, 1, 65'536);
+  read_int("bench", a.batch_text, a.batch, 1, 65'536);
+  read_int("bench", a.mib_text, a.mib, 1, 4096);
+}
 
 // The benchmark's device, and a wait for its queued work (GPU work is asynchronous).
 Device device_of(const BenchArgs& a) { return Device::parse(a.device); }
@@ -400,7 +413,8 @@ int run_step(const BenchArgs& a) {
   return 0;
 }
 
-int run_bench(const BenchArgs& a, const std::map<std::string, CLI::Option*>& given) {
+int run_bench(BenchArgs& a, const std::map<std::string, CLI::Option*>& given) {
+  check_numbers(a);
   std::string known;
   for (const auto& n : kBenchNames) known += (known.empty() ? "" : ", ") + n;
   bool found = false;
@@ -440,11 +454,10 @@ void register_bench(CLI::App& app) {
   for (const auto& n : kBenchNames) names += (names.empty() ? "" : ", ") + n;
   auto* cmd = app.add_subcommand("bench", "Time a workload: fused executor vs reference, GB/s, GFLOP/s");
   cmd->add_option("name", a.name, "a benchmark: " + names)->required();
-  cmd->add_option("--runs", a.runs, "timed runs")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--warmup", a.warmup, "untimed runs first")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--threads", a.threads, "OpenMP threads (0: the default)")->check(CLI::NonNegativeNumber);
+  add_text_option(*cmd, "--runs", a.runs_text, "timed runs, 1..1000000 (default 10)", "INT");
+  add_text_option(*cmd, "--warmup", a.warmup_text, "untimed runs first, 0..1000000 (default 2)", "INT");
+  add_text_option(*cmd, "--threads", a.threads_text, "OpenMP threads, 0..4096 (0, the default: OpenMP's)",
+                  "INT");
   given["--unfused"] =
       cmd->add_flag("--unfused", a.unfused, "run the reference backend (one primitive per kernel)");
   given["--compare"] =
@@ -455,16 +468,16 @@ void register_bench(CLI::App& app) {
           ->capture_default_str();
   given["--shape"] = cmd->add_option("--shape", a.shape,
                                      "N,H,W,C (bn-relu, relu-backward: 256,32,32,32; conv: 64,32,32,64)");
-  given["--channels"] =
-      cmd->add_option("--channels", a.channels, "conv output channels")->capture_default_str();
+  add_text_option(*cmd, "--channels", a.channels_text, "conv output channels, 1..65536 (default 64)", "INT");
+  given["--channels"] = a.channels_text.option;
   given["--model"] =
       cmd->add_option("--model", a.model, "step: a preset (mlp, lenet, cifarnet)")->capture_default_str();
-  given["--batch"] = cmd->add_option("--batch", a.batch, "step: batch size")->capture_default_str();
+  add_text_option(*cmd, "--batch", a.batch_text, "step: batch size, 1..65536 (default 256)", "INT");
+  given["--batch"] = a.batch_text.option;
   given["--breakdown"] =
       cmd->add_flag("--breakdown", a.breakdown, "step: per-kernel time of one profiled step");
-  given["--mib"] = cmd->add_option("--mib", a.mib, "stream: MiB per array")
-                       ->capture_default_str()
-                       ->check(CLI::PositiveNumber);
+  add_text_option(*cmd, "--mib", a.mib_text, "stream: MiB per array, 1..4096 (default 256)", "INT");
+  given["--mib"] = a.mib_text.option;
   cmd->callback([] { exit_code() = run_bench(a, given); });
 }
 

@@ -14,6 +14,7 @@
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
+#include "args.h"
 
 namespace aether::cli::bench {
 namespace {
@@ -35,7 +36,8 @@ struct FusionRestore {
   ~FusionRestore() { set_fusion(was); }
 };
 
-// ---- the STREAM-like kernels, compiled at run time (codegen's ABI: aether_kernel(bufs, scratch, fp, ip)) ----
+// ---- the STREAM-like kernels, compiled at run time (codegen's ABI: aether_kernel(bufs, scratch, fp, ip))
+// ----
 const char* kCopySource = R"(// aether bench stream: copy
 extern "C" long long aether_kernel_scratch(void) { return 0; }
 // bufs[0]: dst float (n), bufs[1]: src float (n), bufs[2]: n (one int64)
@@ -197,9 +199,11 @@ Measured measure(const std::function<void()>& once, const RunPlan& plan) {
 const char* mode_name(const RunPlan& plan) { return plan.unfused ? "unfused" : "fused"; }
 
 Shape parse_shape(const std::string& text, size_t ndim, const std::string& what) {
+  constexpr int64_t kMaxElements = int64_t(1) << 30;  // 4 GiB of float32 per tensor
   Shape s;
   size_t start = 0;
   bool ok = !text.empty();
+  double elements = 1;  // a double: the product of unchecked sizes must not overflow
   while (ok && start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string part = text.substr(start, comma - start);
@@ -207,11 +211,14 @@ Shape parse_shape(const std::string& text, size_t ndim, const std::string& what)
     if (ok) {
       s.push_back(std::stoll(part));
       ok = s.back() > 0;
+      elements *= double(s.back());
     }
     start = comma + 1;
   }
-  AETHER_CHECK(ok && s.size() == ndim, "bench", "bad ", what, " '", text, "': expected ", ndim,
+  AETHER_CHECK(ok && s.size() == ndim, "bench", "bad ", what, " ", shown(text), ": expected ", ndim,
                " positive sizes separated by commas");
+  AETHER_CHECK(elements <= double(kMaxElements), "bench", what, " ", shown(text), " is too large (at most ",
+               kMaxElements, " elements)");
   return s;
 }
 

@@ -1,13 +1,16 @@
 // `aether data fetch|verify` and `aether predict`.
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
 #include "aether/data/fetch.h"
 #include "aether/data/readers.h"
 #include "aether/model/model.h"
+#include "args.h"
 #include "commands.h"
 
 namespace aether::cli {
@@ -45,7 +48,7 @@ int run_verify(const DataArgs& a) {
 
 struct PredictArgs {
   std::string checkpoint, input, device = "cpu";
-  int64_t limit = 10;
+  TextArg limit;  // default 10; 0: all
 };
 // Reads images from an IDX image file or a CIFAR-10 batch: (N,H,W,C) uint8.
 data::Dataset read_images(const std::string& path, const Shape& want) {
@@ -69,11 +72,14 @@ data::Dataset read_images(const std::string& path, const Shape& want) {
 }
 
 int run_predict(const PredictArgs& a) {
+  const int64_t limit =
+      a.limit.given() ? parse_int("predict", "--limit", a.limit.text, 0, std::numeric_limits<int64_t>::max())
+                      : 10;
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   data::Dataset d = read_images(a.input, model.input_shape());
-  if (a.limit > 0 && d.n > a.limit) {
-    d.n = a.limit;
+  if (limit > 0 && d.n > limit) {
+    d.n = limit;
     d.images.resize(size_t(d.n * d.image_bytes()));
     d.labels.resize(size_t(d.n));
   }
@@ -81,6 +87,10 @@ int run_predict(const PredictArgs& a) {
   const auto classes = probs.argmax(1).to_vector<int64_t>();
   const auto p = probs.to_vector<float>();
   const int64_t k = probs.shape()[1];
+  // Every probability is checked before any line is printed.
+  for (size_t i = 0; i < p.size(); ++i)
+    AETHER_CHECK(std::isfinite(p[i]), "predict", a.checkpoint, " gives a probability of ", p[i],
+                 " for image ", int64_t(i) / k, " of ", a.input, ": its outputs are not finite");
   for (int64_t i = 0; i < d.n; ++i)
     std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i), static_cast<long long>(classes[size_t(i)]),
                 p[size_t(i * k + classes[size_t(i)])]);
@@ -107,7 +117,7 @@ void register_data(CLI::App& app) {
   auto* pr = app.add_subcommand("predict", "Classify images with a checkpoint");
   pr->add_option("--checkpoint", p.checkpoint, "a .aether file")->required();
   pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
-  pr->add_option("--limit", p.limit, "at most this many images (0: all)")->capture_default_str();
+  add_text_option(*pr, "--limit", p.limit, "at most this many images (default 10; 0: all)", "INT");
   pr->add_option("--device", p.device, "cpu, cuda or cuda:N")->capture_default_str();
   pr->callback([] { exit_code() = run_predict(p); });
 }

@@ -8,6 +8,7 @@
 
 #include "aether/aether.h"
 #include "aether/ops/nn.h"
+#include "args.h"
 #include "commands.h"
 
 namespace aether::cli {
@@ -18,7 +19,17 @@ struct DemoOptions {
   int points = 256;  // per class
   double lr = 0.5;
   uint64_t seed = 1;
+  // As given; read into the fields above by check_numbers (bounds in --help).
+  TextArg steps_text, hidden_text, points_text, lr_text, seed_text;
 };
+
+void check_numbers(DemoOptions& o) {
+  read_int("demo", o.steps_text, o.steps, 1, 1'000'000);
+  read_int("demo", o.hidden_text, o.hidden, 1, 4096);
+  read_int("demo", o.points_text, o.points, 1, 100'000);
+  if (o.lr_text.given()) o.lr = parse_positive_real("demo", "--lr", o.lr_text.text);
+  if (o.seed_text.given()) o.seed = parse_uint64("demo", "--seed", o.seed_text.text);
+}
 
 // Three spirals in 2-D: x (3*points, 2) float32, y (3*points) int64.
 std::pair<Tensor, Tensor> spirals(int points) {
@@ -35,7 +46,8 @@ std::pair<Tensor, Tensor> spirals(int points) {
   return {Tensor::from_vector(x, {3 * int64_t(points), 2}), Tensor::from_vector(y)};
 }
 
-int run(const DemoOptions& o) {
+int run(DemoOptions& o) {
+  check_numbers(o);
   manual_seed(o.seed);
   auto [x, y] = spirals(o.points);
   // Kaiming-uniform-like init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)).
@@ -84,11 +96,11 @@ int run(const DemoOptions& o) {
 void register_demo(CLI::App& app) {
   static DemoOptions o;
   auto* cmd = app.add_subcommand("demo", "Train a small MLP on synthetic data and print the loss");
-  cmd->add_option("--steps", o.steps, "SGD steps")->check(CLI::PositiveNumber);
-  cmd->add_option("--hidden", o.hidden, "hidden units")->check(CLI::PositiveNumber);
-  cmd->add_option("--points", o.points, "points per class")->check(CLI::PositiveNumber);
-  cmd->add_option("--lr", o.lr, "learning rate")->check(CLI::PositiveNumber);
-  cmd->add_option("--seed", o.seed, "random seed");
+  add_text_option(*cmd, "--steps", o.steps_text, "SGD steps, 1..1000000 (default 300)", "INT");
+  add_text_option(*cmd, "--hidden", o.hidden_text, "hidden units, 1..4096 (default 64)", "INT");
+  add_text_option(*cmd, "--points", o.points_text, "points per class, 1..100000 (default 256)", "INT");
+  add_text_option(*cmd, "--lr", o.lr_text, "learning rate, > 0 (default 0.5)", "FLOAT");
+  add_text_option(*cmd, "--seed", o.seed_text, "random seed (default 1)", "UINT");
   cmd->callback([] { exit_code() = run(o); });
 }
 

@@ -20,7 +20,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // One line, like every other error (CLI11's own printing adds a second).
+    std::cerr << "aether: error: " << e.what() << "\n";
+    return e.get_exit_code();
   } catch (const std::exception& e) {
     std::cerr << "aether: error: " << e.what() << "\n";
     return 1;

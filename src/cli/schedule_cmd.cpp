@@ -11,6 +11,7 @@
 #include "aether/io/file.h"
 #include "aether/schedule/graphs.h"
 #include "aether/schedule/schedule.h"
+#include "args.h"
 #include "commands.h"
 
 namespace aether::cli {
@@ -18,6 +19,7 @@ namespace {
 struct ScheduleArgs {
   std::string graph;
   int64_t batch = 256;
+  TextArg batch_text;
   bool json = false;
   std::string dot;
 };
@@ -171,7 +173,9 @@ std::string to_dot(const Schedule& s, const ScheduleGraph& g) {
   return d.str();
 }
 
-int run_schedule(const ScheduleArgs& a) {
+int run_schedule(ScheduleArgs& a) {
+  read_int("schedule", a.batch_text, a.batch, 1, 65'536);
+  if (!a.dot.empty()) check_output_file("schedule", "--dot", a.dot);
   const ScheduleGraph g = build_schedule_graph(a.graph, a.batch);
   const Schedule s = schedule(g.outputs, g.options());
   if (!a.dot.empty()) write_file_atomic(a.dot, to_dot(s, g));
@@ -204,7 +208,7 @@ void register_schedule(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("schedule", "Show how the fusing scheduler splits a training graph into kernels");
   cmd->add_option("graph", a.graph, "a built-in graph: " + names)->required();
-  cmd->add_option("--batch", a.batch, "batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  add_text_option(*cmd, "--batch", a.batch_text, "batch size, 1..65536 (default 256)", "INT");
   cmd->add_flag("--json", a.json, "print the schedule as one JSON object");
   cmd->add_option("--dot", a.dot, "write the kernel graph here (Graphviz dot)");
   cmd->callback([] { exit_code() = run_schedule(a); });

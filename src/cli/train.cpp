@@ -6,29 +6,101 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
+#include <optional>
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
 #include "aether/io/file.h"
 #include "aether/model/presets.h"
+#include "args.h"
 #include "commands.h"
 
 namespace aether::cli {
 namespace {
+// Bounds of the numeric options (README, "The command line").
+constexpr int64_t kMaxEpochs = 1'000'000;
+constexpr int64_t kMaxBatchSize = 65'536;
+
+// Options not given take the preset's (or the checkpoint's) values; given ones are checked as typed.
 struct TrainArgs {
-  std::string dataset = "fashion-mnist";
-  std::string model;  // default: per data set
-  int64_t epochs = 0;  // 0: the preset's
-  int64_t batch_size = 0;
-  double lr = 0;
-  std::string optimizer;
-  uint64_t seed = 1;
+  TextArg dataset;  // default: fashion-mnist, or a --resume checkpoint's
+  TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
   std::string device = "cpu";
   std::string precision = "float32";
-  std::string save, resume, metrics_json, data_dir;
-  int64_t max_steps = 0;
+  TextArg save, resume, metrics_json;
+  std::string data_dir;
   bool quiet = false;
+  bool overwrite = false;
 };
+
+// The numbers of a TrainArgs, checked.
+struct TrainValues {
+  std::optional<int64_t> epochs, batch_size, max_steps;
+  std::optional<double> lr;
+  uint64_t seed = 1;
+};
+
+TrainValues check_train_args(const TrainArgs& a) {
+  const std::string cmd = "train";
+  TrainValues v;
+  if (a.epochs.given()) v.epochs = parse_int(cmd, "--epochs", a.epochs.text, 1, kMaxEpochs);
+  if (a.batch_size.given())
+    v.batch_size = parse_int(cmd, "--batch-size", a.batch_size.text, 1, kMaxBatchSize);
+  if (a.max_steps.given())
+    v.max_steps =
+        parse_int(cmd, "--max-steps-per-epoch", a.max_steps.text, 1, std::numeric_limits<int64_t>::max());
+  if (a.lr.given()) v.lr = parse_positive_real(cmd, "--lr", a.lr.text);
+  if (a.seed.given()) v.seed = parse_uint64(cmd, "--seed", a.seed.text);
+  if (a.optimizer.given())
+    AETHER_CHECK(a.optimizer.text == "sgd" || a.optimizer.text == "adam" || a.optimizer.text == "adamw", cmd,
+                 "--optimizer ", shown(a.optimizer.text), " is not sgd, adam or adamw");
+  (void)Device::parse(a.device);  // an unknown device name before any data is read
+  if (a.resume.given()) {
+    AETHER_CHECK(!a.resume.text.empty(), cmd, "--resume needs a file name");
+    // What a resumed run takes from its checkpoint: giving it again is an error, not ignored.
+    const std::pair<const TextArg*, const char*> fixed[] = {{&a.model, "the model"},
+                                                            {&a.optimizer, "the optimizer"},
+                                                            {&a.lr, "the learning rate"},
+                                                            {&a.batch_size, "the batch size"},
+                                                            {&a.seed, "the random state"}};
+    for (const auto& [arg, what] : fixed)
+      AETHER_CHECK(!arg->given(), cmd, arg->name(),
+                   " cannot be combined with --resume: the checkpoint fixes ", what);
+  }
+  // Output files: usable before any data is read or any epoch is trained, and never a checkpoint
+  // replaced by accident.
+  if (a.save.given()) {
+    check_output_file(cmd, "--save", a.save.text);
+    const bool resumed_in_place = a.resume.given() && same_file(a.save.text, a.resume.text);
+    AETHER_CHECK(a.overwrite || resumed_in_place || !std::filesystem::exists(a.save.text), cmd, "--save ",
+                 shown(a.save.text, kPathChars),
+                 " already exists; pass --overwrite to replace it (or --resume it to continue its training)");
+  }
+  if (a.metrics_json.given()) {
+    check_output_file(cmd, "--metrics-json", a.metrics_json.text);
+    for (const TextArg* ck : {&a.save, &a.resume})
+      AETHER_CHECK(!ck->given() || !same_file(a.metrics_json.text, ck->text), cmd, "--metrics-json ",
+                   shown(a.metrics_json.text, kPathChars), " is the ", ck->name(), " checkpoint");
+  }
+  return v;
+}
+
+// A number for a message: "nan", "inf", "0.1234".
+std::string num(double x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.4g", x);
+  return b;
+}
+
+// Images of `d` are what `model` takes: (H, W, C), or as many features for a flat input.
+void check_images_fit(const std::string& cmd, const data::Dataset& d, const std::string& what,
+                      const Model& model, const std::string& checkpoint) {
+  const Shape& want = model.input_shape();
+  const Shape got{d.h, d.w, d.c};
+  AETHER_CHECK(want.size() == 1 ? want[0] == d.h * d.w * d.c : got == want, cmd, d.name, " ", what,
+               " images are ", to_string(got), ", the model in ", checkpoint, " takes ", to_string(want));
+}
 
 // Per-channel mean and std of a data set's training images (on the [0,1] scale).
 std::pair<std::vector<float>, std::vector<float>> channel_stats(const data::Dataset& d) {
@@ -58,21 +130,33 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
 }
 
 int run_train(const TrainArgs& a) {
-  const std::string ds_name = data::canonical_dataset_name(a.dataset);
-  const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
-  const data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
-  const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test);
-  manual_seed(a.seed);
+  const TrainValues v = check_train_args(a);
+  std::string ds_name = data::canonical_dataset_name(a.dataset.given() ? a.dataset.text : "fashion-mnist");
   Model model;
   TrainOptions opt;
   std::string model_name;
-  if (!a.resume.empty()) {
-    model = Model::load(a.resume);
-    model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
+  if (a.resume.given()) {  // the checkpoint first: a bad one fails before the data is read
+    model = Model::load(a.resume.text);
     model_name = model.info().value("model", std::string("?"));
-    AETHER_CHECK(model.info().value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume,
+    // Without --dataset, the one the checkpoint was trained on.
+    if (!a.dataset.given()) ds_name = model.info().value("dataset", ds_name);
+    AETHER_CHECK(model.info().value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
                  " was trained on ", model.info().value("dataset", std::string("?")), ", not ", ds_name);
-    opt.epochs = a.epochs > 0 ? a.epochs : model.info().value("epochs", int64_t(1));
+    opt.epochs = v.epochs ? *v.epochs : model.info().value("epochs", int64_t(1));
+    AETHER_CHECK(opt.epochs > model.epochs_done(), "train", "--resume ", a.resume.text, " has done ",
+                 model.epochs_done(), " epochs, ", v.epochs ? "--epochs asks for " : "its run was for ",
+                 opt.epochs, ": nothing to train (pass a larger --epochs)");
+  }
+  const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
+  const data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
+  const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test);
+  AETHER_CHECK(test.h == train.h && test.w == train.w && test.c == train.c, "train", ds_name, " in ",
+               dir.string(), ": its test images are ", to_string(Shape{test.h, test.w, test.c}),
+               ", its training images ", to_string(Shape{train.h, train.w, train.c}));
+  manual_seed(v.seed);
+  if (a.resume.given()) {
+    check_images_fit("train", train, "training", model, a.resume.text);
+    model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
     const auto& ls = model.info().at("loader");
     opt.data.batch_size = ls.at("batch_size");
     opt.data.seed = ls.at("seed");
@@ -80,35 +164,46 @@ int run_train(const TrainArgs& a) {
     opt.data.hflip = ls.at("hflip");
     opt.data.mean = model.norm_mean();
     opt.data.std = model.norm_std();
-    std::printf("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(), a.resume.c_str(),
-                static_cast<long long>(model.epochs_done() + 1), static_cast<long long>(opt.epochs),
-                static_cast<long long>(model.steps_done()));
+    std::printf("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(),
+                a.resume.text.c_str(), static_cast<long long>(model.epochs_done() + 1),
+                static_cast<long long>(opt.epochs), static_cast<long long>(model.steps_done()));
   } else {
-    model_name = a.model.empty() ? default_model(ds_name) : a.model;
+    model_name = a.model.given() ? a.model.text : default_model(ds_name);
     Preset p = make_preset(model_name, {train.h, train.w, train.c}, train.num_classes);
-    if (a.lr > 0) p.config.lr = a.lr;
-    if (!a.optimizer.empty()) p.config.optimizer = a.optimizer;
-    if (a.batch_size > 0) p.data.batch_size = a.batch_size;
+    if (v.lr) p.config.lr = *v.lr;
+    if (a.optimizer.given()) p.config.optimizer = a.optimizer.text;
+    if (v.batch_size) p.data.batch_size = *v.batch_size;
     for (auto& l : p.network->children()) model.add(l.second);
     model.configure(p.config).to(a.device).set_precision(a.precision).finalize({train.h, train.w, train.c});
-    opt.epochs = a.epochs > 0 ? a.epochs : p.epochs;
+    opt.epochs = v.epochs ? *v.epochs : p.epochs;
     opt.data = p.data;
-    opt.data.seed = a.seed;
+    opt.data.seed = v.seed;
     std::tie(opt.data.mean, opt.data.std) = channel_stats(train);
     model.info() = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
   }
   model.info()["loader"] = {{"batch_size", opt.data.batch_size}, {"seed", opt.data.seed},
                             {"crop_padding", opt.data.crop_padding}, {"hflip", opt.data.hflip}};
   opt.validation = &test;
-  opt.max_steps_per_epoch = a.max_steps;
+  opt.max_steps_per_epoch = v.max_steps.value_or(0);
   opt.progress = !a.quiet;
-  opt.checkpoint_path = a.save;
-  std::printf("aether train: %s on %s (%lld train / %lld test images, %dx%dx%d), %lld epochs, batch %lld, "
-              "%s lr %g, %s, %d threads\n",
-              model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n), static_cast<long long>(test.n),
-              int(train.h), int(train.w), int(train.c), static_cast<long long>(opt.epochs),
-              static_cast<long long>(opt.data.batch_size), model.config().optimizer.c_str(), model.config().lr,
-              a.device.c_str(), omp_get_max_threads());
+  // The checkpoint is written here, after each epoch whose numbers are finite: an epoch that
+  // diverged stops the run and leaves the last good checkpoint in place.
+  opt.on_epoch = [&](const EpochStats& e) {
+    for (const auto& [name, x] : {std::pair<const char*, double>{"train_loss", e.train_loss},
+                                  {"val_loss", e.val_loss.value_or(0)},
+                                  {"val_accuracy", e.val_accuracy.value_or(0)}})
+      AETHER_CHECK(std::isfinite(x), "train", "epoch ", e.epoch + 1, " ended with ", name, " ", num(x),
+                   a.save.given() ? "; not saving it over " + a.save.text : std::string(),
+                   "; try a lower learning rate");
+    if (a.save.given()) model.save(a.save.text);
+  };
+  std::printf(
+      "aether train: %s on %s (%lld train / %lld test images, %dx%dx%d), %lld epochs, batch %lld, "
+      "%s lr %g, %s, %d threads\n",
+      model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n), static_cast<long long>(test.n),
+      int(train.h), int(train.w), int(train.c), static_cast<long long>(opt.epochs),
+      static_cast<long long>(opt.data.batch_size), model.config().optimizer.c_str(), model.config().lr,
+      a.device.c_str(), omp_get_max_threads());
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   const History h = model.train(train, opt);
@@ -123,6 +218,8 @@ int run_train(const TrainArgs& a) {
   } else {
     r = model.evaluate(test);
   }
+  AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy), "train", "the test loss is ", num(r.loss),
+               " and the accuracy ", num(r.accuracy), "; try a lower learning rate");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Training throughput: the epochs' own seconds exclude the validation passes.
   double images = 0, train_secs = 0;
@@ -132,39 +229,60 @@ int run_train(const TrainArgs& a) {
   }
   std::printf("test accuracy %.2f%%  test loss %.4f  (%lld images)  time %.1f s\n", 100 * r.accuracy, r.loss,
               static_cast<long long>(r.samples), secs);
-  if (!a.save.empty()) std::printf("saved %s\n", a.save.c_str());
-  if (!a.metrics_json.empty()) {
+  if (a.save.given()) std::printf("saved %s\n", a.save.text.c_str());
+  if (a.metrics_json.given()) {
     nlohmann::json epochs = nlohmann::json::array();
     for (const auto& e : h.epochs)
-      epochs.push_back({{"epoch", e.epoch + 1}, {"train_loss", e.train_loss}, {"train_accuracy", e.train_accuracy},
-                        {"val_loss", e.val_loss.value_or(NAN)}, {"val_accuracy", e.val_accuracy.value_or(NAN)},
-                        {"seconds", e.seconds}, {"images_per_second", e.images_per_second}});
-    write_metrics(a.metrics_json,
-                  {{"dataset", ds_name}, {"model", model_name}, {"test_accuracy", r.accuracy}, {"test_loss", r.loss},
-                   {"train_loss", h.epochs.empty() ? NAN : h.epochs.back().train_loss},
-                   {"epochs", model.epochs_done()}, {"seconds", secs},
-                   {"images_per_second", train_secs > 0 ? images / train_secs : 0}, {"history", epochs}});
+      epochs.push_back({{"epoch", e.epoch + 1},
+                        {"train_loss", e.train_loss},
+                        {"train_accuracy", e.train_accuracy},
+                        {"val_loss", e.val_loss.value_or(NAN)},
+                        {"val_accuracy", e.val_accuracy.value_or(NAN)},
+                        {"seconds", e.seconds},
+                        {"images_per_second", e.images_per_second}});
+    write_metrics(a.metrics_json.text, {{"dataset", ds_name},
+                                        {"model", model_name},
+                                        {"test_accuracy", r.accuracy},
+                                        {"test_loss", r.loss},
+                                        {"train_loss", h.epochs.empty() ? NAN : h.epochs.back().train_loss},
+                                        {"epochs", model.epochs_done()},
+                                        {"seconds", secs},
+                                        {"images_per_second", train_secs > 0 ? images / train_secs : 0},
+                                        {"history", epochs}});
   }
   return 0;
 }
 
 struct EvalArgs {
-  std::string checkpoint, dataset, data_dir, metrics_json, device = "cpu";
+  std::string checkpoint, dataset, data_dir, device = "cpu";
+  TextArg metrics_json;
 };
 int run_evaluate(const EvalArgs& a) {
+  if (a.metrics_json.given()) {
+    check_output_file("evaluate", "--metrics-json", a.metrics_json.text);
+    AETHER_CHECK(!same_file(a.metrics_json.text, a.checkpoint), "evaluate", "--metrics-json ",
+                 shown(a.metrics_json.text, kPathChars), " is the --checkpoint");
+  }
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   const std::string ds_name =
       data::canonical_dataset_name(a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
       data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
+  check_images_fit("evaluate", test, "test", model, a.checkpoint);
   const EvalResult r = model.evaluate(test);
+  AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
+               a.checkpoint, " gives a loss of ", num(r.loss), " and an accuracy of ", num(r.accuracy),
+               " on ", ds_name, " test: its outputs are not finite");
   std::printf("%s on %s test: accuracy %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images, %.1f s)\n",
               a.checkpoint.c_str(), ds_name.c_str(), 100 * r.accuracy, 100 * r.top5, r.loss,
               static_cast<long long>(r.samples), r.seconds);
-  if (!a.metrics_json.empty())
-    write_metrics(a.metrics_json, {{"test_accuracy", r.accuracy}, {"test_loss", r.loss}, {"top5", r.top5},
-                                   {"samples", r.samples}, {"seconds", r.seconds}});
+  if (a.metrics_json.given())
+    write_metrics(a.metrics_json.text, {{"test_accuracy", r.accuracy},
+                                        {"test_loss", r.loss},
+                                        {"top5", r.top5},
+                                        {"samples", r.samples},
+                                        {"seconds", r.seconds}});
   return 0;
 }
 
@@ -187,20 +305,24 @@ int run_summary(const SummaryArgs& a) {
 void register_train(CLI::App& app) {
   static TrainArgs t;
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
-  cmd->add_option("--dataset", t.dataset, "fashion-mnist or cifar10")->capture_default_str();
-  cmd->add_option("--model", t.model, "preset: mlp, lenet, cifarnet (default: lenet / cifarnet)");
-  cmd->add_option("--epochs", t.epochs, "epochs (default: the preset's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--batch-size", t.batch_size, "batch size (default: the preset's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--lr", t.lr, "peak learning rate (default: the preset's)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--optimizer", t.optimizer, "sgd, adam or adamw (default: the preset's)");
-  cmd->add_option("--seed", t.seed, "random seed")->capture_default_str();
-  cmd->add_option("--device", t.device, "cpu, cuda or cuda:N (aether devices lists them)")->capture_default_str();
+  add_text_option(*cmd, "--dataset", t.dataset,
+                  "fashion-mnist or cifar10 (default: fashion-mnist, or the --resume checkpoint's)", "NAME");
+  add_text_option(*cmd, "--model", t.model, "preset: mlp, lenet, cifarnet (default: lenet / cifarnet)",
+                  "NAME");
+  add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");
+  add_text_option(*cmd, "--batch-size", t.batch_size, "batch size, 1..65536 (default: the preset's)", "INT");
+  add_text_option(*cmd, "--lr", t.lr, "peak learning rate, > 0 (default: the preset's)", "FLOAT");
+  add_text_option(*cmd, "--optimizer", t.optimizer, "sgd, adam or adamw (default: the preset's)", "NAME");
+  add_text_option(*cmd, "--seed", t.seed, "random seed (default: 1)", "UINT");
+  cmd->add_option("--device", t.device, "cpu, cuda or cuda:N (aether devices lists them)")
+      ->capture_default_str();
   cmd->add_option("--precision", t.precision, "float32")->capture_default_str();
-  cmd->add_option("--save", t.save, "write a checkpoint here after every epoch");
-  cmd->add_option("--resume", t.resume, "continue training from this checkpoint");
-  cmd->add_option("--metrics-json", t.metrics_json, "write final metrics here as JSON");
+  add_text_option(*cmd, "--save", t.save, "write a checkpoint here after every epoch", "FILE");
+  cmd->add_flag("--overwrite", t.overwrite, "let --save replace an existing file");
+  add_text_option(*cmd, "--resume", t.resume, "continue training from this checkpoint", "FILE");
+  add_text_option(*cmd, "--metrics-json", t.metrics_json, "write final metrics here as JSON", "FILE");
   cmd->add_option("--data-dir", t.data_dir, "where the data set is (else $AETHER_DATA, else defaults)");
-  cmd->add_option("--max-steps-per-epoch", t.max_steps, "cut epochs short (smoke runs)");
+  add_text_option(*cmd, "--max-steps-per-epoch", t.max_steps, "cut epochs short, >= 1 (smoke runs)", "INT");
   cmd->add_flag("--quiet", t.quiet, "no progress bar");
   cmd->callback([] { exit_code() = run_train(t); });
 
@@ -209,7 +331,7 @@ void register_train(CLI::App& app) {
   ev->add_option("--checkpoint", e.checkpoint, "a .aether file")->required();
   ev->add_option("--dataset", e.dataset, "fashion-mnist or cifar10 (default: the one it was trained on)");
   ev->add_option("--data-dir", e.data_dir, "where the data set is");
-  ev->add_option("--metrics-json", e.metrics_json, "write metrics here as JSON");
+  add_text_option(*ev, "--metrics-json", e.metrics_json, "write metrics here as JSON", "FILE");
   ev->add_option("--device", e.device, "cpu, cuda or cuda:N")->capture_default_str();
   ev->callback([] { exit_code() = run_evaluate(e); });
 
