@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include "test_paths.h"
+
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +31,7 @@ std::string python() {
 }
 
 std::string script() {
-  return (fs::path(__FILE__).parent_path() / "io" / "safetensors_crosscheck.py").string();
+  return (fs::path(AETHER_TEST_SOURCE_DIR) / "io" / "safetensors_crosscheck.py").string();
 }
 
 std::string quote(const std::string& s) { return "'" + s + "'"; }  // test paths hold no quotes

@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test_paths.h"
+
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -195,14 +197,14 @@ inline fs::path xz_file(const fs::path& src) {
 // The repository's shared directory: $AETHER_SHARED_DIR, else <repo>/../shared from this file.
 inline fs::path shared_dir() {
   if (const char* e = std::getenv("AETHER_SHARED_DIR"); e != nullptr && *e != 0) return e;
-  return (fs::path(__FILE__).parent_path() / ".." / ".." / ".." / "shared").lexically_normal();
+  return (fs::path(AETHER_TEST_SOURCE_DIR) / ".." / ".." / "shared").lexically_normal();
 }
 
 // python3 -m http.server (tests/data/http_server.py) serving `dir` on 127.0.0.1 at a free port.
 class HttpServer {
  public:
   explicit HttpServer(const fs::path& dir) {
-    const fs::path script = fs::path(__FILE__).parent_path() / "http_server.py";
+    const fs::path script = fs::path(AETHER_TEST_SOURCE_DIR) / "data" / "http_server.py";
     const fs::path port_file = dir.parent_path() / (dir.filename().string() + ".port");
     const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
     std::vector<std::string> args = {python, script.string(), dir.string(), port_file.string()};
