@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs the README's first command on a bare Debian 12, as a new user would: builds a minimal
+# Debian 12 root with `debootstrap --variant=minbase bookworm` (the bare root is cached as a tarball
+# outside the repository, in $AETHER_FRESH_CACHE or /var/cache/aether-fresh), unpacks a new copy of
+# it, copies this checkout in (the files git tracks plus untracked ones it does not ignore: a clean
+# clone with your uncommitted changes; no build trees, no caches) and runs
+#   scripts/quickstart.sh --epochs 1
+# inside it with chroot. Nothing of this machine's installed packages leaks in: the quickstart
+# must install everything it needs itself.
+#
+# The root's mounts (/proc, /dev) live in a private mount namespace (unshare), so they disappear
+# when this script ends, however it ends (even kill -9); the unpacked root is removed on exit, and
+# roots left behind by a killed run are removed by the next one. Needs root (or sudo), debootstrap
+# and network access to Debian's mirror. Extra arguments go to quickstart.sh after --epochs 1.
+#
+#   AETHER_FRESH_CACHE=DIR      where the bare root and the downloaded .debs are kept
+#   AETHER_FRESH_MIRROR=URL     Debian mirror (default http://deb.debian.org/debian)
+#   AETHER_FRESH_KEEP=1         keep the unpacked root (printed at the end) for a look inside
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+  exec sudo --preserve-env=AETHER_FRESH_CACHE,AETHER_FRESH_MIRROR,AETHER_FRESH_KEEP "$0" "$@"
+fi
+for tool in debootstrap unshare chroot tar git; do
+  command -v "$tool" >/dev/null || { echo "fresh-check: '$tool' is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
+done
+
+cache=${AETHER_FRESH_CACHE:-/var/cache/aether-fresh}
+mirror=${AETHER_FRESH_MIRROR:-http://deb.debian.org/debian}
+base="$cache/bookworm-minbase.tar"
+mkdir -p "$cache/debs" "$cache/runs"
+chmod 700 "$cache"
+
+# Roots left by runs that were killed (their pid is gone).
+for old in "$cache"/runs/*; do
+  [ -d "$old" ] || continue
+  pid=${old##*.}
+  if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+    echo "fresh-check: removing the root of an earlier run that did not finish: $old"
+    rm -rf --one-file-system "$old"
+  fi
+done
+
+# 1. The bare Debian 12 root, made once.
+if [ ! -s "$base" ]; then
+  echo "==> fresh-check: debootstrap --variant=minbase bookworm (once; cached in $base)"
+  tmp=$(mktemp -d "$cache/debootstrap.XXXXXX")
+  trap 'rm -rf --one-file-system "$tmp"' EXIT
+  debootstrap --variant=minbase bookworm "$tmp" "$mirror" >"$cache/debootstrap.log" 2>&1 ||
+    { tail -20 "$cache/debootstrap.log" >&2; echo "fresh-check: debootstrap failed (log: $cache/debootstrap.log)" >&2; exit 1; }
+  chmod 755 "$tmp"
+  tar -C "$tmp" --numeric-owner -cf "$base.part" .
+  mv "$base.part" "$base"
+  rm -rf --one-file-system "$tmp"
+  trap - EXIT
+fi
+
+# 2. A new root from it, and the checkout.
+root="$cache/runs/root.$$"
+cleanup() {
+  if [ "${AETHER_FRESH_KEEP:-0}" = "1" ]; then
+    echo "fresh-check: kept $root"
+  else
+    rm -rf --one-file-system "$root"
+  fi
+}
+trap cleanup EXIT
+mkdir -p "$root"
+tar -C "$root" --numeric-owner -xf "$base"
+chmod 755 "$root"  # the new system's / (apt's _apt user must reach its lists)
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"
+mkdir -p "$root/src/aether"
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard |
+  while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
+  tar --null -T - -cf -) | tar -C "$root/src/aether" -xf -
+echo "==> fresh-check: $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD -- 2>/dev/null || echo ' (with uncommitted changes)') in a bare Debian 12 root: scripts/quickstart.sh --epochs 1 $*"
+
+# 3. The README's first command, as root in the new system. The .debs it downloads are kept for the
+#    next run (the packages are still installed from scratch each time).
+start=$SECONDS
+unshare --mount --propagation private /bin/bash -euo pipefail -c '
+  root=$1; debs=$2; shift 2
+  mount -t proc proc "$root/proc"
+  mount --rbind /dev "$root/dev"
+  mount --bind "$debs" "$root/var/cache/apt/archives"
+  exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /src/aether && scripts/quickstart.sh --epochs 1 \"\$@\"" quickstart "$@"
+' fresh-check "$root" "$cache/debs" "$@"
+echo "==> fresh-check: passed in $((SECONDS - start)) s"
