@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
         .add(std::make_shared<nn::ReLU>())
         .add(std::make_shared<nn::MaxPool2d>(Size2{2, 2}))
         .add(std::make_shared<nn::Flatten>())
-        .add(std::make_shared<nn::Linear>(2 * 3 * 3, 3));
+        .add(std::make_shared<nn::Linear>(2 * 2 * 2, 3));
     cnn.configure({.optimizer = "adam", .lr = 1e-3}).finalize({6, 6, 1});
     data::Dataset d;
     d.name = "seed";
