@@ -1,20 +1,20 @@
 // fuzz/architecture_fuzz.cpp - libFuzzer target: the input as JSON text, read two ways.
 //
-// 1. As an architecture: parsed with nlohmann::json (as the readers parse), then
-//    nn::module_from_config on the document and, when it is an object with one, on its
-//    "architecture" member.
+// 1. As an architecture: parsed with aether::parse_json (what every reader parses JSON from a file
+//    with: its nesting limit included), then nn::module_from_config on the document and, when it
+//    is an object with one, on its "architecture" member.
 // 2. As a checkpoint's manifest.json: the input is stored as manifest.json in an in-memory zip next
 //    to two empty safetensors members, written to a per-process scratch file and given to
 //    Model::load (which reads it the way every .aether file is read: load_checkpoint's manifest
 //    checks, then architecture, config, training state).
-// Text that is not JSON is still given to Model::load (its parse error must be an aether::Error).
+// Text that parse_json rejects (with an aether::Error) still goes to Model::load in step 2.
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
 #include "aether/backend/backend.h"
-#include "aether/io/file.h"
+#include "aether/io/json.h"
 #include "aether/io/safetensors.h"
 #include "aether/model/model.h"
 #include "aether/nn/module.h"
@@ -31,12 +31,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // 1. module_from_config on the parsed document.
   nlohmann::json doc;
-  bool parsed = true;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception&) {
-    parsed = false;  // the harness's own parse: not JSON, nothing to build
-  }
+  bool parsed = false;
+  aether::fuzz::expect_ok_or_error([&] {
+    doc = aether::parse_json(text, "fuzz.json");
+    parsed = true;
+  });
   if (parsed) {
     aether::fuzz::expect_ok_or_error([&] { aether::nn::module_from_config(doc); });
     if (doc.is_object() && doc.contains("architecture"))
