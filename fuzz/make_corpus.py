@@ -1,0 +1,344 @@
+#!/usr/bin/env python3
+"""fuzz/make_corpus.py - writes the synthetic seed corpus of the fuzz targets (fuzz/corpus/<target>/).
+
+Deterministic (fixed zip timestamps, gzip mtime 0) and standard library only:
+    python3 fuzz/make_corpus.py            # rewrites every synthetic file; `git diff` shows changes
+
+The valid checkpoints (corpus/checkpoint/cnn_adam.aether, mlp_sgd.aether) come from Model::save
+(fuzz/make_checkpoint_seed.cpp, see fuzz/README.md); the hostile checkpoints here are derived from
+cnn_adam.aether, so run that program first when the checkpoint format changes.
+
+Each file stays under 64 KB (libFuzzer's -max_len in fuzz/CMakeLists.txt) and the corpus under
+1 MB; this script checks both. Hostile nesting that does not fit 64 KB as raw JSON goes into
+checkpoints, whose deflate'd manifest.json shrinks 10^6 levels to a few KB.
+"""
+
+import gzip
+import io
+import json
+import lzma
+import os
+import struct
+import sys
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+MAX_FILE = 64 * 1024 - 1
+MAX_TOTAL = 1024 * 1024
+
+written = []
+
+
+def write(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    assert len(data) <= MAX_FILE, f"{target}/{name}: {len(data)} bytes, over the 64 KB limit"
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+    written.append((target, name))
+
+
+def gz(data):
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def xz(data):
+    return lzma.compress(data, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64)
+
+
+def nested_array(depth, inner="0"):
+    """[[[...inner...]]] nested `depth` deep, built without recursion."""
+    return "[" * depth + inner + "]" * depth
+
+
+def nested_sequential(depth, inner='{"type": "ReLU"}'):
+    """A Sequential whose only layer is a Sequential ... `depth` levels deep."""
+    return '{"type": "Sequential", "layers": [' * depth + inner + "]}" * depth
+
+
+def nested_residual(depth, inner='{"type": "ReLU"}'):
+    return '{"type": "Residual", "body": ' * depth + inner + "}" * depth
+
+
+# ---- safetensors --------------------------------------------------------------------------------
+def safetensors(header, data=b"", pad=True, length=None):
+    """A safetensors file: 8-byte little-endian header length, the header, the data."""
+    h = header if isinstance(header, str) else json.dumps(header, separators=(",", ":"))
+    h = h.encode()
+    if pad:
+        h += b" " * (-len(h) % 8)
+    n = len(h) if length is None else length
+    return struct.pack("<Q", n) + h + data
+
+
+def tensors(entries, metadata=None):
+    """entries: (name, dtype, shape, bytes) -> (header dict, data), packed in order."""
+    header, data = {}, b""
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name, dtype, shape, raw in entries:
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    return header, data
+
+
+def make_safetensors():
+    t = "safetensors"
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    h, d = tensors([("w", "F32", [2, 3], f32)], {"format": "pt"})
+    write(t, "valid_f32.safetensors", safetensors(h, d))
+    h, d = tensors([
+        ("f16", "F16", [2], struct.pack("<2e", 1.5, -2)),
+        ("bf16", "BF16", [2], b"\x80\x3f\x00\xc0"),
+        ("f64", "F64", [1], struct.pack("<d", 3.25)),
+        ("i32", "I32", [2], struct.pack("<2i", -7, 7)),
+        ("i64", "I64", [1], struct.pack("<q", 1 << 40)),
+        ("u8", "U8", [3], b"\x00\x7f\xff"),
+        ("flag", "BOOL", [2], b"\x00\x01"),
+        ("scalar", "F32", [], struct.pack("<f", 9)),
+        ("none", "F32", [0, 4], b""),
+    ])
+    write(t, "valid_dtypes.safetensors", safetensors(h, d))
+    write(t, "valid_empty.safetensors", safetensors({}))
+    write(t, "valid_unpadded.safetensors", safetensors(*tensors([("x", "U8", [2, 2], b"abcd")]), pad=False))
+    # Invalid: each breaks one rule.
+    write(t, "bad_short.safetensors", b"\x08\x00\x00\x00")
+    write(t, "bad_length_past_end.safetensors", safetensors(*tensors([("w", "F32", [2, 3], f32)]), length=1 << 20))
+    write(t, "bad_length_huge.safetensors", safetensors("{}", length=(1 << 64) - 1))
+    write(t, "bad_not_json.safetensors", safetensors('{"w": {"dtype": "F32", '))
+    write(t, "bad_nul.safetensors", safetensors('{"a":"\x00"}'))
+    write(t, "bad_bool_byte.safetensors", safetensors(*tensors([("b", "BOOL", [2], b"\x01\x02")])))
+    write(t, "bad_dtype_i8.safetensors", safetensors(*tensors([("q", "I8", [2], b"\x01\x02")])))
+    h, d = tensors([("a", "U8", [4], b"abcd"), ("b", "U8", [4], b"efgh")])
+    h["b"]["data_offsets"] = [2, 6]
+    write(t, "bad_overlap.safetensors", safetensors(h, d))
+    write(t, "bad_trailing.safetensors", safetensors(*tensors([("x", "U8", [2], b"ab")])) + b"zz")
+    write(t, "bad_shape_negative.safetensors", safetensors({"x": {"dtype": "F32", "shape": [-1, 2], "data_offsets": [0, 0]}}))
+    write(t, "bad_shape_overflow.safetensors",
+          safetensors({"x": {"dtype": "F64", "shape": [1 << 32, 1 << 32, 1 << 32], "data_offsets": [0, 8]}}, b"\0" * 8))
+    write(t, "bad_shape_huge.safetensors",
+          safetensors({"x": {"dtype": "F32", "shape": [1 << 40], "data_offsets": [0, 1 << 42]}}, b"\0" * 8))
+    write(t, "bad_offsets_float.safetensors", safetensors({"x": {"dtype": "U8", "shape": [1], "data_offsets": [0.0, 1.5]}}, b"a"))
+    write(t, "bad_duplicate_name.safetensors",
+          safetensors('{"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"x":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"a"))
+    write(t, "bad_metadata_not_string.safetensors", safetensors({"__metadata__": {"k": 1}}))
+    # Hostile nesting. 100,000 levels (200 KB) would not fit libFuzzer's 64 KB max_len: 30,000 do.
+    write(t, "nested_header_30000.safetensors", safetensors('{"x":' + nested_array(30000) + "}"))
+    write(t, "nested_metadata_30000.safetensors", safetensors('{"__metadata__":{"k":' + nested_array(30000) + "}}"))
+    write(t, "nested_shape_30000.safetensors",
+          safetensors('{"x":{"dtype":"F32","shape":' + nested_array(30000) + ',"data_offsets":[0,0]}}'))
+
+
+# ---- checkpoints ----------------------------------------------------------------------------------
+def zip_bytes(members):
+    """members: (name, bytes, deflate?) in order; fixed timestamps, so the bytes are reproducible."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data, deflate in members:
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data, compresslevel=9 if deflate else None)
+    return buf.getvalue()
+
+
+def read_members(path):
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+def checkpoint(members, manifest_text=None):
+    """A checkpoint like the valid one, with its manifest.json text replaced when given."""
+    m = dict(members)
+    if manifest_text is not None:
+        m["manifest.json"] = manifest_text.encode() if isinstance(manifest_text, str) else manifest_text
+    return zip_bytes([("manifest.json", m["manifest.json"], True),
+                      ("model.safetensors", m["model.safetensors"], False),
+                      ("optimizer.safetensors", m["optimizer.safetensors"], False)])
+
+
+def replace_member(manifest_text, key, value_text):
+    """The manifest with top-level member `key` replaced by raw JSON text (may be too deep for json)."""
+    m = json.loads(manifest_text)
+    placeholder = "@@REPLACED@@"
+    m[key] = placeholder
+    return json.dumps(m, indent=2).replace(json.dumps(placeholder), value_text)
+
+
+def make_checkpoints():
+    t = "checkpoint"
+    valid = os.path.join(CORPUS, t, "cnn_adam.aether")
+    if not os.path.exists(valid):
+        sys.exit(f"{valid} is missing: build and run make_checkpoint_seed first (fuzz/README.md)")
+    members = read_members(valid)
+    manifest = members["manifest.json"].decode()
+    m = json.loads(manifest)
+
+    # Hostile nesting: the architecture 20,000 Sequentials deep; manifest values 10^6 deep.
+    write(t, "deep_sequential_20000.aether", checkpoint(members, replace_member(manifest, "architecture", nested_sequential(20000))))
+    write(t, "deep_info_1e6.aether", checkpoint(members, replace_member(manifest, "info", nested_array(10**6))))
+    write(t, "deep_architecture_1e6.aether", checkpoint(members, replace_member(manifest, "architecture", nested_array(10**6))))
+    tensors_deep = json.dumps(m["tensors"]).replace('"model": [', '"model": [' + nested_array(10**6) + ", ", 1)
+    write(t, "deep_tensor_entry_1e6.aether", checkpoint(members, replace_member(manifest, "tensors", tensors_deep)))
+    # Claimed sizes: a layer of 2^20 x 2^20 float32 weights (4 TiB) in the architecture.
+    huge = dict(m, architecture={"type": "Sequential", "layers": [{"type": "Linear", "in": 1 << 20, "out": 1 << 20, "bias": True}]})
+    write(t, "huge_linear.aether", checkpoint(members, json.dumps(huge, indent=2)))
+
+    # Invalid: each breaks one rule.
+    write(t, "bad_not_zip.aether", members["manifest.json"][:2000])
+    whole = checkpoint(members)
+    write(t, "bad_truncated.aether", whole[: len(whole) // 2])
+    write(t, "bad_no_model.aether", zip_bytes([("manifest.json", members["manifest.json"], True),
+                                               ("optimizer.safetensors", members["optimizer.safetensors"], False)]))
+    write(t, "bad_format_version.aether", checkpoint(members, json.dumps(dict(m, format_version=2))))
+    write(t, "bad_format.aether", checkpoint(members, json.dumps(dict(m, format="other"))))
+    shapes = json.loads(manifest)
+    shapes["tensors"]["model"][0]["shape"] = [7, 7]
+    write(t, "bad_manifest_shape.aether", checkpoint(members, json.dumps(shapes)))
+    arch = json.loads(manifest)
+    arch["architecture"]["layers"][0]["type"] = "Conv3d"
+    write(t, "bad_architecture_type.aether", checkpoint(members, json.dumps(arch)))
+    state = json.loads(manifest)
+    state["training_state"]["epoch"] = "one"
+    write(t, "bad_training_state.aether", checkpoint(members, json.dumps(state)))
+    crc = bytearray(whole)
+    at = crc.find(b"model.safetensors", 40) + 200  # inside the stored model.safetensors data
+    crc[at] ^= 0xFF
+    write(t, "bad_crc.aether", bytes(crc))
+    write(t, "bad_empty_zip.aether", zip_bytes([]))
+
+
+# ---- IDX ------------------------------------------------------------------------------------------
+def idx_images(n, rows, cols, pixels=None):
+    if pixels is None:
+        pixels = bytes((i * 7) % 256 for i in range(n * rows * cols))
+    return struct.pack(">IIII", 0x803, n, rows, cols) + pixels
+
+
+def idx_labels(labels, n=None):
+    return struct.pack(">II", 0x801, len(labels) if n is None else n) + bytes(labels)
+
+
+def make_idx():
+    t = "idx"
+    images = idx_images(2, 3, 4)
+    labels = idx_labels([0, 1, 9, 3, 5])
+    write(t, "images_2x3x4.idx", images)
+    write(t, "images_2x3x4.idx.gz", gz(images))
+    write(t, "images_2x3x4.idx.xz", xz(images))
+    write(t, "labels_5.idx", labels)
+    write(t, "labels_5.idx.gz", gz(labels))
+    write(t, "labels_5.idx.xz", xz(labels))
+    write(t, "bad_empty.idx", b"")
+    write(t, "bad_magic.idx", struct.pack(">IIII", 0x802, 1, 1, 1) + b"\0")
+    write(t, "bad_truncated_images.idx", images[:-3])
+    write(t, "bad_trailing_images.idx", images + b"\0")
+    write(t, "bad_zero_rows.idx", idx_images(1, 0, 4, b""))
+    write(t, "bad_huge_claim.idx", idx_images(0x7FFFFFFF, 1 << 16, 1 << 16, b"\1" * 64))
+    write(t, "bad_huge_claim_under_limit.idx.gz", gz(idx_images(1 << 24, 1 << 8, 1 << 8, b"\1" * 4096)))
+    write(t, "bad_label_10.idx", idx_labels([1, 10]))
+    write(t, "bad_labels_count.idx", idx_labels([1, 2], n=1 << 30))
+    bad_crc = bytearray(gz(labels))
+    bad_crc[-6] ^= 0xFF  # the CRC32 in the gzip trailer
+    write(t, "bad_crc_labels.idx.gz", bytes(bad_crc))
+    write(t, "bad_cut_gzip.idx.gz", gz(images)[:-10])
+    write(t, "bad_cut_xz.idx.xz", xz(images)[:-12])
+    write(t, "bad_gzip_then_garbage.idx.gz", gz(labels) + b"garbage")
+
+
+# ---- CIFAR-10 -------------------------------------------------------------------------------------
+def cifar_record(label, seed):
+    return bytes([label]) + bytes((seed + i * 13) % 256 for i in range(3072))
+
+
+def make_cifar():
+    t = "cifar"
+    one = cifar_record(3, 1)
+    two = cifar_record(0, 2) + cifar_record(9, 3)
+    write(t, "one_record.bin", one)
+    write(t, "two_records.bin.gz", gz(two))
+    write(t, "two_records.bin.xz", xz(two))
+    write(t, "bad_empty.bin", b"")
+    write(t, "bad_label_10.bin", cifar_record(10, 4))
+    write(t, "bad_truncated.bin", one[:3000])
+    write(t, "bad_extra_byte.bin", one + b"\0")
+    write(t, "bad_cut.bin.gz", gz(two)[:-20])
+
+
+# ---- architecture / manifest JSON ----------------------------------------------------------------------
+def make_architecture():
+    t = "architecture"
+    members = read_members(os.path.join(CORPUS, "checkpoint", "cnn_adam.aether"))
+    manifest = members["manifest.json"].decode()
+    m = json.loads(manifest)
+    write(t, "manifest_cnn_adam.json", manifest)
+    write(t, "manifest_mlp_sgd.json", read_members(os.path.join(CORPUS, "checkpoint", "mlp_sgd.aether"))["manifest.json"])
+    write(t, "architecture_cnn.json", json.dumps(m["architecture"], indent=1))
+    every_layer = {"type": "Sequential", "layers": [
+        {"type": "Conv2d", "in": 3, "out": 4, "kernel": [3, 1], "stride": [1, 2], "padding": [1, 1, 0, 0],
+         "dilation": [1, 1], "groups": 1, "bias": False},
+        {"type": "Conv2d", "in": 4, "out": 4, "kernel": [3, 3], "stride": [1, 1], "padding": "same",
+         "dilation": [2, 2], "groups": 2, "bias": True},
+        {"type": "BatchNorm2d", "channels": 4, "momentum": 0.1, "eps": 1e-5, "affine": True},
+        {"type": "LeakyReLU", "slope": 0.01}, {"type": "GELU", "tanh_approx": True},
+        {"type": "MaxPool2d", "kernel": [2, 2], "stride": [2, 2], "padding": [0, 0]},
+        {"type": "AvgPool2d", "kernel": [2, 2], "stride": [1, 1], "padding": [1, 1], "count_include_pad": True},
+        {"type": "SpatialDropout", "p": 0.1},
+        {"type": "Residual", "body": {"type": "Sequential", "layers": [{"type": "ReLU"}]},
+         "shortcut": {"type": "Conv2d", "in": 4, "out": 4, "kernel": [1, 1], "stride": [1, 1], "padding": "same",
+                      "dilation": [1, 1], "groups": 1, "bias": False}},
+        {"type": "Residual", "body": {"type": "GELU"}},
+        {"type": "GlobalMaxPool2d"}, {"type": "Flatten"},
+        {"type": "BatchNorm1d", "channels": 4, "momentum": 0.2, "eps": 1e-3, "affine": False},
+        {"type": "Dropout", "p": 0.5}, {"type": "Linear", "in": 4, "out": 2, "bias": True},
+        {"type": "Softmax", "axis": -1}, {"type": "GlobalAvgPool2d"}]}
+    write(t, "architecture_every_layer.json", json.dumps(every_layer, indent=1))
+    write(t, "manifest_every_layer.json", json.dumps(dict(m, architecture=every_layer), indent=1))
+    # Invalid.
+    write(t, "bad_type_number.json", '{"type": 5}')
+    write(t, "bad_type_unknown.json", '{"type": "Conv3d"}')
+    write(t, "bad_not_object.json", '["Sequential"]')
+    write(t, "bad_layers_not_array.json", '{"type": "Sequential", "layers": 5}')
+    write(t, "bad_linear_missing.json", '{"type": "Linear", "in": 3}')
+    write(t, "bad_linear_negative.json", '{"type": "Linear", "in": -3, "out": 2}')
+    write(t, "bad_linear_float.json", '{"type": "Linear", "in": 3.5, "out": 1e300}')
+    write(t, "bad_conv_groups_zero.json",
+          '{"type": "Conv2d", "in": 4, "out": 4, "kernel": [3, 3], "stride": [1, 1], "padding": [1], "dilation": [1, 1], "groups": 0}')
+    write(t, "bad_residual_no_body.json", '{"type": "Residual", "shortcut": {"type": "ReLU"}}')
+    write(t, "bad_dropout_p.json", '{"type": "Dropout", "p": 2}')
+    write(t, "bad_manifest_no_tensors.json", json.dumps({"format": "aether-checkpoint", "format_version": 1}))
+    write(t, "bad_not_json.json", '{"type": "Sequential", "layers": [')
+    # Claimed sizes: 4 TiB of Linear weights; a Conv2d of 2^16 x 2^16 channels with 64x64 kernels.
+    write(t, "huge_linear.json", '{"type": "Linear", "in": 1048576, "out": 1048576}')
+    write(t, "huge_conv.json",
+          '{"type": "Conv2d", "in": 65536, "out": 65536, "kernel": [64, 64], "stride": [1, 1], "padding": "same", "dilation": [1, 1], "groups": 1}')
+    # Hostile nesting, as deep as fits 64 KB of raw JSON (deeper ones are in corpus/checkpoint).
+    write(t, "nested_array_30000.json", nested_array(30000))
+    write(t, "nested_architecture_30000.json", '{"architecture": ' + nested_array(30000) + "}")
+    write(t, "nested_object_10000.json", '{"a":' * 10000 + "1" + "}" * 10000)
+    write(t, "nested_sequential_1700.json", nested_sequential(1700))
+    write(t, "nested_residual_2100.json", nested_residual(2100))
+    write(t, "nested_manifest_info_30000.json", replace_member(manifest, "info", nested_array(30000)))
+
+
+def main():
+    make_safetensors()
+    make_checkpoints()
+    make_idx()
+    make_cifar()
+    make_architecture()
+    total = 0
+    for target in sorted(os.listdir(CORPUS)):
+        for name in os.listdir(os.path.join(CORPUS, target)):
+            size = os.path.getsize(os.path.join(CORPUS, target, name))
+            assert size <= MAX_FILE, f"{target}/{name}: {size} bytes, over the 64 KB limit"
+            total += size
+    assert total <= MAX_TOTAL, f"the corpus is {total} bytes, over the 1 MB limit"
+    print(f"wrote {len(written)} files; the corpus is {total} bytes")
+
+
+if __name__ == "__main__":
+    main()
