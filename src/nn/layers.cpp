@@ -1,9 +1,11 @@
 // The layers: thin Modules over the functional ops.
 #include "aether/nn/layers.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "aether/io/json.h"
+#include "aether/io/limits.h"
 #include "aether/ops/nn.h"
 #include "config_depth.h"
 
@@ -172,13 +174,51 @@ nlohmann::json Residual::config() const {
 
 // ---- rebuilding from config --------------------------------------------------------------------------------
 namespace {
-Size2 size2_from(const nlohmann::json& j) { return j.is_array() ? Size2(j.at(0), j.at(1)) : Size2(j.get<int64_t>()); }
+// Typed reads of a config's fields: a value of the wrong JSON type, a fraction where a size belongs,
+// or a size outside [0, kMaxConfigDim] is an aether::Error naming the field (nlohmann's own
+// conversions truncate 3.5 to 3 and convert 1e300 to an integer with undefined behaviour).
+int64_t dim_from(const nlohmann::json& j, const char* field) {
+  AETHER_CHECK(j.is_number_integer(), "module_from_config", "\"", field, "\" must be a whole number, got ",
+               json_excerpt(j));
+  const bool in_range = j.is_number_unsigned() ? j.get<uint64_t>() <= uint64_t(kMaxConfigDim)
+                                               : j.get<int64_t>() >= 0 && j.get<int64_t>() <= kMaxConfigDim;
+  AETHER_CHECK(in_range, "module_from_config", "\"", field, "\" = ", json_excerpt(j), " is outside [0, ",
+               kMaxConfigDim, "]");
+  return j.get<int64_t>();
+}
+int64_t dim_at(const nlohmann::json& c, const char* field) { return dim_from(c.at(field), field); }
+double number_at(const nlohmann::json& c, const char* field) {
+  const nlohmann::json& j = c.at(field);
+  AETHER_CHECK(j.is_number() && std::isfinite(j.get<double>()), "module_from_config", "\"", field,
+               "\" must be a finite number, got ", json_excerpt(j));
+  return j.get<double>();
+}
+bool bool_value(const nlohmann::json& c, const char* field, bool fallback) {
+  if (!c.contains(field)) return fallback;
+  AETHER_CHECK(c.at(field).is_boolean(), "module_from_config", "\"", field, "\" must be true or false, got ",
+               json_excerpt(c.at(field)));
+  return c.at(field).get<bool>();
+}
+Size2 size2_at(const nlohmann::json& c, const char* field) {
+  const nlohmann::json& j = c.at(field);
+  if (!j.is_array()) return Size2(dim_from(j, field));
+  AETHER_CHECK(j.size() == 2, "module_from_config", "\"", field, "\" must be a number or a pair, got ",
+               json_excerpt(j));
+  return Size2(dim_from(j.at(0), field), dim_from(j.at(1), field));
+}
+// A layer's parameter count, checked before its constructor allocates the weights.
+void check_params(double params, const nlohmann::json& c) {
+  AETHER_CHECK(params <= double(kMaxLayerParams), "module_from_config", json_excerpt(c), " would hold ", params,
+               " parameters; at most ", kMaxLayerParams, " are allowed per layer");
+}
 }  // namespace
 
 ModulePtr module_from_config(const nlohmann::json& c) {
   const ModuleNestingGuard nesting;  // throws past kMaxModuleNesting
   AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config", "expected an object with a \"type\", got ",
                json_excerpt(c));
+  AETHER_CHECK(c.at("type").is_string(), "module_from_config", "\"type\" must be a string, got ",
+               json_excerpt(c.at("type")));
   const std::string t = c.at("type");
   try {
     if (t == "Sequential") {
@@ -186,38 +226,54 @@ ModulePtr module_from_config(const nlohmann::json& c) {
       for (const auto& l : c.at("layers")) s->add(module_from_config(l));
       return s;
     }
-    if (t == "Linear") return std::make_shared<Linear>(c.at("in"), c.at("out"), c.value("bias", true));
+    if (t == "Linear") {
+      const int64_t in = dim_at(c, "in"), out = dim_at(c, "out");
+      check_params(double(in) * double(out), c);
+      return std::make_shared<Linear>(in, out, bool_value(c, "bias", true));
+    }
     if (t == "Conv2d") {
       Conv2dOptions o;
-      o.stride = size2_from(c.at("stride"));
-      o.dilation = size2_from(c.at("dilation"));
-      o.groups = c.at("groups");
+      o.stride = size2_at(c, "stride");
+      o.dilation = size2_at(c, "dilation");
+      o.groups = dim_at(c, "groups");
       const auto& p = c.at("padding");
-      o.padding = p.is_string() ? Padding2d(p.get<std::string>())
-                                : Padding2d(p.at(0).get<int64_t>(), p.at(1).get<int64_t>(), p.at(2).get<int64_t>(),
-                                            p.at(3).get<int64_t>());
-      return std::make_shared<Conv2d>(c.at("in"), c.at("out"), size2_from(c.at("kernel")), o, c.value("bias", true));
+      if (p.is_string()) {
+        o.padding = Padding2d(p.get<std::string>());
+      } else {
+        AETHER_CHECK(p.is_array() && p.size() == 4, "module_from_config",
+                     "\"padding\" must be \"same\", \"valid\" or [top, bottom, left, right], got ", json_excerpt(p));
+        o.padding = Padding2d(dim_from(p.at(0), "padding"), dim_from(p.at(1), "padding"),
+                              dim_from(p.at(2), "padding"), dim_from(p.at(3), "padding"));
+      }
+      const int64_t in = dim_at(c, "in"), out = dim_at(c, "out");
+      const Size2 k = size2_at(c, "kernel");
+      check_params(double(out) * double(k.h) * double(k.w) * double(in) / double(std::max<int64_t>(o.groups, 1)), c);
+      return std::make_shared<Conv2d>(in, out, k, o, bool_value(c, "bias", true));
     }
     if (t == "BatchNorm1d" || t == "BatchNorm2d")
-      return std::make_shared<BatchNorm>(c.at("channels"), t == "BatchNorm1d" ? 1 : 2, c.at("momentum"), c.at("eps"),
-                                         c.value("affine", true));
+      return std::make_shared<BatchNorm>(dim_at(c, "channels"), t == "BatchNorm1d" ? 1 : 2, number_at(c, "momentum"),
+                                         number_at(c, "eps"), bool_value(c, "affine", true));
     if (t == "ReLU") return std::make_shared<ReLU>();
-    if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(c.at("slope"));
-    if (t == "GELU") return std::make_shared<GELU>(c.value("tanh_approx", false));
-    if (t == "Softmax") return std::make_shared<Softmax>(c.value("axis", -1));
+    if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(number_at(c, "slope"));
+    if (t == "GELU") return std::make_shared<GELU>(bool_value(c, "tanh_approx", false));
+    if (t == "Softmax") {
+      const nlohmann::json axis = c.value("axis", nlohmann::json(-1));
+      AETHER_CHECK(axis.is_number_integer() && axis.get<int64_t>() >= -8 && axis.get<int64_t>() < 8,
+                   "module_from_config", "\"axis\" must be a whole number in [-8, 8), got ", json_excerpt(axis));
+      return std::make_shared<Softmax>(axis.get<int64_t>());
+    }
     // Pooling: files written before the stride was stored as such hold [0, 0] for "the kernel's
     // size"; the constructors read 0 that way.
     if (t == "MaxPool2d")
-      return std::make_shared<MaxPool2d>(size2_from(c.at("kernel")), size2_from(c.at("stride")),
-                                         size2_from(c.at("padding")));
+      return std::make_shared<MaxPool2d>(size2_at(c, "kernel"), size2_at(c, "stride"), size2_at(c, "padding"));
     if (t == "AvgPool2d")
-      return std::make_shared<AvgPool2d>(size2_from(c.at("kernel")), size2_from(c.at("stride")),
-                                         size2_from(c.at("padding")), c.value("count_include_pad", false));
+      return std::make_shared<AvgPool2d>(size2_at(c, "kernel"), size2_at(c, "stride"), size2_at(c, "padding"),
+                                         bool_value(c, "count_include_pad", false));
     if (t == "GlobalAvgPool2d") return std::make_shared<GlobalAvgPool2d>();
     if (t == "GlobalMaxPool2d") return std::make_shared<GlobalMaxPool2d>();
     if (t == "Flatten") return std::make_shared<Flatten>();
-    if (t == "Dropout") return std::make_shared<Dropout>(c.at("p"));
-    if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(c.at("p"));
+    if (t == "Dropout") return std::make_shared<Dropout>(number_at(c, "p"));
+    if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(number_at(c, "p"));
     if (t == "Residual")
       return std::make_shared<Residual>(module_from_config(c.at("body")),
                                         c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);

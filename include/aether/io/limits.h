@@ -18,6 +18,14 @@ constexpr int kMaxJsonDepth = 64;
 // module_from_config: modules (Sequential, Residual) nest at most this deep.
 constexpr int kMaxModuleNesting = 64;
 
+// module_from_config: one layer built from a config holds at most this many parameters (a
+// Linear's in x out, a Conv2d's out x kh x kw x in/groups): 2^31 float32 values are 8 GiB, far above
+// any model aether trains, and the constructors allocate their weights at once.
+constexpr int64_t kMaxLayerParams = int64_t(1) << 31;
+// Every size in such a config (features, channels, kernel, stride, padding, dilation, groups) lies
+// in [0, kMaxConfigDim].
+constexpr int64_t kMaxConfigDim = int64_t(1) << 24;
+
 // Error messages quote at most this many characters of a value read from a file (a JSON value, a
 // tensor name), so that a hostile file cannot produce a huge message.
 constexpr size_t kMaxQuotedChars = 80;
