@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang
+  # libFuzzer (clang's runtime; not part of the clang package) for the fuzz targets in fuzz/
+  libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # oneDNN; its CMake config (dnnl-config.cmake) calls find_package(OpenCL), and libdnnl-dev only
   # *recommends* the OpenCL headers and loader, which --no-install-recommends leaves out.

@@ -59,11 +59,17 @@ if [ "${AETHER_TEST_QUICK:-0}" = "1" ]; then
   exit 0
 fi
 
-begin "[2/4] clang++ build (warnings are errors), install check"
+begin "[2/4] clang++ build (warnings are errors), install check, fuzz targets"
 cmake -S . -B build/clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DAETHER_WERROR=ON "${launcher[@]}" \
   -DCMAKE_CXX_COMPILER=clang++
 cmake --build build/clang -j "$jobs"
 ctest --test-dir build/clang -L install
+# libFuzzer targets over an instrumented (ASan + UBSan + coverage) static libaether: each runs its
+# seed corpus (fuzz/corpus/<reader>) and then a fixed number of mutations (fuzz/README.md).
+cmake -S . -B build/fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAETHER_FUZZ=ON -DAETHER_BUILD_TESTS=OFF \
+  -DAETHER_BUILD_BENCH=OFF -DAETHER_CUDA=OFF -DAETHER_WERROR=ON "${launcher[@]}" -DCMAKE_CXX_COMPILER=clang++
+cmake --build build/fuzz -j "$jobs"
+ctest --test-dir build/fuzz -L fuzz -j "$jobs" --timeout 600
 end
 
 begin "[3/4] AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
