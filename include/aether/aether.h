@@ -1,6 +1,7 @@
-// aether/aether.h - the tensor library: tensors, the lazy graph, autograd, functional ops.
-// Layers, optimizers, data and the Model API: aether/nn/*.h, aether/optim/*.h, aether/data/data.h,
-// aether/model/model.h (or aether/all.h for everything).
+// aether/aether.h - everything a program needs: tensors, the lazy graph, autograd, functional
+// ops, layers (nn::), optimizers and schedules, data sets and the loader, checkpoints and the Model
+// API. Every example in the README and in aether/model/model.h compiles with this header alone.
+// (aether/all.h is the same.)
 #pragma once
 
 #include "aether/backend/backend.h"
@@ -17,3 +18,12 @@
 #include "aether/graph/print.h"
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
+// Layers, optimizers, data and the Model API.
+#include "aether/data/data.h"
+#include "aether/io/checkpoint.h"
+#include "aether/model/model.h"
+#include "aether/model/presets.h"
+#include "aether/nn/layers.h"
+#include "aether/nn/module.h"
+#include "aether/optim/optimizer.h"
+#include "aether/optim/schedule.h"

@@ -7,6 +7,13 @@ src=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > /dev/null
+# The installed package names no file outside the prefix that a user's machine may lack: a
+# CUDA-enabled build once hard-coded the toolkit's libcudart_static.a path in aetherTargets.cmake and
+# aether.pc. (System libraries are found by name; the CUDA runtime is inside libaether.)
+if grep -rnE '/[^ ;"]*(cuda|cudart)[^ ;"]*' "$work/prefix/lib"*/cmake "$work/prefix/lib"*/pkgconfig; then
+  echo "install check: the installed CMake package or aether.pc names a CUDA toolkit path (above)" >&2
+  exit 1
+fi
 # The consumer is built with aether's own compiler: a static libaether carries that compiler's
 # OpenMP runtime calls (clang's libomp, g++'s libgomp), which the other runtime does not provide.
 cxx=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
