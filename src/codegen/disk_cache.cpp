@@ -3,7 +3,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -21,6 +20,7 @@
 #include <vector>
 
 #include "aether/core/error.h"
+#include "aether/data/checksum.h"
 
 namespace aether::codegen::disk {
 namespace {
@@ -157,19 +157,7 @@ std::string hex16(uint64_t h) {
   return hex;
 }
 
-std::string sha256_hex(const std::string& bytes) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  AETHER_CHECK(EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr) == 1, "kernel cache",
-               "OpenSSL could not compute a SHA-256 digest");
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
+std::string sha256_hex(const std::string& bytes) { return data::sha256_hex(bytes.data(), bytes.size()); }
 
 bool mkdirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {

@@ -12,6 +12,18 @@
 #include "aether/data/byte_reader.h"
 
 namespace aether::data {
+namespace {
+// Lowercase hex of a digest.
+std::string hex_of(const unsigned char* md, unsigned len) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned i = 0; i < len; ++i) {
+    out += kHex[md[i] >> 4];
+    out += kHex[md[i] & 15];
+  }
+  return out;
+}
+}  // namespace
 
 struct Md5::Impl {
   EVP_MD_CTX* ctx = nullptr;
@@ -38,19 +50,21 @@ std::string Md5::hex_digest() {
   unsigned int len = 0;
   AETHER_CHECK(EVP_DigestFinal_ex(impl_->ctx, md, &len) == 1, "md5", "OpenSSL digest final failed");
   impl_->finished = true;
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
+  return hex_of(md, len);
 }
 
 std::string md5_hex(const void* data, size_t n) {
   Md5 m;
   m.update(data, n);
   return m.hex_digest();
+}
+
+std::string sha256_hex(const void* data, size_t n) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  AETHER_CHECK(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) == 1, "sha256",
+               "OpenSSL could not compute a SHA-256 digest");
+  return hex_of(md, len);
 }
 
 FileDigest digest_file(const std::string& path, bool decompress) {

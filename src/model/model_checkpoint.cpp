@@ -11,6 +11,7 @@
 
 #include "aether/core/random.h"
 #include "aether/io/checkpoint.h"
+#include "aether/io/json.h"
 #include "model_impl.h"
 
 namespace aether {
@@ -70,11 +71,8 @@ void Model::save(const std::string& path) {
 namespace {
 using json = nlohmann::json;
 
-// At most 80 characters of a JSON value, for error messages.
-std::string brief(const json& j) {
-  std::string s = j.dump();
-  return s.size() <= 80 ? s : s.substr(0, 77) + "...";
-}
+// At most 80 characters of a JSON value, for error messages (without dumping the whole value).
+std::string brief(const json& j) { return json_excerpt(j); }
 
 // Checked reads of manifest values: every error names the file and the entry
 // ("load: run.aether: training_state.lr is -1, expected a finite number >= 0").

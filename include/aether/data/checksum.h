@@ -1,7 +1,7 @@
-// aether/data/checksum.h - MD5 digests (OpenSSL EVP) of buffers, streams and data files.
+// aether/data/checksum.h - digests (OpenSSL EVP) of buffers, streams and data files: MD5 and SHA-256.
 //
 // MD5 only identifies published data files (their checksums are given as MD5); it is not used for
-// anything that needs a secure hash.
+// anything that needs a secure hash. SHA-256 is (the kernel caches vouch for their objects with it).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +26,7 @@ class Md5 {
 };
 
 std::string md5_hex(const void* data, size_t n);
+std::string sha256_hex(const void* data, size_t n);  // 64 lowercase hex digits
 
 struct FileDigest {
   std::string md5;     // of the bytes read
