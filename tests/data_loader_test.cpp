@@ -340,3 +340,77 @@ TEST(DataLoader, BadUse) {
   broken.labels[2] = 9;  // >= num_classes (7)
   EXPECT_THROW(DataLoader(broken, opt), Error);
 }
+
+// Float32 images handed over without a copy (Python's arrays): the loader takes the values as they
+// are (no /255), applies mean/std, and gives the same batches the uint8 path gives for v / 255.
+TEST(DataLoader, FloatImagesAndRegressionTargets) {
+  const Dataset u8 = synthetic(10, 3, 4, 2);
+  std::vector<float> values(u8.images.size());
+  for (size_t i = 0; i < values.size(); ++i) values[i] = float(u8.images[i]) / 255.0f;
+  Dataset f = u8;
+  f.images.clear();
+  f.float_images = values.data();
+  f.labels.clear();
+  f.num_classes = 0;
+  f.target_dim = 2;
+  for (int64_t i = 0; i < f.n; ++i) {
+    f.targets.push_back(float(i));
+    f.targets.push_back(-float(i));
+  }
+  f.check();
+  LoaderOptions opt;
+  opt.batch_size = 4;
+  opt.seed = 5;
+  opt.crop_padding = 1;
+  opt.hflip = true;
+  opt.mean = {0.25f, 0.5f};
+  opt.std = {0.5f, 2.0f};
+  DataLoader a(u8, opt), b(f, opt);
+  a.begin_epoch(1);
+  b.begin_epoch(1);
+  while (auto ba = a.next()) {
+    auto bb = b.next();
+    ASSERT_TRUE(bb.has_value());
+    EXPECT_EQ(ba->samples, bb->samples);
+    const auto va = ba->images.to_vector<float>(), vb = bb->images.to_vector<float>();
+    ASSERT_EQ(va.size(), vb.size());
+    for (size_t i = 0; i < va.size(); ++i) EXPECT_NEAR(va[i], vb[i], 1e-5f) << i;
+    EXPECT_FALSE(bb->labels.defined());
+    ASSERT_TRUE(bb->targets.defined());
+    EXPECT_EQ(bb->targets.shape(), (Shape{bb->size, 2}));
+    const auto t = bb->targets.to_vector<float>();
+    for (int64_t k = 0; k < bb->size; ++k) {
+      EXPECT_EQ(t[size_t(2 * k)], float(bb->samples[size_t(k)]));
+      EXPECT_EQ(t[size_t(2 * k + 1)], -float(bb->samples[size_t(k)]));
+    }
+  }
+  EXPECT_FALSE(b.next().has_value());
+  // Inconsistent data sets are refused.
+  Dataset both = f;
+  both.images = u8.images;
+  EXPECT_THROW(both.check(), Error);
+  Dataset short_targets = f;
+  short_targets.targets.pop_back();
+  EXPECT_THROW(short_targets.check(), Error);
+  Dataset labels_and_targets = f;
+  labels_and_targets.labels = u8.labels;
+  EXPECT_THROW(labels_and_targets.check(), Error);
+}
+
+TEST(DataLoader, ChannelStats) {
+  Dataset d = synthetic(6, 2, 3, 2);
+  const auto [mean, stdev] = channel_stats(d);
+  ASSERT_EQ(mean.size(), 2u);
+  for (int64_t ch = 0; ch < 2; ++ch) {
+    double s = 0, s2 = 0;
+    const int64_t pixels = d.n * d.h * d.w;
+    for (int64_t i = 0; i < pixels; ++i) {
+      const double v = d.images[size_t(i * 2 + ch)] / 255.0;
+      s += v;
+      s2 += v * v;
+    }
+    const double m = s / double(pixels);
+    EXPECT_NEAR(mean[size_t(ch)], m, 1e-6);
+    EXPECT_NEAR(stdev[size_t(ch)], std::sqrt(s2 / double(pixels) - m * m), 1e-5);
+  }
+}

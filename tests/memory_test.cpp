@@ -279,3 +279,31 @@ TEST(Liveness, KernelOrderRunsEachLastReaderEarly) {
       ASSERT_NEAR(got[j], expect[size_t(i)][j], 1e-4 * (1 + std::abs(expect[size_t(i)][j]))) << i << " " << j;
   }
 }
+
+// Memory handed over from outside (NumPy arrays from Python): used in place, never freed or cached
+// by aether, its owner released when the last tensor reading it dies.
+TEST(Allocator, ExternalMemoryIsUsedInPlaceAndItsOwnerReleased) {
+  std::vector<float> host = {1, 2, 3, 4, 5, 6};
+  auto released = std::make_shared<int>(0);
+  {
+    std::shared_ptr<const void> owner(new int(0), [released](const void* p) {
+      ++*released;
+      delete static_cast<const int*>(p);
+    });
+    const auto before = Buffer::alloc_stats();
+    Tensor t = Tensor::from_external(host.data(), {2, 3}, DType::float32, std::move(owner));
+    EXPECT_TRUE(t.node()->buffer->external());
+    EXPECT_EQ(t.node()->buffer->data(), host.data());  // no copy
+    EXPECT_EQ(Buffer::alloc_stats().buffers, before.buffers);
+    host[5] = 60;  // the caller's writes show in values computed afterwards
+    Tensor y = (t * 2).sum().realize();
+    EXPECT_EQ(y.item<float>(), 2 * (1 + 2 + 3 + 4 + 5 + 60));
+    EXPECT_EQ(*released, 0);
+    Tensor view = t.slice(1, 1, 3);  // a view keeps the memory alive
+    t = Tensor();
+    EXPECT_EQ(*released, 0);
+    EXPECT_EQ(view.to_vector<float>(), (std::vector<float>{2, 3, 5, 60}));
+  }
+  EXPECT_EQ(*released, 1);
+  EXPECT_EQ(host[0], 1);  // never written
+}

@@ -414,3 +414,102 @@ TEST(ModelSaveLoad, CorruptCheckpointsThrowClearErrors) {
   save_checkpoint(mismatch, real);
   expect_error([&] { Model::load(mismatch); }, {mismatch, real.model[0].first, "(3, 3)"});
 }
+
+// ---- hooks the Python package uses -------------------------------------------------------------------------
+TEST(ModelTrain, OnBatchSeesEveryStepAndItsExceptionStopsTrainingKeepingTheCheckpoint) {
+  manual_seed(4);
+  const data::Dataset d = tiny_dataset();
+  TempDir dir;
+  Model m;
+  add_layers(m);
+  m.configure(sgd_config()).finalize({8, 8, 1});
+  TrainOptions o = train_options(3);
+  o.checkpoint_path = dir.file("ck.aether");
+  std::vector<BatchProgress> seen;
+  struct Stop {};
+  o.on_batch = [&](const BatchProgress& p) {
+    seen.push_back(p);
+    if (p.epoch == 1 && p.batch == 2) throw Stop{};  // like Ctrl-C in the second epoch
+  };
+  EXPECT_THROW(m.train(d, o), Stop);
+  ASSERT_EQ(seen.size(), 4u + 2u);  // 64 images / 16: 4 steps, then 2
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(seen[i].epoch, 0);
+    EXPECT_EQ(seen[i].batch, int64_t(i) + 1);
+    EXPECT_EQ(seen[i].batches, 4);
+    EXPECT_EQ(seen[i].seen, 16 * (int64_t(i) + 1));
+    EXPECT_TRUE(std::isfinite(seen[i].loss));
+  }
+  EXPECT_EQ(seen[4].epoch, 1);
+  const Model back = Model::load(o.checkpoint_path);  // the first epoch, intact
+  EXPECT_EQ(back.epochs_done(), 1);
+}
+
+TEST(ModelTrain, RegressionTargetsWithMse) {
+  manual_seed(5);
+  // 128 flat samples of 4 values in [0, 1], target (2): a linear map of them.
+  data::Dataset d;
+  d.name = "linear";
+  d.n = 128;
+  d.h = 4;
+  d.w = 1;
+  d.c = 1;
+  d.target_dim = 2;
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> pix(0, 255);
+  for (int64_t i = 0; i < d.n; ++i) {
+    float v[4];
+    for (float& x : v) {
+      const int p = pix(gen);
+      d.images.push_back(uint8_t(p));
+      x = float(p) / 255.0f;
+    }
+    d.targets.push_back(v[0] + 2 * v[1] - v[2]);
+    d.targets.push_back(0.5f * v[3] - v[0]);
+  }
+  d.check();
+  Model m;
+  m.add(mk<nn::Linear>(4, 2));
+  ModelConfig c;
+  c.loss = "mse";
+  c.optimizer = "adam";
+  c.lr = 0.05;
+  m.configure(c).finalize({4});
+  TrainOptions o;
+  o.epochs = 30;
+  o.data.batch_size = 32;
+  o.progress = false;
+  const History h = m.train(d, o);
+  EXPECT_LT(h.epochs.back().train_loss, 0.05 * h.epochs.front().train_loss);
+  // regression_precision defaults to std(targets) / 250 of the training set
+  EXPECT_GT(m.config().regression_precision, 0);
+  EXPECT_LT(m.config().regression_precision, 0.01);
+  const EvalResult r = m.evaluate(d);
+  EXPECT_LT(r.loss, 0.01);
+  EXPECT_GE(r.accuracy, 0);
+  // classification losses refuse targets
+  Model ce;
+  ce.add(mk<nn::Linear>(4, 2));
+  ce.configure(ModelConfig{}).finalize({4});
+  expect_error([&] { ce.train(d, o); }, {"regression targets", "mse"});
+}
+
+TEST(ModelSaveLoad, RegisteredModuleTypesRoundTrip) {
+  // A layer type the library does not know (as Python's layers are) is rebuilt by its factory.
+  struct Twice : nn::Module {
+    Tensor forward(const Tensor& x) override { return x * 2.0; }
+    std::string type_name() const override { return "Twice"; }
+    nlohmann::json config() const override { return {{"type", "TestTwice"}}; }
+  };
+  TempDir dir;
+  manual_seed(6);
+  Model m;
+  m.add(std::make_shared<Twice>()).add(mk<nn::Linear>(4, 2));
+  m.configure(ModelConfig{}).finalize({4});
+  m.save(dir.file("t.aether"));
+  expect_error([&] { Model::load(dir.file("t.aether")); }, {"unknown layer type 'TestTwice'"});
+  nn::register_module_type("TestTwice", [](const nlohmann::json&) { return std::make_shared<Twice>(); });
+  Model back = Model::load(dir.file("t.aether"));
+  const Tensor x = Tensor::ones({3, 4});
+  EXPECT_TRUE(bit_equal(back.predict(x), m.predict(x)));
+}

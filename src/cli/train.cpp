@@ -102,25 +102,6 @@ void check_images_fit(const std::string& cmd, const data::Dataset& d, const std:
                " images are ", to_string(got), ", the model in ", checkpoint, " takes ", to_string(want));
 }
 
-// Per-channel mean and std of a data set's training images (on the [0,1] scale).
-std::pair<std::vector<float>, std::vector<float>> channel_stats(const data::Dataset& d) {
-  std::vector<double> s(size_t(d.c), 0), s2(size_t(d.c), 0);
-  const int64_t pixels = d.n * d.h * d.w;
-  for (int64_t i = 0; i < pixels; ++i)
-    for (int64_t c = 0; c < d.c; ++c) {
-      const double v = d.images[size_t(i * d.c + c)] / 255.0;
-      s[size_t(c)] += v;
-      s2[size_t(c)] += v * v;
-    }
-  std::vector<float> mean, std;
-  for (int64_t c = 0; c < d.c; ++c) {
-    const double m = s[size_t(c)] / double(pixels);
-    mean.push_back(float(m));
-    std.push_back(float(std::sqrt(std::max(s2[size_t(c)] / double(pixels) - m * m, 1e-12))));
-  }
-  return {mean, std};
-}
-
 std::string default_model(const std::string& dataset) {
   return data::canonical_dataset_name(dataset) == "cifar-10" ? "cifarnet" : "lenet";
 }
@@ -178,7 +159,7 @@ int run_train(const TrainArgs& a) {
     opt.epochs = v.epochs ? *v.epochs : p.epochs;
     opt.data = p.data;
     opt.data.seed = v.seed;
-    std::tie(opt.data.mean, opt.data.std) = channel_stats(train);
+    std::tie(opt.data.mean, opt.data.std) = data::channel_stats(train);
     model.info() = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
   }
   model.info()["loader"] = {{"batch_size", opt.data.batch_size}, {"seed", opt.data.seed},

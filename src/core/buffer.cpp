@@ -156,7 +156,15 @@ Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
   }
 }
 
+Buffer::Buffer(DType dtype, int64_t numel, void* data, std::shared_ptr<const void> owner)
+    : device_(Device::cpu()), dtype_(dtype), numel_(numel), data_(data), owner_(std::move(owner)) {
+  AETHER_CHECK(numel >= 0, "Buffer", "negative element count ", numel);
+  AETHER_CHECK(data != nullptr || numel == 0, "Buffer", "null external data for ", numel, " elements");
+  if (!owner_) owner_ = std::make_shared<int>(0);  // external() stays true without an owner
+}
+
 Buffer::~Buffer() {
+  if (external()) return;  // owner_ releases the memory's owner
 #if AETHER_HAS_CUDA
   if (device_.type == DeviceType::cuda) {
     cuda::buffer_free(device_.index, data_);

@@ -47,6 +47,12 @@ Tensor Tensor::from_blob(const void* data, const Shape& shape, DType dtype) {
   return device.type == DeviceType::cpu ? t : t.to(device);
 }
 
+Tensor Tensor::from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<const void> owner) {
+  check_shape(shape, "from_external");
+  auto buf = std::make_shared<Buffer>(dtype, aether::numel(shape), data, std::move(owner));
+  return Tensor(make_load(std::move(buf), View::contiguous(shape)));
+}
+
 template <typename T>
 Tensor Tensor::from_vector(const std::vector<T>& data, const Shape& shape) {
   check_shape(shape, "from_vector");

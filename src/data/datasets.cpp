@@ -1,4 +1,6 @@
 // Data set loaders: Fashion-MNIST (IDX files) and CIFAR-10 (binary batches) into a host Dataset.
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "aether/core/error.h"
@@ -61,8 +63,18 @@ const char* split_name(Split s) {
 void Dataset::check() const {
   AETHER_CHECK(n >= 0 && h > 0 && w > 0 && c > 0, "Dataset", name, ": bad image shape (", n, ",", h, ",", w,
                ",", c, ")");
-  AETHER_CHECK(int64_t(images.size()) == n * h * w * c, "Dataset", name, ": ", images.size(),
-               " image bytes for shape (", n, ",", h, ",", w, ",", c, "), expected ", n * h * w * c);
+  if (float_images) {
+    AETHER_CHECK(images.empty(), "Dataset", name, ": has both uint8 and float32 images");
+  } else {
+    AETHER_CHECK(int64_t(images.size()) == n * h * w * c, "Dataset", name, ": ", images.size(),
+                 " image bytes for shape (", n, ",", h, ",", w, ",", c, "), expected ", n * h * w * c);
+  }
+  if (has_targets()) {
+    AETHER_CHECK(labels.empty() && num_classes == 0, "Dataset", name, ": has both labels and targets");
+    AETHER_CHECK(int64_t(targets.size()) == n * target_dim, "Dataset", name, ": ", targets.size(),
+                 " target values for ", n, " items of ", target_dim);
+    return;
+  }
   AETHER_CHECK(int64_t(labels.size()) == n, "Dataset", name, ": ", labels.size(), " labels for ", n,
                " images");
   AETHER_CHECK(class_names.empty() || int(class_names.size()) == num_classes, "Dataset", name, ": ",
@@ -71,6 +83,25 @@ void Dataset::check() const {
     AETHER_CHECK(labels[i] >= 0 && labels[i] < num_classes, "Dataset", name, ": label ", labels[i],
                  " of item ", i, " is out of range, expected 0..", num_classes - 1);
   }
+}
+
+std::pair<std::vector<float>, std::vector<float>> channel_stats(const Dataset& d) {
+  AETHER_CHECK(!d.float_images && d.n > 0, "channel_stats", "data set '", d.name, "' has no uint8 images");
+  std::vector<double> s(size_t(d.c), 0), s2(size_t(d.c), 0);  // per channel: sum, sum of squares
+  const int64_t pixels = d.n * d.h * d.w;
+  for (int64_t i = 0; i < pixels; ++i)
+    for (int64_t c = 0; c < d.c; ++c) {
+      const double v = d.images[size_t(i * d.c + c)] / 255.0;
+      s[size_t(c)] += v;
+      s2[size_t(c)] += v * v;
+    }
+  std::vector<float> mean, std;
+  for (int64_t c = 0; c < d.c; ++c) {
+    const double m = s[size_t(c)] / double(pixels);
+    mean.push_back(float(m));
+    std.push_back(float(std::sqrt(std::max(s2[size_t(c)] / double(pixels) - m * m, 1e-12))));
+  }
+  return {mean, std};
 }
 
 Dataset load_fashion_mnist(const fs::path& dir, Split split) {

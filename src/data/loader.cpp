@@ -46,15 +46,18 @@ std::vector<int64_t> epoch_order(const LoaderOptions& opt, int64_t n, int64_t ep
   return order;
 }
 
-void prepare_sample(const LoaderOptions& opt, const uint8_t* src, int64_t h, int64_t w, int64_t c,
-                    const AugmentDraw& draw, float* dst) {
-  // src (H,W,C) uint8, dst (H,W,C) float32: dst[y,x,ch] = (padded[y+dy, x'+dx, ch] / 255 - mean) / std
-  // with x' = W-1-x when flipped, padded[i,j] = src[i-P, j-P] inside the image and 0 outside.
+namespace {
+// src (H,W,C) of T, dst (H,W,C) float32: dst[y,x,ch] = (padded[y+dy, x'+dx, ch] * unit - mean) / std
+// with x' = W-1-x when flipped, padded[i,j] = src[i-P, j-P] inside the image and 0 outside; unit is
+// 1/255 for uint8 pixels and 1 for float32 values.
+template <typename T>
+void prepare(const LoaderOptions& opt, const T* src, int64_t h, int64_t w, int64_t c, const AugmentDraw& draw,
+             float unit, float* dst) {
   float scale[16], bias[16];  // per channel: out = v * scale + bias
   for (int64_t ch = 0; ch < c; ++ch) {
     const float m = opt.mean.empty() ? 0.0f : opt.mean[size_t(ch)];
     const float s = opt.std.empty() ? 1.0f : opt.std[size_t(ch)];
-    scale[ch] = 1.0f / (255.0f * s);
+    scale[ch] = unit / s;
     bias[ch] = -m / s;
   }
   const int64_t p = opt.crop_padding;
@@ -64,10 +67,20 @@ void prepare_sample(const LoaderOptions& opt, const uint8_t* src, int64_t h, int
       const int64_t sx = (draw.flip ? w - 1 - x : x) + draw.dx - p;
       float* out = dst + (y * w + x) * c;
       const bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
-      const uint8_t* in = inside ? src + (sy * w + sx) * c : nullptr;
-      for (int64_t ch = 0; ch < c; ++ch) out[ch] = float(inside ? in[ch] : 0) * scale[ch] + bias[ch];
+      const T* in = inside ? src + (sy * w + sx) * c : nullptr;
+      for (int64_t ch = 0; ch < c; ++ch) out[ch] = float(inside ? in[ch] : T(0)) * scale[ch] + bias[ch];
     }
   }
+}
+}  // namespace
+
+void prepare_sample(const LoaderOptions& opt, const uint8_t* src, int64_t h, int64_t w, int64_t c,
+                    const AugmentDraw& draw, float* dst) {
+  prepare(opt, src, h, w, c, draw, 1.0f / 255.0f, dst);
+}
+void prepare_sample(const LoaderOptions& opt, const float* src, int64_t h, int64_t w, int64_t c,
+                    const AugmentDraw& draw, float* dst) {
+  prepare(opt, src, h, w, c, draw, 1.0f, dst);
 }
 
 DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options)
@@ -125,13 +138,18 @@ void DataLoader::work(std::vector<int64_t> order, int64_t epoch) {
       HostBatch hb;
       hb.index = b;
       hb.images.resize(size_t(size * hwc));
-      hb.labels.resize(size_t(size));
+      const int64_t kt = ds_.target_dim;  // regression targets per item (0: a class label)
+      hb.labels.resize(kt > 0 ? 0 : size_t(size));
+      hb.targets.resize(size_t(size * kt));
       hb.samples.assign(order.begin() + start, order.begin() + start + size);
       for (int64_t k = 0; k < size; ++k) {
         const int64_t i = hb.samples[size_t(k)];
-        prepare_sample(opt_, ds_.image(i), ds_.h, ds_.w, ds_.c, draw_augment(opt_, epoch, i),
-                       hb.images.data() + k * hwc);
-        hb.labels[size_t(k)] = ds_.labels[size_t(i)];
+        const AugmentDraw draw = draw_augment(opt_, epoch, i);
+        float* dst = hb.images.data() + k * hwc;
+        if (ds_.float_images) prepare_sample(opt_, ds_.float_image(i), ds_.h, ds_.w, ds_.c, draw, dst);
+        else prepare_sample(opt_, ds_.image(i), ds_.h, ds_.w, ds_.c, draw, dst);
+        if (kt > 0) std::copy_n(ds_.targets.data() + i * kt, kt, hb.targets.data() + k * kt);
+        else hb.labels[size_t(k)] = ds_.labels[size_t(i)];
       }
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [&] { return cancel_ || int64_t(queue_.size()) < opt_.prefetch; });
@@ -162,10 +180,13 @@ std::optional<Batch> DataLoader::next() {
     queue_.pop_front();
   }
   cv_.notify_all();
-  const int64_t size = int64_t(hb.labels.size());
+  const int64_t size = int64_t(hb.samples.size());
   Batch out;
   out.images = Tensor::from_blob(hb.images.data(), {size, ds_.h, ds_.w, ds_.c}, DType::float32);
-  out.labels = Tensor::from_blob(hb.labels.data(), {size}, DType::int64);
+  if (ds_.has_targets())
+    out.targets = Tensor::from_blob(hb.targets.data(), {size, ds_.target_dim}, DType::float32);
+  else
+    out.labels = Tensor::from_blob(hb.labels.data(), {size}, DType::int64);
   out.index = hb.index;
   out.size = size;
   out.samples = std::move(hb.samples);

@@ -30,7 +30,8 @@ nlohmann::json config_to_json(const ModelConfig& c) {
           {"schedule", c.schedule},
           {"warmup_fraction", c.warmup_fraction},
           {"metrics", c.metrics},
-          {"clip_grad_norm", c.clip_grad_norm}};
+          {"clip_grad_norm", c.clip_grad_norm},
+          {"regression_precision", c.regression_precision}};
 }
 ModelConfig config_from_json(const nlohmann::json& j) {
   ModelConfig c;
@@ -48,6 +49,7 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.warmup_fraction = j.at("warmup_fraction");
   c.metrics = j.at("metrics").get<std::vector<std::string>>();
   c.clip_grad_norm = j.at("clip_grad_norm");
+  c.regression_precision = j.value("regression_precision", 0.0);  // absent in files before it existed
   return c;
 }
 void check_config(const ModelConfig& c) {
@@ -73,6 +75,8 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.eps > 0 && std::isfinite(c.eps), "configure", "eps must be finite and > 0, got ", c.eps);
   AETHER_CHECK(c.clip_grad_norm >= 0 && std::isfinite(c.clip_grad_norm), "configure",
                "clip_grad_norm must be finite and >= 0 (0: no clipping), got ", c.clip_grad_norm);
+  AETHER_CHECK(c.regression_precision >= 0 && std::isfinite(c.regression_precision), "configure",
+               "regression_precision must be finite and >= 0 (0: from the targets), got ", c.regression_precision);
 }
 
 // "NaN", "Inf" or "-Inf": the first value of a float tensor that is not finite; "" when all are.
@@ -189,6 +193,14 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   m.check_data(train_set, "train");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
   data::DataLoader loader(train_set, o.data);  // checks the options (normalisation sizes, ...)
+  if (train_set.has_targets() && m.config.regression_precision == 0) {
+    double sum = 0, sq = 0;  // std of every target value, in double
+    for (float t : train_set.targets) sum += t;
+    const double n = double(std::max<size_t>(train_set.targets.size(), 1)), mean = sum / n;
+    for (float t : train_set.targets) sq += (t - mean) * (t - mean);
+    const double sd = std::sqrt(sq / n);
+    m.config.regression_precision = sd > 0 ? sd / 250 : 1e-6;
+  }
   // The normalisation used, one value per channel (the loader's default for empty lists: 0 and 1).
   m.mean = o.data.mean.empty() ? std::vector<float>(size_t(train_set.c), 0.0f) : o.data.mean;
   m.std = o.data.std.empty() ? std::vector<float>(size_t(train_set.c), 1.0f) : o.data.std;
@@ -216,13 +228,14 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const double lr = schedule->lr(m.steps_done);
       m.opt->set_lr(lr);
       Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
-      const Tensor labels = b->labels.to(m.device);
+      const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
+      const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
       if (m.input_shape.size() == 1) x = x.flatten(1);
       const Tensor out = m.net->forward(x);
-      const Tensor loss = m.loss(out, labels);
+      const Tensor loss = m.loss(out, labels, targets);
       loss.backward();
       if (m.config.clip_grad_norm > 0) optim::clip_grad_norm(m.opt->params(), m.config.clip_grad_norm);
-      const Tensor acc = accuracy(out.detach(), labels);
+      const Tensor acc = m.metric(out.detach(), labels, targets);
       std::vector<Tensor> extra{loss, acc};
       for (auto& [name, t] : m.net->named_buffers()) extra.push_back(*t);
       // Parameters, optimizer state, buffers, loss and accuracy: one realize.
@@ -237,6 +250,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       AETHER_CHECK(std::isfinite(loss_sum), "train", "the loss became ", loss.item<double>(), " at step ",
                    m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
       bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
+      if (o.on_batch)
+        o.on_batch({epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
     }
     m.epochs_done = epoch + 1;
     EpochStats st;
@@ -298,11 +313,12 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
   double loss_sum = 0, correct = 0, top5 = 0;
   while (auto b = loader.next()) {
     Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
-    const Tensor labels = b->labels.to(m.device);
+    const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
+    const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
     if (m.input_shape.size() == 1) x = x.flatten(1);
     const Tensor out = m.net->forward(x);
-    const Tensor loss = m.loss(out, labels), acc = accuracy(out, labels);
-    const bool k5 = out.shape().back() >= 5;
+    const Tensor loss = m.loss(out, labels, targets), acc = m.metric(out, labels, targets);
+    const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
     realize({out, loss, acc, t5});
     const std::string bad = non_finite(out);

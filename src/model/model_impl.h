@@ -46,11 +46,18 @@ struct Model::Impl {
   void require_finalized(const char* op) const {
     AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
   }
-  Tensor loss(const Tensor& out, const Tensor& labels) const {
+  // labels (B) int64 for classes, or targets (B, K) float32 for regression (mse only).
+  Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
+    if (targets.defined()) return mse_loss(out, targets);
     if (config.loss == "cross_entropy") return cross_entropy(out, labels, config.label_smoothing);
     const Tensor target = one_hot(labels, out.shape().back(), out.dtype());
     if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
     return mse_loss(out, target);
+  }
+  // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.
+  Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
+    if (!targets.defined()) return accuracy(out, labels);
+    return ((out - targets).abs() < config.regression_precision).cast(DType::float32).mean();
   }
   Tensor probabilities(const Tensor& out) const {
     return config.loss == "cross_entropy" ? softmax(out, -1) : out;
@@ -79,6 +86,8 @@ struct Model::Impl {
   // One sample of `d` must have the model's input shape (H, W, C), or as many values when the
   // model takes flat input.
   void check_data(const data::Dataset& d, const char* op) const {
+    AETHER_CHECK(!d.has_targets() || config.loss == "mse", op, "data set '", d.name,
+                 "' has regression targets, which need the mse loss (configured: ", config.loss, ")");
     const Shape sample{d.h, d.w, d.c};
     AETHER_CHECK(
         sample == input_shape || (input_shape.size() == 1 && Shape({d.h * d.w * d.c}) == input_shape), op,

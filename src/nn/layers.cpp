@@ -1,8 +1,11 @@
 // The layers: thin Modules over the functional ops.
 #include "aether/nn/layers.h"
 
+
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "aether/io/json.h"
 #include "aether/io/limits.h"
@@ -277,11 +280,32 @@ ModulePtr module_from_config(const nlohmann::json& c) {
     if (t == "Residual")
       return std::make_shared<Residual>(module_from_config(c.at("body")),
                                         c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
+    if (const ModuleFactory* make = registered_module_type(t)) return (*make)(c);
   } catch (const nlohmann::json::exception& e) {
     throw Error(
         detail::cat("module_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ", e.what()));
   }
-  throw Error("module_from_config: unknown layer type '" + text_excerpt(t) + "'");
+  throw Error("module_from_config: unknown layer type '" + text_excerpt(t) + "'" +
+              (t == "Python" ? " (a layer written in Python: load this file from Python, with the layer's module importable)"
+                             : ""));
+}
+
+namespace {
+std::mutex g_types_mu;
+std::map<std::string, ModuleFactory>& module_types() {
+  static std::map<std::string, ModuleFactory> types;
+  return types;
+}
+}  // namespace
+
+void register_module_type(const std::string& type, ModuleFactory make) {
+  std::lock_guard<std::mutex> lock(g_types_mu);
+  module_types()[type] = std::move(make);
+}
+const ModuleFactory* registered_module_type(const std::string& type) {
+  std::lock_guard<std::mutex> lock(g_types_mu);
+  auto it = module_types().find(type);
+  return it == module_types().end() ? nullptr : &it->second;
 }
 
 }  // namespace aether::nn

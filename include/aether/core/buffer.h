@@ -20,6 +20,10 @@ class Buffer {
   // stream), zero-initialised unless `zero_fill` is false (for a kernel that writes every element).
   // On a GPU data() is a device pointer: host code must never dereference it (Tensor::to copies).
   Buffer(Device device, DType dtype, int64_t numel, bool zero_fill = true);
+  // Host memory that someone else owns (a NumPy array handed over without a copy): aether reads it
+  // and never frees, reuses or writes it (no kernel writes into a realized buffer); `owner` is
+  // released when the buffer dies. `data` must hold numel elements of `dtype`, suitably aligned.
+  Buffer(DType dtype, int64_t numel, void* data, std::shared_ptr<const void> owner);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -36,6 +40,8 @@ class Buffer {
   const T* as() const { return static_cast<const T*>(data_); }
 
   bool on_host() const { return device_.type == DeviceType::cpu; }
+  // True for memory handed over from outside (the second constructor).
+  bool external() const { return owner_ != nullptr; }
 
   // The order of the elements: null for row-major (almost every buffer), else a library's blocked
   // order (aether/core/layout.h), set by the kernel that wrote it, for numel() == numel(shape).
@@ -72,6 +78,7 @@ class Buffer {
   int64_t numel_;
   void* data_ = nullptr;
   std::shared_ptr<const Layout> layout_;
+  std::shared_ptr<const void> owner_;  // external memory's owner; null for aether's own blocks
 };
 
 using BufferPtr = std::shared_ptr<Buffer>;

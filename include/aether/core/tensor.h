@@ -62,6 +62,10 @@ class Tensor {
     return from_vector(data, Shape{int64_t(data.size())});
   }
   static Tensor from_blob(const void* data, const Shape& shape, DType dtype);  // copies
+  // A host tensor over memory that `owner` keeps alive (row-major, numel(shape) elements of dtype),
+  // without a copy: NumPy arrays from Python. Never written by aether; the caller's later writes
+  // show in values not yet computed from it. Lands on the CPU whatever the default device.
+  static Tensor from_external(void* data, const Shape& shape, DType dtype, std::shared_ptr<const void> owner);
   static Tensor zeros_like(const Tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
   static Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
 

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aether/data/readers.h"
@@ -27,13 +29,27 @@ struct Dataset {
   std::vector<std::string> class_names;  // num_classes names, in label order
   std::vector<uint8_t> images;           // (N,H,W,C) uint8
   std::vector<int64_t> labels;           // (N) int64, each in [0, num_classes)
+  // Arrays handed over from Python, without a copy: float32 images (N,H,W,C) used instead of
+  // `images` when set (taken as they are: no /255, mean/std still apply), kept alive by
+  // `keep_alive`; and regression targets (N, target_dim) float32, used instead of labels when
+  // target_dim > 0 (then num_classes is 0 and labels is empty).
+  const float* float_images = nullptr;
+  std::shared_ptr<const void> keep_alive;
+  int64_t target_dim = 0;
+  std::vector<float> targets;
 
-  int64_t image_bytes() const { return h * w * c; }                                    // bytes of one image
-  const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }  // (H,W,C)
-  // Throws aether::Error when the sizes of images/labels disagree with n, h, w, c or a label is out
-  // of range.
+  int64_t image_bytes() const { return h * w * c; }  // values of one image (bytes for uint8)
+  const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }      // (H,W,C)
+  const float* float_image(int64_t i) const { return float_images + i * image_bytes(); }  // (H,W,C)
+  bool has_targets() const { return target_dim > 0; }
+  // Throws aether::Error when the sizes of images/labels/targets disagree with n, h, w, c or a label
+  // is out of range.
   void check() const;
 };
+
+// Per-channel mean and std of a data set's uint8 images on the [0,1] scale (the normalisation
+// `aether train` uses); one value per channel.
+std::pair<std::vector<float>, std::vector<float>> channel_stats(const Dataset& d);
 
 // Fashion-MNIST from `dir`: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] (test:
 // t10k-...). Images (N,28,28,1); 10 classes. A ".gz" file is preferred when both exist.

@@ -54,7 +54,8 @@ LoaderOptions eval_options(const LoaderOptions& train);
 
 struct Batch {
   Tensor images;                 // (B,H,W,C) float32
-  Tensor labels;                 // (B) int64
+  Tensor labels;                 // (B) int64 (undefined for a data set with targets)
+  Tensor targets;                // (B, K) float32 for a data set with regression targets, else undefined
   int64_t index = 0;             // batch number within the epoch
   int64_t size = 0;              // B
   std::vector<int64_t> samples;  // (B) data set indices of the batch's samples, in order
@@ -76,6 +77,9 @@ AugmentDraw draw_augment(const LoaderOptions& opt, int64_t epoch, int64_t sample
 std::vector<int64_t> epoch_order(const LoaderOptions& opt, int64_t n, int64_t epoch);
 // Writes one augmented, normalised sample: src (H,W,C) uint8 -> dst (H,W,C) float32.
 void prepare_sample(const LoaderOptions& opt, const uint8_t* src, int64_t h, int64_t w, int64_t c,
+                    const AugmentDraw& draw, float* dst);
+// The same for float32 images (Python's arrays): no /255, then mean/std.
+void prepare_sample(const LoaderOptions& opt, const float* src, int64_t h, int64_t w, int64_t c,
                     const AugmentDraw& draw, float* dst);
 
 class DataLoader {
@@ -103,7 +107,8 @@ class DataLoader {
  private:
   struct HostBatch {
     std::vector<float> images;     // (B,H,W,C)
-    std::vector<int64_t> labels;   // (B)
+    std::vector<int64_t> labels;   // (B), empty with targets
+    std::vector<float> targets;    // (B, K) when the data set has targets
     std::vector<int64_t> samples;  // (B)
     int64_t index = 0;
   };

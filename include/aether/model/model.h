@@ -63,6 +63,9 @@ struct ModelConfig {
   double warmup_fraction = 0.2;        // one_cycle's rising part / warmup_linear's warm-up
   std::vector<std::string> metrics = {"accuracy"};  // accuracy | top5
   double clip_grad_norm = 0;           // 0: no clipping
+  // Data sets with regression targets (mse): the accuracy is the fraction of outputs within this
+  // distance of their targets; 0: std(training targets) / 250, set by the first train().
+  double regression_precision = 0;
 };
 
 struct EpochStats {
@@ -81,6 +84,14 @@ struct EvalResult {
   double seconds = 0;
 };
 
+// Where training stands after a step (TrainOptions::on_batch).
+struct BatchProgress {
+  int64_t epoch = 0, epochs = 0;  // epoch is 0-based
+  int64_t batch = 0, batches = 0;  // batches done in this epoch, and per epoch
+  int64_t seen = 0;                // samples done in this epoch
+  double loss = 0, accuracy = 0;   // running means over the epoch
+};
+
 struct TrainOptions {
   int64_t epochs = 1;                       // total epochs (a resumed model continues up to this)
   data::LoaderOptions data;                 // batch size, seed, augmentation, normalisation
@@ -89,6 +100,9 @@ struct TrainOptions {
   std::string checkpoint_path;              // saved after every epoch when set
   int64_t max_steps_per_epoch = 0;          // > 0: cut epochs short (tests, smoke runs)
   std::function<void(const EpochStats&)> on_epoch;
+  // Called after every step (Python's progress display and Ctrl-C check). An exception it throws
+  // stops training at once and propagates; the checkpoint file keeps the last finished epoch.
+  std::function<void(const BatchProgress&)> on_batch;
 };
 
 class Model {

@@ -11,6 +11,7 @@
 //   std::cout << nn::summary(*net, {1, 784});
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -99,5 +100,10 @@ std::string summary(Module& m, const Shape& input_shape);
 
 // Rebuilds a module (and its children) from config(); weights are fresh (load them afterwards).
 ModulePtr module_from_config(const nlohmann::json& config);
+// Layer types defined outside the library (Python's aether.Layer registers "Python"):
+// module_from_config calls the factory registered for a "type" it does not know itself.
+using ModuleFactory = std::function<ModulePtr(const nlohmann::json& config)>;
+void register_module_type(const std::string& type, ModuleFactory make);
+const ModuleFactory* registered_module_type(const std::string& type);  // null when none
 
 }  // namespace aether::nn
