@@ -13,6 +13,8 @@ packages=(
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libomp-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
   python3 xz-utils
+  # the Python package (pip install . in a venv; python/, pyproject.toml)
+  python3-venv python3-dev
   # scripts/fresh-check.sh: a bare Debian 12 root to run the quickstart in.
   debootstrap
   dataset-fashion-mnist

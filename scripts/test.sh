@@ -7,20 +7,23 @@
 #      default static libaether, and its install check (find_package and pkg-config consumers);
 #      then the libFuzzer targets (fuzz/: one per file reader, instrumented with ASan + UBSan), each
 #      run for a fixed number of inputs from the seed corpus in fuzz/corpus;
-#   3. g++ with AddressSanitizer + UndefinedBehaviorSanitizer: every (fused) test again, in a
+#   3. the Python package: `pip install .` (scikit-build-core + nanobind, through this CMake) into
+#      a new venv with Debian's python3, then its pytest suite (python/tests), which also runs the
+#      README's example against its C++ twin (examples/example.cpp, built in step 1);
+#   4. g++ with AddressSanitizer + UndefinedBehaviorSanitizer: every (fused) test again, in a
 #      CPU-only configuration (AETHER_CUDA=OFF: the build a user without CUDA gets; the CUDA
 #      libraries are not instrumented anyway);
-#   4. scripts/fresh-check.sh: the README's first command on a bare Debian 12 (debootstrap), which
+#   5. scripts/fresh-check.sh: the README's first command on a bare Debian 12 (debootstrap), which
 #      proves that scripts/install-deps.sh installs everything a new machine needs.
-# Steps 1 and 3 build libaether as a shared library: some 50 test programs link it, and with debug
-# information a static copy in each took 4.5 GB of disk in step 3 alone (and its link time).
+# Steps 1 and 4 build libaether as a shared library: some 50 test programs link it, and with debug
+# information a static copy in each took 4.5 GB of disk in the ASan step alone (and its link time).
 # Debug information is line tables only (-g1): enough for file:line in failures and sanitizer
-# reports, and it cut the compile time of steps 1 and 3 by about a quarter.
+# reports, and it cut the compile time of steps 1 and 4 by about a quarter.
 # Compiles go through ccache (installed by install-deps.sh), keyed on paths relative to the
 # checkout, so a second run, or a clean clone in another folder, reuses unchanged objects.
 #
 #   AETHER_TEST_QUICK=1   step 1 only
-#   AETHER_TEST_FRESH=0   skip step 4 (it needs root and Debian's mirror; CI always runs it)
+#   AETHER_TEST_FRESH=0   skip step 5 (it needs root and Debian's mirror; CI always runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,7 +51,7 @@ report() {
 }
 trap report EXIT
 
-begin "[1/4] g++ build and tests"
+begin "[1/5] g++ build and tests"
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAETHER_WERROR=ON "${launcher[@]}" \
   -DCMAKE_CXX_COMPILER=g++ -DBUILD_SHARED_LIBS=ON -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG"
 cmake --build build/test -j "$jobs"
@@ -59,7 +62,7 @@ if [ "${AETHER_TEST_QUICK:-0}" = "1" ]; then
   exit 0
 fi
 
-begin "[2/4] clang++ build (warnings are errors), install check, fuzz targets"
+begin "[2/5] clang++ build (warnings are errors), install check, fuzz targets"
 cmake -S . -B build/clang -G Ninja -DCMAKE_BUILD_TYPE=Release -DAETHER_WERROR=ON "${launcher[@]}" \
   -DCMAKE_CXX_COMPILER=clang++
 cmake --build build/clang -j "$jobs"
@@ -72,7 +75,25 @@ cmake --build build/fuzz -j "$jobs"
 ctest --test-dir build/fuzz -L fuzz -j "$jobs" --timeout 600
 end
 
-begin "[3/4] AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
+begin "[3/5] Python package: pip install . into a new venv, then pytest"
+# The README's `pip install .`, into a virtual environment made afresh at a fixed path, with
+# Debian's python3 (what a user has). The build backend and nanobind (pinned in pyproject.toml)
+# are installed into the venv first and the build runs without isolation, so that their sources
+# stay at one path and ccache reuses the objects between runs; the compiler and flags are step 2's
+# (clang++, Release, warnings as errors), so libaether's objects come from ccache too.
+py=${AETHER_PYTHON:-/usr/bin/python3}
+rm -rf build/pyvenv
+"$py" -m venv build/pyvenv
+build_requires=$(build/pyvenv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+build/pyvenv/bin/pip install -q $build_requires numpy pytest
+CMAKE_BUILD_PARALLEL_LEVEL=$jobs build/pyvenv/bin/pip install -q --no-build-isolation . \
+  --config-settings=cmake.define.CMAKE_CXX_COMPILER=clang++ --config-settings=cmake.define.AETHER_WERROR=ON \
+  ${launcher:+--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache}
+# From another folder, so that `import aether` is the installed package, not python/aether.
+(cd build && AETHER_EXAMPLE=$PWD/test/examples/aether_example pyvenv/bin/python -m pytest -q -p no:cacheprovider ../python/tests)
+end
+
+begin "[4/5] AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build/asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAETHER_SANITIZE=ON -DAETHER_BUILD_BENCH=OFF -DAETHER_CUDA=OFF \
   "${launcher[@]}" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DBUILD_SHARED_LIBS=ON
 cmake --build build/asan -j "$jobs"
@@ -81,7 +102,7 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 end
 
 if [ "${AETHER_TEST_FRESH:-1}" != "0" ] || [ "${CI:-}" = "true" ]; then
-  begin "[4/4] a bare Debian 12 runs the README's first command (scripts/fresh-check.sh)"
+  begin "[5/5] a bare Debian 12 runs the README's first command (scripts/fresh-check.sh)"
   scripts/fresh-check.sh
   end
 fi

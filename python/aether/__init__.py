@@ -1,0 +1,68 @@
+"""aether: train neural networks fast on the CPU and on NVIDIA GPUs, from Python.
+
+The Model API is Aether-ML's (same class names and arguments); the engine under it is aether's C++
+core: a lazy op graph with a fusing scheduler that compiles its kernels. NumPy arrays go in and
+come out, without copies where the memory allows.
+
+    import aether as ae
+    model = ae.Model(); model.manual_seed(42)
+    model.add(ae.Conv2d(3, 32, (3, 3), (1, 1), padding="same"))
+    model.add(ae.BatchNorm(epsilon=1e-5, momentum=0.9)); model.add(ae.ReLU())
+    model.add(ae.MaxPool2d((2, 2), (2, 2), padding="valid"))
+    model.add(ae.GlobalAvgPool()); model.add(ae.Dense(32, 10))
+    model.configure(loss=ae.SoftmaxCategoricalCrossEntropy(label_smoothing=0.05),
+                    optimizer=ae.AdamW(lr=1e-3, weight_decay=0.01),
+                    accuracy=ae.CategoricalAccuracy())
+    model.to("cpu"); model.finalize(input_shape=(32, 32, 3))
+    history = model.train(X, y, epochs=2, batch_size=128, shuffle=True, validation_data=(Xt, yt))
+"""
+
+from . import _aether
+from ._aether import (
+    Module,
+    Tensor,
+    cat,
+    from_dlpack,
+    functional,
+    grad_enabled,
+    manual_seed,
+    matmul,
+    no_grad,
+    realize,
+    stack,
+    where,
+)
+from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+from .layers import (
+    AvgPool2d,
+    BatchNorm,
+    Conv2d,
+    Dense,
+    Dropout,
+    Flatten,
+    GlobalAvgPool,
+    GlobalMaxPool,
+    Layer,
+    LeakyReLU,
+    MaxPool2d,
+    ReLU,
+    SoftMax,
+    SpatialDropout,
+)
+from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
+from .metrics import CategoricalAccuracy, RegressionAccuracy
+from .model import Model
+from .optimizers import SGD, Adam, AdamW
+from .preprocessing import Compose, Rescale, StandardScaler, ToTensor
+from . import datasets
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
+    "Conv2d", "Dense", "Dropout", "Flatten", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
+    "MaxPool2d", "MeanSquaredError", "Model", "Module", "ReLU", "RegressionAccuracy", "Rescale", "SGD",
+    "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
+    "arange", "cat", "datasets", "from_dlpack", "full", "functional", "grad_enabled", "manual_seed", "matmul",
+    "no_grad", "ones", "rand", "randn", "realize", "stack", "tensor", "where", "zeros",
+]

@@ -1,0 +1,124 @@
+"""Tensor construction from Python data, indexing, and device names."""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _aether
+from ._aether import Tensor
+
+_DTYPES = {"float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"}
+
+
+def device_name(device: str) -> str:
+    """aether's name for a device: Aether-ML's "numpy" is "cpu", "cupy" is "cuda"."""
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string such as 'cpu', 'cuda' or 'cuda:1', got {type(device).__name__}")
+    return {"numpy": "cpu", "cupy": "cuda"}.get(device, device)
+
+
+def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None, requires_grad: bool = False,
+           copy: bool = False) -> Tensor:
+    """A Tensor from a NumPy array, anything with the buffer protocol or DLPack, or nested lists.
+
+    A C-contiguous host array of a dtype aether has (float32, float64, float16, int32, int64, uint8,
+    bool) is used without a copy unless copy=True; aether never writes it, and later writes by the
+    caller show in values computed afterwards. Python floats become float32, ints int64.
+    """
+    if isinstance(data, Tensor):
+        t = data
+    else:
+        if not isinstance(data, np.ndarray) and hasattr(data, "__dlpack__") and dtype is None:
+            t = _aether.from_dlpack(data)
+        else:
+            if isinstance(data, (bytes, bytearray, memoryview)):
+                data = memoryview(data)  # the buffer protocol: bytes are uint8, not strings
+            a = np.asarray(data)
+            if not isinstance(data, (np.ndarray, memoryview)) and a.dtype == np.float64:
+                a = a.astype(np.float32)  # Python floats: aether's default float type
+            if a.dtype.kind in "OUSV":
+                raise TypeError(f"aether.tensor: cannot make a tensor of {a.dtype} data")
+            if str(a.dtype) not in _DTYPES:
+                raise TypeError(f"aether.tensor: unsupported dtype {a.dtype} (aether has float32, float64, "
+                                "float16, bfloat16, int32, int64, uint8 and bool)")
+            a = np.ascontiguousarray(a)
+            t = _aether._from_array(a, copy)
+    if dtype is not None:
+        t = t.astype(dtype)
+    if device is not None:
+        t = t.to(device_name(device))
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def zeros(shape: Sequence[int], dtype: str = "float32") -> Tensor:
+    return _aether.zeros(list(shape), dtype)
+
+
+def ones(shape: Sequence[int], dtype: str = "float32") -> Tensor:
+    return _aether.ones(list(shape), dtype)
+
+
+def full(shape: Sequence[int], value: float, dtype: str = "float32") -> Tensor:
+    return _aether.full(list(shape), value, dtype)
+
+
+def arange(start: float, stop: Optional[float] = None, step: float = 1.0, dtype: str = "float32") -> Tensor:
+    if stop is None:
+        start, stop = 0.0, start
+    return _aether.arange(start, stop, step, dtype)
+
+
+def rand(*shape: int, dtype: str = "float32") -> Tensor:
+    """Uniform [0, 1) from aether's seeded generator (aether.manual_seed)."""
+    return _aether.rand(list(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), dtype)
+
+
+def randn(*shape: int, dtype: str = "float32") -> Tensor:
+    """Standard normal from aether's seeded generator (aether.manual_seed)."""
+    return _aether.randn(list(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), dtype)
+
+
+def _getitem(self: Tensor, index: Union[int, slice, tuple]) -> Tensor:
+    """Basic indexing: integers, slices (positive steps) and Ellipsis, as in NumPy."""
+    if not isinstance(index, tuple):
+        index = (index,)
+    if sum(i is Ellipsis for i in index) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    if Ellipsis in index:
+        k = index.index(Ellipsis)
+        fill = self.ndim - (len(index) - 1)
+        index = index[:k] + (slice(None),) * fill + index[k + 1:]
+    if len(index) > self.ndim:
+        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+    out, axis, drop = self, 0, []
+    for i in index:
+        n = self.shape[axis]
+        if isinstance(i, (int, np.integer)):
+            j = int(i) + n if i < 0 else int(i)
+            if not 0 <= j < n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            out = out.slice(axis, j, j + 1)
+            drop.append(axis)
+        elif isinstance(i, slice):
+            start, stop, step = i.indices(n)
+            if step <= 0:
+                raise IndexError("aether tensors take slices with positive steps only")
+            out = out.slice(axis, start, max(start, stop), step)
+        else:
+            raise IndexError(f"aether tensors take integers, slices and ... as indices, got {type(i).__name__}")
+        axis += 1
+    for a in reversed(drop):
+        out = out.squeeze(a)
+    return out
+
+
+def _tolist(self: Tensor) -> Any:
+    return np.asarray(self).tolist()
+
+
+Tensor.__getitem__ = _getitem
+Tensor.tolist = _tolist

@@ -1,0 +1,32 @@
+"""The data sets aether's CLI trains on, as NumPy arrays: images (N, H, W, C) uint8 and labels (N,)
+int64. The arrays view the loaded data (no copy). Files are found like `aether train` finds them
+(data_dir, then $AETHER_DATA, then the defaults: Debian's dataset-fashion-mnist package, a
+shared/data/cifar-10 folder, or what `aether data fetch` downloaded)."""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple, Union
+
+import numpy as np
+
+from . import _aether
+
+Arrays = Tuple[np.ndarray, np.ndarray]
+
+
+def load(name: str, split: Optional[str] = None, data_dir: Optional[str] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
+    """(X, y) of one split ("train" or "test"), or ((X_train, y_train), (X_test, y_test))."""
+    if split is None:
+        return load(name, "train", data_dir), load(name, "test", data_dir)
+    ds = _aether._load_dataset(name, split, data_dir or "")
+    return _aether._dataset_arrays(ds)
+
+
+def fashion_mnist(split: Optional[str] = None, data_dir: Optional[str] = None):
+    """Fashion-MNIST: (60000, 28, 28, 1) / (10000, 28, 28, 1) uint8 images, 10 classes."""
+    return load("fashion-mnist", split, data_dir)
+
+
+def cifar10(split: Optional[str] = None, data_dir: Optional[str] = None):
+    """CIFAR-10: (50000, 32, 32, 3) / (10000, 32, 32, 3) uint8 images, 10 classes."""
+    return load("cifar-10", split, data_dir)

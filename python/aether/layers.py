@@ -1,0 +1,233 @@
+"""Layers, with Aether-ML's names and arguments.
+
+Built-in layers are descriptions until Model.finalize(): then each becomes aether's C++ module,
+with what Aether-ML leaves out (BatchNorm's channel count) taken from the shape that reaches it.
+Activations are NHWC, as in Aether-ML. `Layer` is the base for layers written in Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Sequence, Tuple, Union
+
+from . import _aether
+from ._aether import Tensor
+
+Pair = Union[int, Tuple[int, int], Sequence[int]]
+
+
+def _pair(v: Pair, what: str) -> Tuple[int, int]:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(v)
+    if len(v) != 2 or not all(isinstance(x, int) for x in v):
+        raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
+    return v
+
+
+class _Builtin:
+    """A built-in layer: built into a C++ module by build(shape) when the model is finalized."""
+
+    def build(self, shape: Tuple[int, ...]) -> _aether.Module:
+        raise NotImplementedError
+
+    def _need(self, shape: Tuple[int, ...], ndim: int, what: str) -> None:
+        if len(shape) != ndim:
+            raise ValueError(f"{type(self).__name__}: expects {what}, got input of shape {shape}")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+
+class Dense(_Builtin):
+    """y = x W^T + b: (N, in_features) -> (N, out_features)."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True):
+        self.in_features, self.out_features, self.bias = int(in_features), int(out_features), bool(bias)
+
+    def build(self, shape):
+        if shape[-1] != self.in_features:
+            raise ValueError(f"Dense({self.in_features}, {self.out_features}): its input has {shape[-1]} features "
+                             f"(shape {shape}), expected {self.in_features}")
+        return _aether.Linear(self.in_features, self.out_features, self.bias)
+
+
+class Conv2d(_Builtin):
+    """2-D convolution of NHWC images; padding "valid", "same", an int or a pair."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Pair, stride: Pair = (1, 1),
+                 padding: Union[str, Pair] = "valid", dilation: Pair = 1, groups: int = 1, bias: bool = True):
+        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
+        self.kernel_size, self.stride = _pair(kernel_size, "kernel_size"), _pair(stride, "stride")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Conv2d: padding must be 'valid', 'same', an int or a pair, got {padding!r}")
+            self.padding = padding
+        else:
+            self.padding = _pair(padding, "padding")
+        self.dilation, self.groups, self.bias = _pair(dilation, "dilation"), int(groups), bool(bias)
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        if shape[-1] != self.in_channels:
+            raise ValueError(f"Conv2d({self.in_channels}, {self.out_channels}): its input has {shape[-1]} channels "
+                             f"(shape {shape}), expected {self.in_channels}")
+        return _aether._Conv2d(self.in_channels, self.out_channels, self.kernel_size, self.stride, self.padding,
+                               self.dilation, self.groups, self.bias)
+
+
+class BatchNorm(_Builtin):
+    """Batch normalisation over every axis but the channels (the last).
+
+    momentum is Aether-ML's (and Keras'): running = momentum * running + (1 - momentum) * batch.
+    """
+
+    def __init__(self, epsilon: float = 1e-5, momentum: float = 0.9):
+        if not 0 <= momentum < 1:
+            raise ValueError(f"BatchNorm: momentum must be in [0, 1), got {momentum}")
+        self.epsilon, self.momentum = float(epsilon), float(momentum)
+
+    def build(self, shape):
+        if len(shape) not in (1, 3):
+            raise ValueError(f"BatchNorm: expects (features) or (H, W, C) input, got {shape}")
+        return _aether._BatchNorm(shape[-1], 2 if len(shape) == 3 else 1, 1.0 - self.momentum, self.epsilon)
+
+
+class _Pool(_Builtin):
+    def __init__(self, kernel_size: Pair, stride: Pair = None, padding: Union[str, Pair] = "valid"):
+        self.kernel_size = _pair(kernel_size, "kernel_size")
+        self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
+        if padding == "valid":
+            self.padding = (0, 0)
+        elif padding == "same":
+            if self.stride != (1, 1) or any(k % 2 == 0 for k in self.kernel_size):
+                raise ValueError(f"{type(self).__name__}: padding 'same' needs stride 1 and odd kernel sizes; "
+                                 "give the padding as numbers")
+            self.padding = (self.kernel_size[0] // 2, self.kernel_size[1] // 2)
+        elif isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be 'valid', 'same', an int or a pair, "
+                             f"got {padding!r}")
+        else:
+            self.padding = _pair(padding, "padding")
+
+
+class MaxPool2d(_Pool):
+    """Maximum over windows of NHWC images; stride defaults to the kernel size."""
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        return _aether._MaxPool2d(self.kernel_size, self.stride, self.padding)
+
+
+class AvgPool2d(_Pool):
+    """Mean over windows of NHWC images (padding excluded from the count)."""
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        return _aether._AvgPool2d(self.kernel_size, self.stride, self.padding)
+
+
+class GlobalAvgPool(_Builtin):
+    """(N, H, W, C) -> (N, C): the mean over each channel."""
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        return _aether._GlobalAvgPool2d()
+
+
+class GlobalMaxPool(_Builtin):
+    """(N, H, W, C) -> (N, C): the maximum over each channel."""
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        return _aether._GlobalMaxPool2d()
+
+
+class Flatten(_Builtin):
+    """(N, ...) -> (N, prod(...))."""
+
+    def build(self, shape):
+        return _aether._Flatten()
+
+
+class Dropout(_Builtin):
+    """Zeroes each value with probability `rate` in training, scaling the rest by 1 / (1 - rate)."""
+
+    def __init__(self, rate: float = 0.5):
+        if not 0 <= rate < 1:
+            raise ValueError(f"Dropout: rate must be in [0, 1), got {rate}")
+        self.rate = float(rate)
+
+    def build(self, shape):
+        return _aether._Dropout(self.rate)
+
+
+class SpatialDropout(Dropout):
+    """Drops whole channels of NHWC images: one draw per (sample, channel)."""
+
+    def build(self, shape):
+        self._need(shape, 3, "images (H, W, C)")
+        return _aether._SpatialDropout(self.rate)
+
+
+class ReLU(_Builtin):
+    def build(self, shape):
+        return _aether._ReLU()
+
+
+class LeakyReLU(_Builtin):
+    def __init__(self, alpha: float = 0.01):
+        self.alpha = float(alpha)
+
+    def build(self, shape):
+        return _aether._LeakyReLU(self.alpha)
+
+
+class SoftMax(_Builtin):
+    """Softmax over the last axis (use CategoricalCrossEntropy after it)."""
+
+    def build(self, shape):
+        return _aether._Softmax(-1)
+
+
+class Layer(_aether._Layer):
+    """A layer written in Python from tensor ops: gradients come from autograd, and its ops join
+    the same lazy graph as the built-in layers (the scheduler fuses across them).
+
+        class Scale(ae.Layer):
+            def __init__(self, channels):
+                super().__init__()
+                self.channels = channels
+                self.add_parameter("gain", ae.ones([channels]))
+            def forward(self, x):
+                return x * self.gain            # parameters are read by name
+            def get_config(self):
+                return {"channels": self.channels}
+
+    Parameters and buffers are registered with add_parameter / add_buffer and read as attributes;
+    the optimizer and Model.to() replace their values, so read them in forward(), do not keep them.
+    A model with Python layers is saved like any other; Model.load rebuilds each layer with
+    cls.from_config(get_config()) (the class must be importable under the same module name).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x: Tensor) -> Tensor:
+        raise NotImplementedError(f"{type(self).__name__}.forward")
+
+    def get_config(self) -> Dict[str, Any]:
+        """The constructor's keyword arguments (JSON values): saved with the model."""
+        return {}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "Layer":
+        return cls(**config)
+
+    def __getattr__(self, name: str) -> Tensor:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        t = self._find(name)
+        if t is None:
+            raise AttributeError(f"{type(self).__name__} has no attribute, parameter or buffer {name!r}")
+        return t

@@ -1,0 +1,278 @@
+"""Model: Aether-ML's Model API on aether's C++ Model.
+
+Built-in layers become C++ modules at finalize(); training, evaluation and prediction run in the
+engine with the GIL released, on data sets that view the NumPy arrays (float32 images are not
+copied). Ctrl-C during train() raises KeyboardInterrupt after the current step; a checkpoint file
+keeps the last finished epoch.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from . import _aether, _progress
+from ._aether import Tensor
+from ._tensor import device_name, tensor
+from .layers import Layer, _Builtin
+from .losses import Loss
+from .metrics import CategoricalAccuracy, RegressionAccuracy
+
+ArrayLike = Any
+
+
+def _images(x: ArrayLike, what: str) -> np.ndarray:
+    """uint8 pixels stay uint8 (scaled by 1/255 and normalised in the engine); anything else is
+    used as float32 values (no copy when the array already is C-contiguous float32)."""
+    if isinstance(x, Tensor):
+        x = np.asarray(x)
+    a = np.asarray(x)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{what}: images must be numbers, got dtype {a.dtype}")
+    if a.dtype != np.uint8:
+        a = a.astype(np.float32, copy=False)
+    if a.ndim < 2:
+        raise ValueError(f"{what}: images must have a sample axis and a feature axis, got shape {a.shape}")
+    return np.ascontiguousarray(a)
+
+
+class Model:
+    """A sequence of layers trained as one network: add, configure, to, finalize, train, evaluate,
+    predict, save, load."""
+
+    def __init__(self) -> None:
+        self._cpp = _aether._Model()
+        self._layers: List[Any] = []
+        self._device = "cpu"
+        self._precision = "float32"
+        self._seed = 0
+        self._loss: Optional[Loss] = None
+        self._finalized = False
+        self._defaults: Dict[str, Any] = {}
+
+    # ---- building -------------------------------------------------------------------------------
+    def add(self, layer: Any) -> "Model":
+        if self._finalized:
+            raise RuntimeError("Model.add: the model is finalized; add layers before finalize()")
+        if not isinstance(layer, (_Builtin, _aether.Module)):
+            raise TypeError(f"Model.add: expected an aether layer, got {type(layer).__name__}")
+        self._layers.append(layer)
+        return self
+
+    def manual_seed(self, seed: int) -> "Model":
+        """Seeds weight initialisation, dropout and the order and augmentation of training data."""
+        self._seed = int(seed)
+        _aether.manual_seed(self._seed)
+        return self
+
+    def configure(self, loss: Loss, optimizer: Any, accuracy: Any = None) -> "Model":
+        if not isinstance(loss, Loss):
+            raise TypeError(f"configure: loss must be an aether loss, got {type(loss).__name__}")
+        if not hasattr(optimizer, "config"):
+            raise TypeError(f"configure: optimizer must be an aether optimizer, got {type(optimizer).__name__}")
+        accuracy = accuracy or (RegressionAccuracy() if loss.regression else CategoricalAccuracy())
+        cfg = {**optimizer.config(), **loss.config(), **accuracy.config()}
+        self._cpp.configure(cfg)
+        self._loss = loss
+        return self
+
+    # Aether-ML's older name
+    set = configure
+
+    def to(self, device: str) -> "Model":
+        """"cpu", "cuda", "cuda:N"; Aether-ML's "numpy" and "cupy" name the CPU and the GPU."""
+        self._device = device_name(device)
+        if self._finalized:
+            self._cpp.to(self._device)
+        return self
+
+    def set_precision(self, precision: str) -> "Model":
+        self._precision = precision
+        if self._finalized:
+            self._cpp.set_precision(precision)
+        return self
+
+    def finalize(self, input_shape: Sequence[int]) -> "Model":
+        """Builds the layers for one sample's shape (H, W, C) or (features,)."""
+        if self._finalized:
+            raise RuntimeError("Model.finalize: already finalized")
+        if self._loss is None:
+            raise RuntimeError("Model.finalize: call configure() first")
+        shape = tuple(int(s) for s in input_shape)
+        for layer in self._layers:
+            module = layer.build(shape) if isinstance(layer, _Builtin) else layer
+            shape = tuple(_aether.output_shape(module, list(shape)))
+            self._cpp.add(module)
+        self._cpp.set_precision(self._precision)
+        self._cpp.finalize([int(s) for s in input_shape])
+        self._cpp.to(self._device)
+        self._finalized = True
+        return self
+
+    @classmethod
+    def preset(cls, name: str, input_shape: Sequence[int], classes: int = 10, device: str = "cpu") -> "Model":
+        """One of aether's preset networks ("mlp", "lenet", "cifarnet") with its training recipe
+        (optimizer, schedule, batch size, augmentation), as `aether train --model NAME` builds it.
+        Seed with aether.manual_seed() first."""
+        layers, config, data = _aether._preset(name, [int(s) for s in input_shape], int(classes))
+        m = cls()
+        for l in layers:
+            m._layers.append(l)
+        m._cpp.configure(config)
+        m._loss = Loss()
+        m._device = device_name(device)
+        m._defaults = dict(data)
+        return m.finalize(input_shape)
+
+    # ---- data -----------------------------------------------------------------------------------
+    def _classes(self) -> int:
+        shape = self._cpp.input_shape
+        return int(_aether.output_shape(self._cpp.network(), list(shape))[-1])
+
+    def _dataset(self, x: ArrayLike, y: ArrayLike, what: str) -> "_aether.Dataset":
+        images = _images(x, what)
+        y = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
+        if y.shape[:1] != images.shape[:1]:
+            raise ValueError(f"{what}: {images.shape[0]} images but {y.shape[0] if y.ndim else 0} labels")
+        regression = self._cpp.config["loss"] == "mse" and isinstance(self._loss, Loss) and self._loss.regression
+        if regression:
+            t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
+            return _aether._dataset_from_arrays(images, images, None, t, 0, what)
+        if y.ndim == 2:  # one-hot rows
+            if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
+                raise ValueError(f"{what}: 2-D labels must be one-hot rows (a single 1 per row)")
+            y = y.argmax(axis=1)
+        elif y.ndim != 1:
+            raise ValueError(f"{what}: labels must be (N,) classes or (N, K) one-hot, got shape {y.shape}")
+        if y.dtype.kind not in "iub":
+            if y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0):
+                y = y.astype(np.int64)
+            else:
+                raise TypeError(f"{what}: class labels must be integers, got dtype {y.dtype}")
+        labels = np.ascontiguousarray(y, dtype=np.int64)
+        return _aether._dataset_from_arrays(images, images, labels, None, self._classes(), what)
+
+    def _require_finalized(self, what: str) -> None:
+        if not self._finalized:
+            raise RuntimeError(f"Model.{what}: call configure() and finalize(input_shape) first")
+
+    # ---- training and use -----------------------------------------------------------------------
+    def train(self, X: ArrayLike, y: ArrayLike, epochs: int = 1, batch_size: Optional[int] = None,
+              shuffle: bool = True, validation_data: Optional[Tuple[ArrayLike, ArrayLike]] = None,
+              verbose: bool = True, seed: Optional[int] = None, crop_padding: Optional[int] = None,
+              hflip: Optional[bool] = None, checkpoint: Optional[str] = None, max_steps_per_epoch: int = 0,
+              callback: Optional[Callable[..., None]] = None) -> Dict[str, List[float]]:
+        """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
+        (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
+        normalised per channel with the statistics of X (saved with the model); other images are
+        used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,
+        val_accuracy, lr and seconds per epoch. `epochs` counts from the start of training: a
+        loaded model that has done 2 continues with the third."""
+        self._require_finalized("train")
+        d = self._defaults
+        batch_size = int(batch_size or d.get("batch_size", 32))
+        ds = self._dataset(X, y, "train")
+        val = None if validation_data is None else self._dataset(*validation_data, "validation")
+        mean: List[float] = list(self._cpp.norm_mean)
+        std: List[float] = list(self._cpp.norm_std)
+        if np.asarray(X).dtype == np.uint8 and (not mean or self._cpp.epochs_done == 0):
+            mean, std = _aether._channel_stats(ds)
+        elif np.asarray(X).dtype != np.uint8 and self._cpp.epochs_done == 0:
+            mean, std = [], []
+        bar, py_bar = _progress.choose(verbose)
+        def on_batch(*args: Any) -> None:
+            if py_bar is not None:
+                py_bar(*args)
+            if callback is not None:
+                callback(*args)
+        epochs_list = self._cpp.train(
+            ds, val, int(epochs), batch_size, bool(shuffle), int(seed if seed is not None else self._seed or 0),
+            int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
+            bool(d.get("hflip", False) if hflip is None else hflip), False, mean, std, bar, checkpoint or "",
+            int(max_steps_per_epoch), on_batch if (py_bar or callback) else None)
+        history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
+        for e in epochs_list:
+            for k in ("loss", "accuracy", "lr", "seconds"):
+                history[k].append(e[k])
+            for k in ("val_loss", "val_accuracy"):
+                if k in e:
+                    history.setdefault(k, []).append(e[k])
+        return history
+
+    def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256) -> Dict[str, float]:
+        """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode."""
+        self._require_finalized("evaluate")
+        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), int(batch_size))
+        out = {"loss": r["loss"], "accuracy": r["accuracy"]}
+        if self._cpp.config["loss"] != "mse" and self._classes() >= 5:
+            out["top5"] = r["top5"]
+        return out
+
+    def predict(self, X: ArrayLike, batch_size: int = 256) -> np.ndarray:
+        """The model's outputs (N, K) for images X, as a NumPy array: class probabilities for the
+        cross-entropy losses, raw outputs for MeanSquaredError."""
+        self._require_finalized("predict")
+        images = _images(X, "predict")
+        if self._cpp.config["loss"] == "mse":
+            ds = _aether._dataset_from_arrays(images, images, None, np.zeros((len(images), 1), np.float32), 0,
+                                              "predict")
+        else:
+            ds = _aether._dataset_from_arrays(images, images, np.zeros(len(images), np.int64), None,
+                                              self._classes(), "predict")
+        return np.asarray(self._cpp.predict(ds, int(batch_size)))
+
+    def __call__(self, x: Tensor) -> Tensor:
+        """The network applied to a tensor batch, with autograd (for custom training loops)."""
+        self._require_finalized("__call__")
+        return self._cpp.network()(x)
+
+    def parameters(self) -> List[Tensor]:
+        self._require_finalized("parameters")
+        return self._cpp.network().parameters()
+
+    def named_parameters(self) -> List[Tuple[str, Tensor]]:
+        self._require_finalized("named_parameters")
+        return self._cpp.network().named_parameters()
+
+    @property
+    def network(self) -> "_aether.Sequential":
+        return self._cpp.network()
+
+    @property
+    def epochs_done(self) -> int:
+        return self._cpp.epochs_done
+
+    def summary(self, print_fn: Optional[Callable[[str], None]] = print) -> str:
+        """The layers with their output shapes and parameter counts (printed, and returned)."""
+        self._require_finalized("summary")
+        text = self._cpp.summary()
+        if print_fn is not None:
+            print_fn(text)
+        return text
+
+    # ---- files ----------------------------------------------------------------------------------
+    def save(self, path: str) -> None:
+        """Writes a .aether checkpoint (atomically): the same format the C++ API and CLI read."""
+        self._require_finalized("save")
+        info = json.loads(self._cpp.info)
+        info.setdefault("written_by", "python")
+        info["seed"] = self._seed
+        self._cpp.info = json.dumps(info)
+        self._cpp.save(str(path))
+
+    @classmethod
+    def load(cls, path: str) -> "Model":
+        """Reads a .aether checkpoint written by Python, the C++ API or the CLI."""
+        m = cls()
+        m._cpp = _aether._Model.load(str(path))
+        m._finalized = True
+        from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
+        cfg = m._cpp.config
+        m._loss = {"cross_entropy": SoftmaxCategoricalCrossEntropy(cfg["label_smoothing"]),
+                   "categorical_cross_entropy": CategoricalCrossEntropy(),
+                   "mse": MeanSquaredError()}[cfg["loss"]]
+        info = json.loads(m._cpp.info)
+        m._seed = info.get("seed", 0)
+        return m

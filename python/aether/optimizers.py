@@ -1,0 +1,60 @@
+"""Optimizers: Aether-ML's Adam and AdamW, and aether's SGD (momentum, Nesterov). Each takes a
+learning-rate schedule ("constant", "one_cycle", "warmup_linear", "cosine", "step") whose peak is lr,
+and optional gradient clipping by global norm."""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+
+class Optimizer:
+    def __init__(self, lr: float, weight_decay: float, schedule: str, warmup_fraction: float,
+                 clip_grad_norm: float):
+        if not lr > 0:
+            raise ValueError(f"lr must be > 0, got {lr}")
+        self.lr, self.weight_decay = float(lr), float(weight_decay)
+        self.schedule, self.warmup_fraction, self.clip_grad_norm = schedule, float(warmup_fraction), float(clip_grad_norm)
+
+    def config(self) -> Dict[str, Any]:
+        return {"lr": self.lr, "weight_decay": self.weight_decay, "schedule": self.schedule,
+                "warmup_fraction": self.warmup_fraction, "clip_grad_norm": self.clip_grad_norm}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
+
+
+class SGD(Optimizer):
+    def __init__(self, lr: float = 0.01, momentum: float = 0.0, nesterov: bool = False, weight_decay: float = 0.0,
+                 schedule: str = "constant", warmup_fraction: float = 0.2, clip_grad_norm: float = 0.0):
+        super().__init__(lr, weight_decay, schedule, warmup_fraction, clip_grad_norm)
+        self.momentum, self.nesterov = float(momentum), bool(nesterov)
+
+    def config(self):
+        return {**super().config(), "optimizer": "sgd", "momentum": self.momentum, "nesterov": self.nesterov}
+
+
+class Adam(Optimizer):
+    """Adam; weight_decay is added to the gradient (L2), as in Aether-ML and PyTorch."""
+
+    _name = "adam"
+
+    def __init__(self, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                 weight_decay: float = 0.0, schedule: str = "constant", warmup_fraction: float = 0.2,
+                 clip_grad_norm: float = 0.0):
+        super().__init__(lr, weight_decay, schedule, warmup_fraction, clip_grad_norm)
+        self.beta1, self.beta2, self.eps = float(beta1), float(beta2), float(eps)
+
+    def config(self):
+        return {**super().config(), "optimizer": self._name, "beta1": self.beta1, "beta2": self.beta2,
+                "eps": self.eps}
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay."""
+
+    _name = "adamw"
+
+    def __init__(self, lr: float = 1e-3, beta1: float = 0.9, beta2: float = 0.999, eps: float = 1e-8,
+                 weight_decay: float = 0.01, schedule: str = "constant", warmup_fraction: float = 0.2,
+                 clip_grad_norm: float = 0.0):
+        super().__init__(lr, beta1, beta2, eps, weight_decay, schedule, warmup_fraction, clip_grad_norm)

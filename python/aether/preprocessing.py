@@ -1,0 +1,90 @@
+"""Preprocessing of NumPy arrays, with Aether-ML's names. Each transform is a callable."""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from ._tensor import tensor
+from ._aether import Tensor
+
+
+class Rescale:
+    """x * scale + offset, as float32 (Rescale(1 / 255) maps pixels to [0, 1])."""
+
+    def __init__(self, scale: float = 1.0 / 255.0, offset: float = 0.0):
+        self.scale, self.offset = float(scale), float(offset)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        return (np.asarray(x, dtype=np.float32) * np.float32(self.scale) + np.float32(self.offset)).astype(np.float32)
+
+    def __repr__(self) -> str:
+        return f"Rescale(scale={self.scale}, offset={self.offset})"
+
+
+class StandardScaler:
+    """(x - mean) / std per channel (the last axis), with mean and std from fit() (or given)."""
+
+    def __init__(self, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
+                 epsilon: float = 1e-7):
+        self.mean = None if mean is None else np.asarray(mean, dtype=np.float32)
+        self.std = None if std is None else np.asarray(std, dtype=np.float32)
+        self.epsilon = float(epsilon)
+
+    def fit(self, x: np.ndarray) -> "StandardScaler":
+        a = np.asarray(x, dtype=np.float64)
+        axes = tuple(range(a.ndim - 1))
+        self.mean = a.mean(axis=axes).astype(np.float32)
+        self.std = a.std(axis=axes).astype(np.float32)
+        return self
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        if self.mean is None or self.std is None:
+            raise ValueError("StandardScaler: call fit(x) first (or give mean and std)")
+        a = np.asarray(x, dtype=np.float32)
+        if a.shape[-1] != self.mean.shape[-1]:
+            raise ValueError(f"StandardScaler: fitted for {self.mean.shape[-1]} channels, got {a.shape[-1]}")
+        return ((a - self.mean) / (self.std + np.float32(self.epsilon))).astype(np.float32)
+
+    def fit_transform(self, x: np.ndarray) -> np.ndarray:
+        return self.fit(x).transform(x)
+
+    def inverse_transform(self, x: np.ndarray) -> np.ndarray:
+        return (np.asarray(x, dtype=np.float32) * (self.std + np.float32(self.epsilon)) + self.mean).astype(np.float32)
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        if self.mean is None:
+            self.fit(x)
+        return self.transform(x)
+
+    def __repr__(self) -> str:
+        return f"StandardScaler(mean={self.mean}, std={self.std})"
+
+
+class ToTensor:
+    """A NumPy array -> aether.Tensor (float32 by default; no copy when it already is one)."""
+
+    def __init__(self, dtype: Optional[str] = "float32", device: Optional[str] = None):
+        self.dtype, self.device = dtype, device
+
+    def __call__(self, x: np.ndarray) -> Tensor:
+        a = np.asarray(x)
+        if self.dtype is not None and str(a.dtype) != self.dtype:
+            a = a.astype(self.dtype)
+        return tensor(a, device=self.device)
+
+
+class Compose:
+    """Applies transforms in order: Compose([Rescale(), StandardScaler()])(x)."""
+
+    def __init__(self, transforms: Sequence[Callable]):
+        self.transforms = list(transforms)
+
+    def __call__(self, x):
+        for t in self.transforms:
+            x = t(x)
+        return x
+
+    def __repr__(self) -> str:
+        return f"Compose({self.transforms!r})"

@@ -1,0 +1,225 @@
+// aether._aether.Model: the C++ Model (building, training, evaluation, checkpoints) driven from
+// Python on data sets made from NumPy arrays (bind_data.cpp). The GIL is released while the
+// engine runs; a step callback takes it back to check for Ctrl-C (KeyboardInterrupt) and to feed
+// Python's progress display.
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <nlohmann/json.hpp>
+
+#include "bind.h"
+
+namespace aether::py {
+namespace {
+
+nb::dict epoch_dict(const EpochStats& e) {
+  nb::dict d;
+  d["epoch"] = e.epoch;
+  d["loss"] = e.train_loss;
+  d["accuracy"] = e.train_accuracy;
+  if (e.val_loss) d["val_loss"] = *e.val_loss;
+  if (e.val_accuracy) d["val_accuracy"] = *e.val_accuracy;
+  d["lr"] = e.lr;
+  d["seconds"] = e.seconds;
+  d["images_per_second"] = e.images_per_second;
+  return d;
+}
+
+ModelConfig config_from(const nb::dict& d) {
+  ModelConfig c;
+  for (auto [k, v] : d) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "loss") c.loss = nb::cast<std::string>(v);
+    else if (key == "label_smoothing") c.label_smoothing = nb::cast<double>(v);
+    else if (key == "optimizer") c.optimizer = nb::cast<std::string>(v);
+    else if (key == "lr") c.lr = nb::cast<double>(v);
+    else if (key == "momentum") c.momentum = nb::cast<double>(v);
+    else if (key == "nesterov") c.nesterov = nb::cast<bool>(v);
+    else if (key == "weight_decay") c.weight_decay = nb::cast<double>(v);
+    else if (key == "beta1") c.beta1 = nb::cast<double>(v);
+    else if (key == "beta2") c.beta2 = nb::cast<double>(v);
+    else if (key == "eps") c.eps = nb::cast<double>(v);
+    else if (key == "schedule") c.schedule = nb::cast<std::string>(v);
+    else if (key == "warmup_fraction") c.warmup_fraction = nb::cast<double>(v);
+    else if (key == "metrics") c.metrics = nb::cast<std::vector<std::string>>(v);
+    else if (key == "clip_grad_norm") c.clip_grad_norm = nb::cast<double>(v);
+    else if (key == "regression_precision") c.regression_precision = nb::cast<double>(v);
+    else throw nb::value_error(("configure: unknown setting '" + key + "'").c_str());
+  }
+  return c;
+}
+
+nb::dict config_dict(const ModelConfig& c) {
+  nb::dict d;
+  d["loss"] = c.loss;
+  d["label_smoothing"] = c.label_smoothing;
+  d["optimizer"] = c.optimizer;
+  d["lr"] = c.lr;
+  d["momentum"] = c.momentum;
+  d["nesterov"] = c.nesterov;
+  d["weight_decay"] = c.weight_decay;
+  d["beta1"] = c.beta1;
+  d["beta2"] = c.beta2;
+  d["eps"] = c.eps;
+  d["schedule"] = c.schedule;
+  d["warmup_fraction"] = c.warmup_fraction;
+  d["metrics"] = c.metrics;
+  d["clip_grad_norm"] = c.clip_grad_norm;
+  d["regression_precision"] = c.regression_precision;
+  return d;
+}
+
+struct TrainArgs {
+  int64_t epochs = 1, batch_size = 32, crop_padding = 0, max_steps = 0;
+  bool shuffle = true, hflip = false, progress = false, drop_last = false;
+  uint64_t seed = 0;
+  std::vector<float> mean, std;
+  std::string checkpoint;
+};
+
+nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
+               const TrainArgs& a, nb::object on_batch) {
+  TrainOptions o;
+  o.epochs = a.epochs;
+  o.data.batch_size = a.batch_size;
+  o.data.shuffle = a.shuffle;
+  o.data.seed = a.seed;
+  o.data.crop_padding = a.crop_padding;
+  o.data.hflip = a.hflip;
+  o.data.drop_last = a.drop_last;
+  o.data.mean = a.mean;
+  o.data.std = a.std;
+  o.progress = a.progress;
+  o.checkpoint_path = a.checkpoint;
+  o.max_steps_per_epoch = a.max_steps;
+  o.validation = validation.get();
+  // After every step: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees) and the
+  // Python-side progress display. Raising here unwinds train(); the checkpoint keeps the last epoch.
+  o.on_batch = [&on_batch](const BatchProgress& p) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    if (!on_batch.is_none()) on_batch(p.epoch, p.epochs, p.batch, p.batches, p.seen, p.loss, p.accuracy);
+  };
+  History h;
+  {
+    nb::gil_scoped_release release;
+    h = model.train(train_set, o);
+  }
+  nb::list out;
+  for (const auto& e : h.epochs) out.append(epoch_dict(e));
+  return out;
+}
+
+}  // namespace
+
+void bind_model(nb::module_& m) {
+  using nb::arg;
+  nb::class_<Model>(m, "_Model")
+      .def(nb::init<>())
+      .def("add", [](Model& mod, nn::ModulePtr l) { mod.add(std::move(l)); }, arg("layer"))
+      .def("configure", [](Model& mod, const nb::dict& d) { mod.configure(config_from(d)); }, arg("config"))
+      .def_prop_ro("config", [](const Model& mod) { return config_dict(mod.config()); })
+      .def("to", [](Model& mod, const std::string& d) { mod.to(d); }, arg("device"))
+      .def("set_precision", [](Model& mod, const std::string& p) { mod.set_precision(p); }, arg("precision"))
+      .def("finalize", [](Model& mod, const Shape& s) { mod.finalize(s); }, arg("input_shape"))
+      .def(
+          "train",
+          [](Model& mod, const data::Dataset& ds, std::shared_ptr<data::Dataset> val, int64_t epochs,
+             int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip, bool drop_last,
+             std::vector<float> mean, std::vector<float> std, bool progress, std::string checkpoint,
+             int64_t max_steps, nb::object on_batch) {
+            TrainArgs a{epochs, batch_size, crop_padding, max_steps, shuffle, hflip, progress, drop_last, seed,
+                        std::move(mean), std::move(std), std::move(checkpoint)};
+            return train(mod, ds, std::move(val), a, on_batch);
+          },
+          arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"), arg("seed"),
+          arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"), arg("progress"),
+          arg("checkpoint"), arg("max_steps"), arg("on_batch").none())
+      .def(
+          "evaluate",
+          [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
+            EvalResult r;
+            {
+              nb::gil_scoped_release release;
+              r = mod.evaluate(ds, batch_size);
+            }
+            nb::dict d;
+            d["loss"] = r.loss;
+            d["accuracy"] = r.accuracy;
+            d["top5"] = r.top5;
+            d["samples"] = r.samples;
+            d["seconds"] = r.seconds;
+            return d;
+          },
+          arg("dataset"), arg("batch_size") = 256)
+      .def(
+          "predict",
+          [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
+            nb::gil_scoped_release release;
+            return mod.predict(ds, batch_size);
+          },
+          arg("dataset"), arg("batch_size") = 256)
+      .def(
+          "predict_tensor",
+          [](Model& mod, const Tensor& x) {
+            nb::gil_scoped_release release;
+            return mod.predict(x);
+          },
+          arg("images"))
+      .def(
+          "save",
+          [](Model& mod, const std::string& path) {
+            nb::gil_scoped_release release;
+            try {
+              mod.save(path);
+            } catch (const Error& e) {  // a file that cannot be written: RuntimeError
+              throw std::runtime_error(e.what());
+            }
+          },
+          arg("path"))
+      .def_static(
+          "load",
+          [](const std::string& path) {
+            // Loading a Python layer calls back into Python (its from_config): keep the GIL.
+            try {
+              return Model::load(path);
+            } catch (const Error& e) {  // a missing, damaged or invalid file: RuntimeError
+              throw std::runtime_error(e.what());
+            }
+          },
+          arg("path"))
+      .def("summary", &Model::summary)
+      .def("network", [](Model& mod) -> nn::Sequential& { return mod.network(); }, nb::rv_policy::reference_internal)
+      .def_prop_ro("epochs_done", &Model::epochs_done)
+      .def_prop_ro("steps_done", &Model::steps_done)
+      .def_prop_ro("input_shape", [](const Model& mod) { return mod.input_shape(); })
+      .def_prop_ro("norm_mean", [](const Model& mod) { return mod.norm_mean(); })
+      .def_prop_ro("norm_std", [](const Model& mod) { return mod.norm_std(); })
+      .def_prop_rw(
+          "info", [](Model& mod) { return mod.info().dump(); },
+          [](Model& mod, const std::string& j) { mod.info() = nlohmann::json::parse(j); },
+          "extra JSON saved with the model (a string)");
+
+  m.def(
+      "_preset",
+      [](const std::string& name, const Shape& image_shape, int64_t classes) {
+        // The preset's network and recipe, as `aether train` builds them.
+        Preset p = make_preset(name, image_shape, classes);
+        std::vector<nn::ModulePtr> layers;
+        for (auto& l : p.network->children()) layers.push_back(l.second);
+        nb::dict data;
+        data["batch_size"] = p.data.batch_size;
+        data["crop_padding"] = p.data.crop_padding;
+        data["hflip"] = p.data.hflip;
+        data["epochs"] = p.epochs;
+        return nb::make_tuple(layers, config_dict(p.config), data);
+      },
+      arg("name"), arg("image_shape"), arg("classes"));
+  m.def("_preset_names", &preset_names);
+}
+
+}  // namespace aether::py

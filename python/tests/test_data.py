@@ -1,0 +1,59 @@
+"""Data sets as NumPy arrays, and the preprocessing transforms."""
+
+import os
+
+import numpy as np
+import pytest
+
+import aether as ae
+
+
+def test_fashion_mnist_arrays():
+    (x, y), (xt, yt) = ae.datasets.fashion_mnist()
+    assert x.shape == (60000, 28, 28, 1) and x.dtype == np.uint8
+    assert y.shape == (60000,) and y.dtype == np.int64 and set(np.unique(y)) == set(range(10))
+    assert xt.shape == (10000, 28, 28, 1) and yt.shape == (10000,)
+    assert not x.flags.owndata  # a view of the loaded data set, not a copy
+    x2, _ = ae.datasets.fashion_mnist("test")
+    assert np.array_equal(x2, xt)
+
+
+def test_cifar10_arrays_when_present():
+    try:
+        x, y = ae.datasets.cifar10("test")
+    except RuntimeError as e:  # not every machine has CIFAR-10; the error names where it looked
+        assert "cifar-10" in str(e)
+        pytest.skip("CIFAR-10 is not on this machine")
+    assert x.shape == (10000, 32, 32, 3) and x.dtype == np.uint8 and y.shape == (10000,)
+
+
+def test_missing_data_set_errors():
+    with pytest.raises((ValueError, RuntimeError), match="imagenet"):
+        ae.datasets.load("imagenet", "train")
+    with pytest.raises((ValueError, RuntimeError), match="split"):
+        ae.datasets.fashion_mnist("validation")
+    with pytest.raises(RuntimeError, match="fashion"):
+        ae.datasets.fashion_mnist("train", data_dir="/nonexistent/dir")
+
+
+def test_preprocessing():
+    x = np.arange(2 * 2 * 2 * 3, dtype=np.uint8).reshape(2, 2, 2, 3)
+    r = ae.Rescale(1 / 255)(x)
+    assert r.dtype == np.float32 and r.max() == pytest.approx(23 / 255)
+    assert ae.Rescale(2.0, 1.0)(np.ones(2)).tolist() == [3.0, 3.0]
+    s = ae.StandardScaler().fit(r)
+    z = s.transform(r)
+    np.testing.assert_allclose(z.reshape(-1, 3).mean(0), 0, atol=1e-5)
+    np.testing.assert_allclose(z.reshape(-1, 3).std(0), 1, atol=1e-3)
+    np.testing.assert_allclose(s.inverse_transform(z), r, atol=1e-6)
+    np.testing.assert_allclose(ae.StandardScaler().fit_transform(r), z)
+    with pytest.raises(ValueError, match="fit"):
+        ae.StandardScaler().transform(r)
+    with pytest.raises(ValueError, match="channels"):
+        s.transform(np.zeros((2, 4), np.float32))
+    c = ae.Compose([ae.Rescale(1 / 255), ae.StandardScaler(mean=[0.5] * 3, std=[0.25] * 3)])
+    np.testing.assert_allclose(c(x), (x / 255 - 0.5) / (0.25 + 1e-7), rtol=1e-5)
+    f = np.ones((2, 3), np.float32)
+    t = ae.ToTensor()(f)
+    assert isinstance(t, ae.Tensor) and t.dtype == "float32" and np.shares_memory(np.asarray(t), f)
+    assert ae.ToTensor()(x).dtype == "float32"

@@ -1,0 +1,169 @@
+"""Model from Python: the Aether-ML example on real Fashion-MNIST data, labels as classes or
+one-hot, evaluate/predict, errors, presets, regression, summary."""
+
+import numpy as np
+import pytest
+
+import aether as ae
+from conftest import small_cnn
+
+
+def test_the_example_trains_on_real_fashion_mnist(fmnist):
+    x, y, xt, yt = fmnist
+    model = small_cnn()
+    model.to("cpu")
+    model.finalize(input_shape=(28, 28, 1))
+    history = model.train(x, y, epochs=2, batch_size=128, shuffle=True, validation_data=(xt, yt), verbose=False)
+    assert set(history) >= {"loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds"}
+    assert len(history["loss"]) == 2 and history["loss"][1] < history["loss"][0]
+    assert history["val_accuracy"][-1] > 0.25  # 10 classes: chance is 0.10 (measured: 0.297)
+    r = model.evaluate(xt, yt)
+    assert r["accuracy"] == pytest.approx(history["val_accuracy"][-1], abs=1e-9)
+    p = model.predict(xt[:50])
+    assert p.shape == (50, 10) and p.dtype == np.float32
+    np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
+    assert model.epochs_done == 2
+
+
+def test_float_images_one_hot_labels_and_preprocessing(fmnist):
+    x, y, xt, yt = fmnist
+    prep = ae.Compose([ae.Rescale(1 / 255), ae.StandardScaler()])
+    xf = prep(x[:1000])
+    assert xf.dtype == np.float32
+    one_hot = np.eye(10, dtype=np.float32)[y[:1000]]
+
+    def run(labels):
+        m = small_cnn(seed=7)
+        m.finalize((28, 28, 1))
+        return m.train(xf, labels, epochs=1, batch_size=100, verbose=False)
+
+    a, b = run(y[:1000]), run(one_hot)
+    assert a["loss"] == b["loss"] and a["accuracy"] == b["accuracy"]  # the same training, bit for bit
+
+
+def test_same_seed_same_result_and_seed_matters(fmnist):
+    x, y, _, _ = fmnist
+
+    def run(seed):
+        m = small_cnn(seed=seed)
+        m.finalize((28, 28, 1))
+        return m.train(x[:600], y[:600], epochs=1, batch_size=100, verbose=False)["loss"][0]
+
+    assert run(1) == run(1)
+    assert run(1) != run(2)
+
+
+def test_dense_network_on_flat_features(fmnist):
+    x, y, xt, yt = fmnist
+    m = ae.Model()
+    m.manual_seed(0)
+    m.add(ae.Flatten()); m.add(ae.Dense(784, 64)); m.add(ae.LeakyReLU(0.1)); m.add(ae.Dropout(0.1))
+    m.add(ae.Dense(64, 10)); m.add(ae.SoftMax())
+    m.configure(loss=ae.CategoricalCrossEntropy(), optimizer=ae.Adam(lr=1e-3))
+    m.to("numpy")  # Aether-ML's name for the CPU
+    m.finalize((28, 28, 1))
+    h = m.train(x, y, epochs=2, batch_size=64, verbose=False, validation_data=(xt, yt))
+    assert h["val_accuracy"][-1] > 0.7
+    # (N, features) input
+    m2 = ae.Model(); m2.add(ae.Dense(784, 10))
+    m2.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9, nesterov=True))
+    m2.finalize((784,))
+    h2 = m2.train(x.reshape(len(x), -1), y, epochs=1, batch_size=50, verbose=False)
+    assert h2["accuracy"][0] > 0.5
+
+
+def test_every_layer_builds_and_trains():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 12, 12, 3)).astype(np.float32)
+    y = rng.integers(0, 4, 64)
+    m = ae.Model(); m.manual_seed(1)
+    for layer in [ae.Conv2d(3, 8, 3, padding=1), ae.BatchNorm(), ae.ReLU(), ae.SpatialDropout(0.1),
+                  ae.AvgPool2d(2), ae.Conv2d(8, 8, (3, 3), (1, 1), padding="same"), ae.MaxPool2d(3, 1, "same"),
+                  ae.GlobalMaxPool(), ae.BatchNorm(), ae.Dense(8, 4)]:
+        m.add(layer)
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.01, schedule="cosine",
+                                                                           clip_grad_norm=1.0))
+    m.finalize((12, 12, 3))
+    text = m.summary(print_fn=None)
+    for name in ("Conv2d", "BatchNorm2d", "AvgPool2d", "MaxPool2d", "GlobalMaxPool2d", "BatchNorm1d", "Linear"):
+        assert name in text
+    h = m.train(x, y, epochs=2, batch_size=16, verbose=False)
+    assert np.isfinite(h["loss"]).all() and h["lr"][-1] < h["lr"][0]
+    assert len(m.parameters()) == len(m.named_parameters()) > 0
+    out = m(ae.tensor(x[:2]))
+    assert out.shape == (2, 4)
+
+
+def test_regression_with_mean_squared_error():
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-1, 1, (512, 4)).astype(np.float32)
+    w = np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
+    y = (x @ w).ravel()
+    m = ae.Model(); m.manual_seed(0)
+    m.add(ae.Dense(4, 16)); m.add(ae.ReLU()); m.add(ae.Dense(16, 1))
+    m.configure(loss=ae.MeanSquaredError(), optimizer=ae.Adam(lr=1e-2), accuracy=ae.RegressionAccuracy(precision=0.25))
+    m.finalize((4,))
+    h = m.train(x, y, epochs=20, batch_size=32, verbose=False)
+    assert h["loss"][-1] < 0.1 * h["loss"][0]
+    assert h["accuracy"][-1] > h["accuracy"][0]
+    r = m.evaluate(x, y)
+    assert r["loss"] < 0.2 and r["accuracy"] > 0.5
+    p = m.predict(x[:3])
+    assert p.shape == (3, 1)
+    np.testing.assert_allclose(p.ravel(), y[:3], atol=0.6)
+
+
+def test_preset_lenet_matches_the_cli_recipe(fmnist):
+    x, y, _, _ = fmnist
+    ae.manual_seed(0)
+    m = ae.Model.preset("lenet", (28, 28, 1), 10)
+    assert "Conv2d" in m.summary(print_fn=None)
+    h = m.train(x[:512], y[:512], epochs=1, verbose=False)
+    assert np.isfinite(h["loss"][0])
+
+
+def test_bad_input_gets_clear_errors(fmnist):
+    x, y, _, _ = fmnist
+    m = small_cnn()
+    with pytest.raises(RuntimeError, match="finalize"):
+        m.train(x, y)
+    with pytest.raises(TypeError):
+        m.add("Conv2d")
+    with pytest.raises(TypeError):
+        m.configure(loss="mse", optimizer=ae.Adam())
+    with pytest.raises(ValueError, match="in_channels|channels"):
+        bad = small_cnn(channels=3)
+        bad.finalize((28, 28, 1))
+    with pytest.raises(ValueError, match="Dense"):
+        bad = ae.Model(); bad.add(ae.Dense(5, 2))
+        bad.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+        bad.finalize((4,))
+    m.finalize((28, 28, 1))
+    with pytest.raises(ValueError, match=r"\(32, 32, 3\)|28, 28, 1"):
+        m.train(np.zeros((10, 32, 32, 3), np.uint8), np.zeros(10, np.int64), verbose=False)
+    with pytest.raises(ValueError, match="out of range"):
+        m.train(x[:10], np.full(10, 12), verbose=False)
+    with pytest.raises(ValueError, match="labels"):
+        m.train(x[:10], y[:9], verbose=False)
+    with pytest.raises(TypeError, match="integers"):
+        m.train(x[:10], y[:10] + 0.5, verbose=False)
+    with pytest.raises(ValueError, match="one-hot"):
+        m.train(x[:10], np.full((10, 10), 0.1), verbose=False)
+    with pytest.raises(TypeError, match="numbers"):
+        m.predict(np.array([["a"]]))
+    with pytest.raises(ValueError, match="epochs"):
+        m.train(x[:10], y[:10], epochs=0, verbose=False)
+    with pytest.raises(ValueError, match="not yet supported"):
+        m.set_precision("float16")
+    with pytest.raises((ValueError, RuntimeError), match="cuda|CUDA|device"):
+        m.to("cupy")  # this machine has no GPU (or aether was built without CUDA)
+    with pytest.raises(ValueError, match="label_smoothing"):
+        ae.SoftmaxCategoricalCrossEntropy(label_smoothing=1.5)
+    with pytest.raises(ValueError, match="lr"):
+        ae.Adam(lr=0)
+    with pytest.raises(ValueError, match="padding"):
+        ae.Conv2d(1, 2, 3, padding="full")
+    with pytest.raises(ValueError, match="momentum"):
+        ae.BatchNorm(momentum=1.5)
+    with pytest.raises(ValueError, match="rate"):
+        ae.Dropout(1.0)

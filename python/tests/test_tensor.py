@@ -1,0 +1,206 @@
+"""aether.Tensor from Python: NumPy round trips, zero-copy exchange, ops against NumPy, autograd."""
+
+import numpy as np
+import pytest
+
+import aether as ae
+
+DTYPES = ["float32", "float64", "float16", "int32", "int64", "uint8", "bool"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numpy_round_trip_every_dtype(dtype):
+    a = (np.arange(24).reshape(2, 3, 4) % 7).astype(dtype)
+    t = ae.tensor(a)
+    assert t.shape == (2, 3, 4) and t.dtype == dtype and t.device == "cpu"
+    b = np.asarray(t)
+    assert b.dtype == a.dtype and np.array_equal(a, b)
+    assert np.array_equal(t.numpy(), a)
+
+
+def test_bfloat16_comes_out_as_float32():
+    t = ae.tensor(np.array([1.0, 2.5, -3.0], np.float32)).astype("bfloat16")
+    assert t.dtype == "bfloat16"
+    b = np.asarray(t)
+    assert b.dtype == np.float32 and b.tolist() == [1.0, 2.5, -3.0]
+
+
+def test_zero_copy_in_and_out():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = ae.tensor(a)
+    out = np.asarray(t)
+    assert np.shares_memory(out, a)  # NumPy -> Tensor -> NumPy, one buffer
+    assert not out.flags.writeable
+    a[0, 0] = 100.0  # the caller's later writes show in values computed afterwards
+    assert (t + 0).numpy()[0, 0] == 100.0
+    c = ae.tensor(a, copy=True)
+    assert not np.shares_memory(np.asarray(c), a)
+
+
+def test_result_of_a_computation_is_viewed_not_copied():
+    t = (ae.tensor(np.ones((4, 5), np.float32)) * 3).realize()
+    v1, v2 = np.asarray(t), np.asarray(t)
+    assert np.shares_memory(v1, v2)
+    assert v1.sum() == 60
+
+
+def test_views_keep_the_tensor_alive():
+    a = np.asarray(ae.tensor(np.arange(1000, dtype=np.float64)) * 2)  # the Tensor is gone at once
+    assert a[999] == 1998.0
+
+
+def test_non_contiguous_input_is_copied_correctly():
+    a = np.arange(20, dtype=np.float32).reshape(4, 5)[:, ::2]
+    assert np.array_equal(ae.tensor(a).numpy(), a)
+    t = ae.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).T
+    assert np.array_equal(np.asarray(t), np.arange(6).reshape(2, 3).T)
+
+
+def test_lists_and_scalars():
+    assert ae.tensor([1.5, 2.0]).dtype == "float32"
+    assert ae.tensor([1, 2]).dtype == "int64"
+    assert ae.tensor([[1, 2], [3, 4]]).shape == (2, 2)
+    assert ae.tensor(np.array(3.0, np.float32)).item() == 3.0
+    assert ae.tensor([7]).item() == 7 and isinstance(ae.tensor([7]).item(), int)
+    assert ae.tensor([1.0, 2.0]).tolist() == [1.0, 2.0]
+    assert len(ae.zeros([5, 2])) == 5
+
+
+@pytest.mark.parametrize("bad", [np.zeros(3, np.int16), np.zeros(3, np.complex64), np.array(["a"]),
+                                 np.zeros(2, dtype=object)])
+def test_unsupported_dtypes_raise_type_error(bad):
+    with pytest.raises(TypeError, match="dtype|cannot make"):
+        ae.tensor(bad)
+
+
+def test_buffer_protocol():
+    t = ae.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)) + 1
+    m = memoryview(t)
+    assert m.format == "f" and m.shape == (2, 3) and m.readonly and m.itemsize == 4
+    assert m.tolist() == [[1, 2, 3], [4, 5, 6]]
+    # and in: anything with the buffer protocol
+    assert ae.tensor(memoryview(bytearray(b"\x01\x02\x03"))).tolist() == [1, 2, 3]
+    assert ae.tensor(bytes([4, 5])).dtype == "uint8"
+
+
+def test_dlpack_both_ways():
+    a = np.arange(8, dtype=np.float32)
+    t = ae.from_dlpack(a)
+    assert np.shares_memory(np.asarray(t), a)
+    t2 = ae.tensor(np.arange(8, dtype=np.int64)) * 2
+    b = np.from_dlpack(t2)
+    assert b.tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
+    assert t2.__dlpack_device__() == (1, 0)
+    assert np.shares_memory(np.from_dlpack(t2), np.asarray(t2))
+
+
+def test_ops_match_numpy():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal((3, 4)).astype(np.float32) + 3
+    w = rng.standard_normal((4, 5)).astype(np.float32)
+    A, B, W = ae.tensor(a), ae.tensor(b), ae.tensor(w)
+    close = lambda t, ref: np.testing.assert_allclose(np.asarray(t), ref, rtol=1e-5, atol=1e-5)
+    close(A + B, a + b); close(A - B, a - b); close(A * B, a * b); close(A / B, a / b)
+    close(A + 2, a + 2); close(2 - A, 2 - a); close(3 * A, 3 * a); close(1 / B, 1 / b); close(-A, -a)
+    close(A @ W, a @ w); close(ae.matmul(A, W), a @ w); close(A ** 2, a ** 2)
+    close(A.exp(), np.exp(a)); close(B.log(), np.log(b)); close(B.sqrt(), np.sqrt(b)); close(abs(A), np.abs(a))
+    close(A.relu(), np.maximum(a, 0)); close(A.tanh(), np.tanh(a)); close(A.sigmoid(), 1 / (1 + np.exp(-a)))
+    close(A.sum(), a.sum()); close(A.sum(axis=1), a.sum(1)); close(A.mean(axis=0, keepdims=True), a.mean(0, keepdims=True))
+    close(A.max(axis=1), a.max(1)); close(A.min(), a.min()); close(A.var(axis=1), a.var(1))
+    close(A.reshape(4, 3), a.reshape(4, 3)); close(A.reshape([2, 6]), a.reshape(2, 6))
+    close(A.transpose(0, 1), a.T); close(A.permute(1, 0), a.T); close(A.flatten(), a.ravel())
+    close(A[1], a[1]); close(A[:, 1:3], a[:, 1:3]); close(A[..., ::2], a[..., ::2]); close(A[-1, -2], a[-1, -2])
+    close(A.unsqueeze(0).squeeze(0), a); close(A.clamp(-0.5, 0.5), np.clip(a, -0.5, 0.5))
+    assert np.array_equal(np.asarray(A > 0), a > 0)
+    assert np.array_equal(np.asarray(A.argmax(1)), a.argmax(1))
+    close(ae.where(A > 0, A, B), np.where(a > 0, a, b))
+    close(ae.cat([A, B], 0), np.concatenate([a, b])); close(ae.stack([A, B], 1), np.stack([a, b], 1))
+    close(ae.functional.softmax(A), np.exp(a) / np.exp(a).sum(1, keepdims=True))
+
+
+def test_constructors_and_seed():
+    assert np.asarray(ae.zeros([2, 3])).sum() == 0 and np.asarray(ae.ones([2, 3])).sum() == 6
+    assert np.asarray(ae.full([2], 7.0)).tolist() == [7.0, 7.0]
+    assert np.asarray(ae.arange(4)).tolist() == [0, 1, 2, 3]
+    ae.manual_seed(3); r1 = np.asarray(ae.randn(5)); u1 = np.asarray(ae.rand(2, 2))
+    ae.manual_seed(3); r2 = np.asarray(ae.randn(5)); u2 = np.asarray(ae.rand(2, 2))
+    assert np.array_equal(r1, r2) and np.array_equal(u1, u2) and ((u1 >= 0) & (u1 < 1)).all()
+
+
+def test_index_errors():
+    t = ae.zeros([2, 3])
+    with pytest.raises(IndexError):
+        t[2]
+    with pytest.raises(IndexError):
+        t[0, 0, 0]
+    with pytest.raises(IndexError):
+        t[::-1]
+
+
+def test_shape_errors_are_value_errors_with_aethers_message():
+    with pytest.raises(ValueError, match=r"\(2, 3\).*\(4, 5\)|\(4, 5\).*\(2, 3\)"):
+        (ae.zeros([2, 3]) + ae.zeros([4, 5])).realize()
+    with pytest.raises(ValueError, match="matmul"):
+        ae.zeros([2, 3]) @ ae.zeros([2, 3])
+    with pytest.raises(ValueError):
+        ae.zeros([2, 3]).reshape(7)
+
+
+def test_autograd_matches_finite_differences():
+    rng = np.random.default_rng(1)
+    x0 = rng.standard_normal((3, 4))
+    w0 = rng.standard_normal((4, 2))
+
+    def f(x, w):  # a small network written from tensor ops
+        return ((x @ w).tanh() * (x.sum(axis=1, keepdims=True))).square().mean()
+
+    x = ae.tensor(x0, requires_grad=True)
+    w = ae.tensor(w0, requires_grad=True)
+    f(x, w).backward()
+    gx, gw = np.asarray(x.grad), np.asarray(w.grad)
+    eps = 1e-6
+
+    def num(arr, other, which):
+        g = np.zeros_like(arr)
+        for i in np.ndindex(arr.shape):
+            p, m = arr.copy(), arr.copy()
+            p[i] += eps; m[i] -= eps
+            args_p = (ae.tensor(p), ae.tensor(other)) if which == 0 else (ae.tensor(other), ae.tensor(p))
+            args_m = (ae.tensor(m), ae.tensor(other)) if which == 0 else (ae.tensor(other), ae.tensor(m))
+            g[i] = (f(*args_p).item() - f(*args_m).item()) / (2 * eps)
+        return g
+
+    np.testing.assert_allclose(gx, num(x0, w0, 0), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(gw, num(w0, x0, 1), rtol=1e-5, atol=1e-7)
+
+
+def test_requires_grad_grad_and_no_grad():
+    x = ae.tensor([1.0, 2.0, 3.0])
+    assert not x.requires_grad and x.grad is None
+    x.requires_grad = True
+    y = (x * x).sum()
+    assert y.requires_grad and ae.grad_enabled()
+    y.backward()
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]
+    x.zero_grad()
+    with ae.no_grad():
+        assert not ae.grad_enabled()
+        z = (x * 3).sum()
+    assert ae.grad_enabled() and not z.requires_grad
+    d = x.detach()
+    assert not d.requires_grad
+    with pytest.raises(ValueError):
+        (x * 2).backward()  # not a scalar and no grad given
+
+
+def test_realize_repr_and_device_names():
+    t = ae.tensor([1.0, 2.0]) * 2
+    assert not t.is_realized
+    ae.realize([t])
+    assert t.is_realized and t.realize() is not None
+    assert "Tensor" in repr(t) or "[" in repr(t)
+    assert t.to("numpy").device == "cpu" and t.to("cpu").device == "cpu"
+    assert t.to("float64").dtype == "float64"
+    with pytest.raises((ValueError, RuntimeError)):
+        t.to("tpu")
