@@ -22,6 +22,7 @@
 
 #include "aether/core/error.h"
 #include "codegen/disk_cache.h"
+#include "core/config.h"
 
 extern char** environ;
 
@@ -152,8 +153,8 @@ class Compiler {
 
  private:
   void probe() {
-    const char* env = std::getenv("AETHER_CXX");
-    const bool from_env = env && *env;
+    const std::string env = config().cxx.get();
+    const bool from_env = !env.empty();
     cxx_ = from_env ? env : AETHER_HOST_CXX;
     // What was tried, as the one-line warning names it: AETHER_CXX=..., or the built-in default.
     const std::string which = from_env

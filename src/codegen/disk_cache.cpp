@@ -21,6 +21,7 @@
 
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
+#include "core/config.h"
 
 namespace aether::codegen::disk {
 namespace {
@@ -82,7 +83,7 @@ std::string parent_of(const std::string& p) {
 // The user's home directory, resolved ("" when unknown).
 std::string home_dir() {
   std::string home;
-  if (const char* h = std::getenv("HOME"); h && *h) {
+  if (const std::string h = config().home.get(); !h.empty()) {
     home = h;
   } else {
     struct passwd pw {};
@@ -236,12 +237,13 @@ int remove_stale_temps(const std::string& dir) {
 
 std::string choose_cache_dir(const char* what) {
   std::string dir;
-  if (const char* d = std::getenv("AETHER_CACHE_DIR"); d && *d)
+  const Config& c = config();
+  if (const std::string d = c.cache_dir.get(); !d.empty())
     dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = std::string(x) + "/aether/kernels";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = std::string(h) + "/.cache/aether/kernels";
+  else if (const std::string x = c.xdg_cache_home.get(); !x.empty())
+    dir = x + "/aether/kernels";
+  else if (const std::string h = c.home.get(); !h.empty())
+    dir = h + "/.cache/aether/kernels";
   else
     dir = detail::cat("/tmp/aether-", geteuid(), "/kernels");
   std::string why;
