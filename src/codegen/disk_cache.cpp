@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -304,6 +305,24 @@ std::string cpu_identity_of(const std::string& cpuinfo) {
 std::string cpu_identity() {
   static const std::string id = cpu_identity_of(read_file("/proc/cpuinfo"));
   return id;
+}
+
+std::string native_isa_of(const std::string& native_macros, const std::string& default_macros) {
+  std::set<std::string> base;
+  std::istringstream d(default_macros);
+  for (std::string line; std::getline(d, line);) base.insert(line);
+  std::set<std::string> extra;
+  std::istringstream n(native_macros);
+  for (std::string line; std::getline(n, line);)
+    if (line.rfind("#define ", 0) == 0 && !base.count(line)) extra.insert(line);
+  std::string out;
+  for (const std::string& line : extra) out += line + "\n";
+  return out.empty() ? "none\n" : out;
+}
+
+std::string kernel_key(const KernelKey& k) {
+  return "aether-kernel-cache-v3\n" + k.cxx + "\n" + k.version + "\n" + k.flags + "\ncpu:\n" + k.cpu +
+         "isa (-march=native):\n" + k.isa + "source:\n" + k.source;
 }
 
 std::string temp_base(const std::string& base) {
