@@ -22,6 +22,7 @@ const char* kernel_kind_name(KernelKind k) {
 }
 
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options) {
+  check_config("schedule");  // a malformed AETHER_POSTOPS, AETHER_DEBUG, ... (core/config.h)
   sched::State s;
   sched::pass_collect(s, outputs, options);
   struct Pass {
