@@ -18,6 +18,7 @@
 #include "aether/ops/nn.h"
 #include "aether/schedule/schedule.h"
 #include "backend/cpu/kernels.h"
+#include "core/config.h"
 
 using namespace aether;
 
@@ -186,10 +187,10 @@ TEST(ConvPostOps, DoesNotMergeWhatItMustNot) {
   // float64 convs run the naive loops: nothing to fuse into.
   const Tensor h64 = conv2d(x.cast(DType::float64), w.cast(DType::float64));
   EXPECT_EQ(library_sizes(schedule({h64.relu()})), std::vector<size_t>{1});
-  // AETHER_POSTOPS=0 turns the pass off.
-  setenv("AETHER_POSTOPS", "0", 1);
+  // AETHER_POSTOPS=0 (config().postops) turns the pass off.
+  config().postops = false;
   const auto off = library_sizes(schedule({(h + b).relu()}));
-  unsetenv("AETHER_POSTOPS");
+  config().postops = true;
   EXPECT_EQ(off, std::vector<size_t>{1});
   EXPECT_EQ(library_sizes(schedule({(h + b).relu()})), std::vector<size_t>{4});
 }

@@ -248,12 +248,13 @@ TEST(CudaRuntime, ModuleToMovesParametersAndKeepsThemTrainable) {
 #include <fstream>
 
 #include "backend/cuda/ptx_cache.h"
+#include "core/config.h"
 
 TEST(CudaRuntime, PtxIsCompiledOnceThenLoadedFromTheDiskCache) {
   // The cache directory is chosen on first use; this test is the first user in this process.
   const std::string dir = ::testing::TempDir() + "aether-ptx-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
-  ::setenv("AETHER_CACHE_DIR", dir.c_str(), 1);
+  config().cache_dir.set(dir);  // as AETHER_CACHE_DIR=dir (the environment is read once, at start-up)
   const std::string src = "extern \"C\" __global__ void aether_kernel(float* p, double fp0, void* scratch) {\n"
                           "  p[threadIdx.x] = float(fp0) * 2.0f;\n}\n";
   bool from_disk = true;

@@ -8,6 +8,7 @@
 
 #include "aether/core/error.h"
 #include "aether/data/dataset.h"
+#include "core/config.h"
 #include "data/fixtures.h"
 
 using namespace aether::data;
@@ -15,28 +16,26 @@ using namespace aether::data::test_util;
 
 namespace {
 
-// Sets (or unsets, with nullopt) an environment variable for the lifetime of the guard.
+// Sets (or unsets, with nullopt) an environment variable's value in the configuration (core/config.h,
+// which reads the environment once) for the lifetime of the guard.
 class ScopedEnv {
  public:
-  ScopedEnv(const char* name, std::optional<std::string> value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) {
-      ::setenv(name, value->c_str(), 1);
-    } else {
-      ::unsetenv(name);
-    }
+  ScopedEnv(const std::string& name, std::optional<std::string> value)
+      : text_(setting(name)), old_(text_.get()) {
+    text_.set(value.value_or(""));
   }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
+  ~ScopedEnv() { text_.set(old_); }
 
  private:
-  const char* name_;
-  std::optional<std::string> old_;
+  static aether::ConfigText& setting(const std::string& name) {
+    aether::Config& c = aether::config();
+    if (name == "AETHER_DATA") return c.data;
+    if (name == "XDG_DATA_HOME") return c.xdg_data_home;
+    EXPECT_EQ(name, "HOME");
+    return c.home;
+  }
+  aether::ConfigText& text_;
+  std::string old_;
 };
 
 class ScopedCwd {

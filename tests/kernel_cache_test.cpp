@@ -1,9 +1,9 @@
 // The kernel cache against hostile files and faults (issue 13): read-only and unsafe directories, a
 // "compiler" that builds nothing, objects swapped between keys or owned by others, the umask, the CPU
-// in the key, temporary files of killed compiles, and AETHER_NUM_THREADS. The disk helpers
-// (codegen/disk_cache.h) are tested directly on temporary directories; what needs the process-wide
-// compiler (it probes once) runs in a child process: this test binary again, filtered to
-// KernelCacheChild.Run, with its own environment, umask or user.
+// and the ISA -march=native targets in the key (an entry made for another CPU is not loaded), temporary files
+// of killed compiles, and AETHER_NUM_THREADS. The disk helpers (codegen/disk_cache.h) are tested directly on
+// temporary directories; what needs the process-wide compiler (it probes once) runs in a child process: this
+// test binary again, filtered to KernelCacheChild.Run, with its own environment, umask or user.
 #include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
@@ -27,6 +27,7 @@
 #include "aether/aether.h"
 #include "aether/codegen/compiler.h"
 #include "codegen/disk_cache.h"
+#include "core/config.h"
 
 extern char** environ;
 
@@ -517,6 +518,88 @@ TEST(KernelCache, EveryKeyNamesThisCpusModelAndIsaFlags) {
   if (!model.empty()) {
     EXPECT_NE(key.find(model + "\n"), std::string::npos) << key;
   }
+  // And the ISA the compiler targets for -march=native: on an AVX2 machine, __AVX2__ among the macros.
+  const size_t isa = key.find("\nisa (-march=native):\n");
+  ASSERT_NE(isa, std::string::npos) << key;
+  if ((" " + flags + " ").find(" avx2 ") != std::string::npos) {
+    EXPECT_NE(key.find("#define __AVX2__ 1\n", isa), std::string::npos) << key;
+  }
+}
+
+TEST(KernelCacheDisk, TheIsaIsWhatMarchNativeAddsToTheDefaultTarget) {
+  const std::string plain = "#define __SSE2__ 1\n#define __x86_64__ 1\n#define __k8 1\n";
+  const std::string native =
+      "#define __x86_64__ 1\n#define __AVX2__ 1\n#define __SSE2__ 1\n#define __znver3__ 1\n#define __AVX__ "
+      "1\n";
+  EXPECT_EQ(disk::native_isa_of(native, plain),
+            "#define __AVX2__ 1\n#define __AVX__ 1\n#define __znver3__ 1\n");
+  std::string avx512 = native + "#define __AVX512F__ 1\n#define __AVX512BF16__ 1\n";
+  EXPECT_NE(disk::native_isa_of(avx512, plain), disk::native_isa_of(native, plain));
+  EXPECT_EQ(disk::native_isa_of(plain, plain), "none\n");
+}
+
+TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {
+  const disk::KernelKey here{"g++",
+                             "g++ (Debian 12.2.0-14) 12.2.0",
+                             "-O3 -march=native",
+                             "vendor_id: AuthenticAMD\nflags: sse2 avx avx2 fma\n",
+                             "#define __AVX2__ 1\n",
+                             kernel_source(1)};
+  disk::KernelKey other_isa = here;
+  other_isa.isa = "#define __AVX2__ 1\n#define __AVX512F__ 1\n";
+  disk::KernelKey other_cpu = here;
+  other_cpu.cpu = "vendor_id: GenuineIntel\nflags: sse2 avx avx2 fma avx512f\n";
+  const std::string key = disk::kernel_key(here);
+  EXPECT_NE(key.find(here.cpu), std::string::npos) << key;
+  EXPECT_NE(key.find(here.isa), std::string::npos) << key;
+  for (const disk::KernelKey& other : {other_isa, other_cpu}) {
+    const std::string k = disk::kernel_key(other);
+    EXPECT_NE(k, key);
+    EXPECT_NE(disk::hex16(disk::fnv1a(k)), disk::hex16(disk::fnv1a(key))) << "another entry name";
+  }
+  // Written under one identity, the entry is not loaded under another, even under the same name.
+  TempDir t;
+  const std::string base = publish_fake(t.path, "entry", key, "object");
+  std::string why;
+  EXPECT_TRUE(disk::verify_object(base, key, &why)) << why;
+  EXPECT_FALSE(disk::verify_object(base, disk::kernel_key(other_isa), &why));
+  EXPECT_NE(why.find("records another key"), std::string::npos) << why;
+  EXPECT_FALSE(disk::verify_object(base, disk::kernel_key(other_cpu), &why));
+  EXPECT_NE(why.find("records another key"), std::string::npos) << why;
+}
+
+TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
+  TempDir t;
+  const std::string dir = t.str();
+  const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
+  ASSERT_TRUE(first.passed()) << first.out;
+  const std::string a = base_of_kernel(t.path, 1);
+  ASSERT_FALSE(a.empty()) << first.out;
+  // Kernel 1's entry as another machine (one more ISA extension) would have made it: its key says so,
+  // and it is under that key's name. (As if the cache had been copied from there.)
+  const std::string record = read_text(a + ".key"), object = read_text(a + ".so");
+  const size_t body = record.find('\n') + 1, isa = record.find("\nisa (-march=native):\n");
+  ASSERT_NE(isa, std::string::npos) << record;
+  std::string foreign = record.substr(body);
+  foreign.insert(isa - body + 22, "#define __AETHER_TEST_OTHER_ISA__ 1\n");
+  fs::remove(a + ".so");
+  fs::remove(a + ".key");
+  const std::string elsewhere = publish_fake(t.path, disk::hex16(disk::fnv1a(foreign)), foreign, object);
+  const ChildResult second = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
+  ASSERT_TRUE(second.passed()) << second.out;
+  EXPECT_EQ(second.get("value1") + second.get("value2"), "12") << second.out;
+  EXPECT_EQ(second.num("compiled"), 1) << "kernel 1 rebuilt: " << second.out;
+  EXPECT_EQ(second.num("disk_hits"), 1) << second.out;
+  EXPECT_EQ(read_text(elsewhere + ".key").substr(body), foreign) << "the other machine's entry is left alone";
+  // The same foreign entry under this machine's name (a colliding name): not loaded either.
+  fs::remove(a + ".so");
+  fs::remove(a + ".key");
+  publish_fake(t.path, fs::path(a).filename().string(), foreign, object);
+  const ChildResult third = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
+  ASSERT_TRUE(third.passed()) << third.out;
+  EXPECT_EQ(third.num("compiled"), 1) << third.out;
+  EXPECT_EQ(third.num("disk_hits"), 1) << third.out;
+  EXPECT_EQ(read_text(a + ".key").substr(body), record.substr(body)) << "rebuilt under this machine's key";
 }
 
 // ---- 8. temporary files of killed compiles ---------------------------------------------------------
@@ -532,14 +615,10 @@ TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
   for (const auto& n : stale) write_text(t.path / n, "x");
   for (const auto& n : kept) write_text(t.path / n, "x");
   fs::create_directory(t.path / ("sub." + dead + ".1.d"));  // directories are never removed
-  const char* was = std::getenv("AETHER_CACHE_DIR");        // the suite's (scripts/test.sh), put back after
-  const std::string saved = was ? was : "";
-  ASSERT_EQ(setenv("AETHER_CACHE_DIR", t.path.c_str(), 1), 0);
+  const std::string saved = config().cache_dir.get();       // the suite's (scripts/test.sh), put back after
+  config().cache_dir.set(t.str());                          // as AETHER_CACHE_DIR (read once, at start-up)
   const std::string chosen = disk::choose_cache_dir("test files");  // opening the cache cleans it
-  if (was)
-    setenv("AETHER_CACHE_DIR", saved.c_str(), 1);
-  else
-    unsetenv("AETHER_CACHE_DIR");
+  config().cache_dir.set(saved);
   EXPECT_EQ(chosen, t.str());
   for (const auto& n : stale) EXPECT_FALSE(fs::exists(t.path / n)) << n;
   for (const auto& n : kept) EXPECT_TRUE(fs::exists(t.path / n)) << n;

@@ -6,6 +6,8 @@
 // runs, and new random draws.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -14,8 +16,11 @@
 #include "aether/aether.h"
 #include "aether/nn/layers.h"
 #include "aether/nn/module.h"
+#include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
+#include "backend/cpu/kernels.h"
+#include "core/config.h"
 
 using namespace aether;
 
@@ -27,6 +32,14 @@ struct FusionOn {
   ~FusionOn() { set_fusion(was); }
 };
 
+// Sets a switch of the configuration (core/config.h) for the lifetime of the guard.
+struct ScopedSwitch {
+  std::atomic<bool>& s;
+  bool was;
+  ScopedSwitch(std::atomic<bool>& sw, bool on) : s(sw), was(sw) { s = on; }
+  ~ScopedSwitch() { s = was; }
+};
+
 // Bits of a float tensor's values, to compare runs exactly.
 std::vector<uint64_t> bits(const Tensor& t) {
   std::vector<uint64_t> out;
@@ -36,6 +49,12 @@ std::vector<uint64_t> bits(const Tensor& t) {
     out.push_back(b);
   }
   return out;
+}
+
+std::vector<float> floats(uint32_t seed, int64_t n) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = float(int((seed = seed * 1664525u + 1013904223u) >> 24) - 128) / 64.f;
+  return v;
 }
 
 // Trains a small net for `steps` steps (conv, batch norm, relu, max pool, dropout, linear; SGD
@@ -82,8 +101,7 @@ TEST(PlanCache, TrainingMatchesPlansPreparedFromScratch) {
   const auto before = plan_cache_stats();
   const auto cached = train(5, [] {});
   const auto after = plan_cache_stats();
-  const char* env = std::getenv("AETHER_PLAN_CACHE");
-  if (env == nullptr || std::string(env) != "0") {
+  if (config().plan_cache) {
     EXPECT_GE(after.hits - before.hits, 4) << "steps 2-5 reuse the plan of step 1";
   }
   ASSERT_EQ(cached.size(), fresh.size());
@@ -125,4 +143,55 @@ TEST(PlanCache, RandomDrawsGetTheirNewSeeds) {
   EXPECT_EQ(bits(dropout(x, 0.5, true)), a1);
   plan_cache_clear();
   EXPECT_EQ(bits(dropout(x, 0.5, true)), a2) << "the second draw, prepared from scratch";
+}
+
+// A setting the schedule depends on (AETHER_POSTOPS, AETHER_POOL_LIBRARY, ...) is part of the key:
+// changed at run time, it gives a new plan, not the cached plan made under the old value.
+TEST(PlanCache, SettingsTheScheduleDependsOnArePartOfTheKey) {
+  FusionOn on;
+  ScopedSwitch cache(config().plan_cache, true), onednn(config().onednn, true),
+      postops(config().postops, true);
+  plan_cache_clear();
+  // x (2,6,6,4) NHWC, w (8,3,3,4) OHWI, b (8): relu(conv(x, w) + b), the bias and ReLU merged into the
+  // oneDNN call as post-ops when AETHER_POSTOPS is on.
+  const Tensor x = Tensor::from_vector<float>(floats(1, 2 * 6 * 6 * 4), {2, 6, 6, 4}).realize();
+  const Tensor w = Tensor::from_vector<float>(floats(2, 8 * 3 * 3 * 4), {8, 3, 3, 4}).realize();
+  const Tensor b = Tensor::from_vector<float>(floats(3, 8), {8}).realize();
+  auto step = [&] { return (conv2d(x, w) + b).relu().to_vector<float>(); };
+  const auto s0 = plan_cache_stats();
+  const int64_t c0 = cpu::conv_postop_calls();
+  const auto merged = step();
+  const auto again = step();
+  const auto s1 = plan_cache_stats();
+  EXPECT_EQ(s1.misses - s0.misses, 1);
+  EXPECT_EQ(s1.hits - s0.hits, 1);
+  EXPECT_EQ(cpu::conv_postop_calls() - c0, 2) << "both runs: one oneDNN call with post-ops";
+  config().postops = false;
+  const auto apart = step();
+  const auto s2 = plan_cache_stats();
+  EXPECT_EQ(s2.misses - s1.misses, 1) << "AETHER_POSTOPS changed: a new plan";
+  EXPECT_EQ(s2.hits, s1.hits) << "not the plan made with post-ops";
+  EXPECT_EQ(cpu::conv_postop_calls() - c0, 2) << "the conv ran without post-ops";
+  config().postops = true;
+  const auto back = step();
+  const auto s3 = plan_cache_stats();
+  EXPECT_EQ(s3.hits - s2.hits, 1) << "the first plan again";
+  EXPECT_EQ(cpu::conv_postop_calls() - c0, 3);
+  ASSERT_EQ(apart.size(), merged.size());
+  for (size_t i = 0; i < merged.size(); ++i) {
+    EXPECT_EQ(again[i], merged[i]);
+    EXPECT_EQ(back[i], merged[i]);
+    EXPECT_NEAR(apart[i], merged[i], 1e-4f * (1 + std::abs(merged[i]))) << i;
+  }
+
+  // AETHER_POOL_LIBRARY changes the graph itself (a library op instead of a ReduceMax over windows).
+  ScopedSwitch pool(config().pool_library, false);
+  const Tensor p = Tensor::from_vector<float>(floats(4, 2 * 4 * 4 * 3), {2, 4, 4, 3}).realize();
+  auto pooled = [&] { return max_pool2d(p * 2.0, {2, 2}).to_vector<float>(); };
+  const auto windows = pooled();
+  const auto s4 = plan_cache_stats();
+  config().pool_library = true;
+  const auto library = pooled();
+  EXPECT_EQ(plan_cache_stats().misses - s4.misses, 1) << "AETHER_POOL_LIBRARY changed: a new plan";
+  EXPECT_EQ(library, windows);
 }

@@ -16,6 +16,7 @@
 #include "aether/aether.h"
 #include "aether/graph/autograd.h"
 #include "aether/ops/nn.h"
+#include "core/config.h"
 #include "schedule/state.h"
 
 using namespace aether;
@@ -188,16 +189,12 @@ TEST(Schedule, LibraryInputsAreStored) {
 
 TEST(Schedule, DebugDumpAfterEachPass) {
   const auto& [x, y, z, a, b] = in();
-  const char* old = std::getenv("AETHER_DEBUG");
-  const std::string saved = old ? old : "";
-  setenv("AETHER_DEBUG", "4", 1);
+  const int saved = aether::config().debug;
+  aether::config().debug = 4;  // as AETHER_DEBUG=4 (the environment is read once, at start-up)
   testing::internal::CaptureStderr();
   schedule({(x + a).sum(), (x + b).sum()});
   const std::string err = testing::internal::GetCapturedStderr();
-  if (old)
-    setenv("AETHER_DEBUG", saved.c_str(), 1);
-  else
-    unsetenv("AETHER_DEBUG");
+  aether::config().debug = saved;
   for (const char* pass : {"after group", "after view_only", "after merge_siblings", "after merge_epilogues"})
     EXPECT_NE(err.find(pass), std::string::npos) << pass << " missing from:\n" << err;
 }
@@ -356,8 +353,7 @@ TEST(Schedule, BatchNormTrainingForwardAndBackward) {
   std::cout << "batch norm training (forward + relu + dx, dw, db, running stats): " << s.kernel_count
             << " kernels, " << s.big_buffer_passes << " big-buffer passes, " << s.bytes_moved
             << " bytes moved\n";
-  if (const char* e = std::getenv("AETHER_DEBUG"); e && std::atoi(e) >= 4)
-    std::cout << s.to_json().dump(1) << "\n";
+  if (aether::config().debug >= 4) std::cout << s.to_json().dump(1) << "\n";
   // The bounds: at most 4 generated kernels and 8 passes over x-sized buffers.
   EXPECT_LE(s.kernel_count, 4);
   EXPECT_LE(s.big_buffer_passes, 8);

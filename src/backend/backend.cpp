@@ -1,9 +1,8 @@
 // Backend registry, execution mode switches, and realize(): topological order -> backend.
 #include "aether/backend/backend.h"
 
-#include <cstdlib>
 #include <omp.h>
-#include <cstring>
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -13,6 +12,7 @@
 
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
+#include "core/config.h"
 #if AETHER_HAS_CUDA
 #include "backend/cuda/bridge.h"
 #endif
@@ -24,45 +24,28 @@ bool fused_executor_available();  // backend/cpu/fused.cpp
 void fused_execute(const std::vector<NodePtr>& targets);
 
 namespace {
-bool env_flag(const char* name, bool dflt) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return dflt;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "off") == 0);
-}
-bool g_fusion = env_flag("AETHER_FUSE", true);
-// AETHER_NUM_THREADS sizes the process's one OpenMP pool (kernels, oneDNN, generated code);
-// default: OpenMP's (OMP_NUM_THREADS, else the cores). It must be a whole number from 1 to
-// kMaxThreads; anything else leaves the pool alone and makes realize() throw an aether::Error naming
-// the variable and its value. The bound is there because libgomp starts a team with each thread's
-// start data alloca'd on the calling thread's stack: ~100,000 threads overflow an 8 MiB stack and
-// crash inside GOMP_parallel (that was the SIGSEGV of AETHER_NUM_THREADS=99999). An OMP_NUM_THREADS
-// above the bound is lowered to it, with a warning, for the same reason.
+// AETHER_NUM_THREADS (core/config.h) sizes the process's one OpenMP pool (kernels, oneDNN, generated
+// code) when libaether is loaded; default: OpenMP's (OMP_NUM_THREADS, else the cores). A malformed
+// value leaves the pool alone and makes realize() throw (check_config). The bound (1024) is there
+// because libgomp starts a team with each thread's start data alloca'd on the calling thread's stack:
+// ~100,000 threads overflow an 8 MiB stack and crash inside GOMP_parallel (that was the SIGSEGV of
+// AETHER_NUM_THREADS=99999). An OMP_NUM_THREADS above the bound is lowered to it, with a warning, for
+// the same reason.
 constexpr int kMaxThreads = 1024;
-const std::string g_threads_error = [] {
-  const char* e = std::getenv("AETHER_NUM_THREADS");
-  if (!e || !*e) {
-    if (omp_get_max_threads() > kMaxThreads) {
-      std::fprintf(stderr, "aether: using %d OpenMP threads, not %d (OMP_NUM_THREADS): more would crash libgomp\n",
-                   kMaxThreads, omp_get_max_threads());
-      omp_set_num_threads(kMaxThreads);
-    }
-    return std::string();
+[[maybe_unused]] const bool g_threads_set = [] {
+  const int n = config().num_threads;
+  if (n > 0) {
+    omp_set_num_threads(n);
+  } else if (config().errors.find("AETHER_NUM_THREADS=") == std::string::npos &&
+             omp_get_max_threads() > kMaxThreads) {
+    std::fprintf(stderr,
+                 "aether: using %d OpenMP threads, not %d (OMP_NUM_THREADS): more would crash libgomp\n",
+                 kMaxThreads, omp_get_max_threads());
+    omp_set_num_threads(kMaxThreads);
   }
-  const std::string v = e;
-  long n = 0;
-  const bool digits = v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
-  if (digits) n = std::strtol(v.c_str(), nullptr, 10);
-  if (!digits || n < 1 || n > kMaxThreads)
-    return detail::cat("AETHER_NUM_THREADS=", v, " is not a thread count: expected a whole number from 1 to ",
-                       kMaxThreads, " (or unset it to use OpenMP's default)");
-  omp_set_num_threads(int(n));
-  return std::string();
+  return true;
 }();
-LibraryImpl g_library = env_flag("AETHER_ONEDNN", true) ? LibraryImpl::onednn : LibraryImpl::naive;
-}  // namespace
 
-namespace {
-bool g_profiling = env_flag("AETHER_PROFILE", false);
 struct OpStat {
   double seconds = 0, bytes = 0, flops = 0;
   int64_t calls = 0, elements = 0;
@@ -73,8 +56,8 @@ std::map<std::string, OpStat>& op_stats() {
 }
 }  // namespace
 
-void set_profiling(bool on) { g_profiling = on; }
-bool profiling_enabled() { return g_profiling; }
+void set_profiling(bool on) { config().profile = on; }
+bool profiling_enabled() { return config().profile; }
 void record_op_time(const char* op, double seconds, int64_t elements, double bytes, double flops) {
   auto& s = op_stats()[op];
   s.seconds += seconds;
@@ -114,10 +97,10 @@ std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
 }
 void reset_op_profile() { op_stats().clear(); }
 
-void set_fusion(bool enabled) { g_fusion = enabled; }
-bool fusion_enabled() { return g_fusion; }
-void set_library_impl(LibraryImpl impl) { g_library = impl; }
-LibraryImpl library_impl() { return g_library; }
+void set_fusion(bool enabled) { config().fuse = enabled; }
+bool fusion_enabled() { return config().fuse; }
+void set_library_impl(LibraryImpl impl) { config().onednn = impl == LibraryImpl::onednn; }
+LibraryImpl library_impl() { return config().onednn ? LibraryImpl::onednn : LibraryImpl::naive; }
 
 void set_packed_conv_weights(bool on) { cpu::set_conv_packed_weights(on); }
 bool packed_conv_weights() { return cpu::conv_packed_weights(); }
@@ -132,13 +115,7 @@ Backend& backend_for(Device device) {
   return reference_backend();
 }
 
-int debug_level() {
-  static const int level = [] {
-    const char* e = std::getenv("AETHER_DEBUG");
-    return e && *e ? std::atoi(e) : 0;
-  }();
-  return level;
-}
+int debug_level() { return config().debug; }
 
 std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
   // Iterative post-order DFS over unrealized nodes: sources before their consumers.
@@ -164,7 +141,7 @@ std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
 }
 
 void realize_nodes(const std::vector<NodePtr>& targets) {
-  AETHER_CHECK(g_threads_error.empty(), "realize", g_threads_error);
+  check_config("realize");
   const std::vector<Node*> order = unrealized_in_order(targets);
   if (order.empty()) return;
   const Device dev = order.front()->device;
@@ -182,7 +159,7 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
 #endif
   // Keep the targets alive; intermediate nodes die (and free their buffers) as soon as their last
   // consumer has run and dropped them, unless a tensor still holds them.
-  if (g_fusion && dev.type == DeviceType::cpu && fused_executor_available()) {
+  if (config().fuse && dev.type == DeviceType::cpu && fused_executor_available()) {
     std::vector<NodePtr> pending;
     for (const auto& t : targets)
       if (t && !t->realized()) pending.push_back(t);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "aether/core/buffer.h"
+#include "core/config.h"
 
 namespace aether {
 namespace {
@@ -125,6 +126,7 @@ class Writer {
 
 GraphSignature graph_signature(const std::vector<NodePtr>& targets) {
   GraphSignature g;
+  g.words.push_back(plan_settings());  // the settings a schedule depends on (AETHER_POSTOPS, ...)
   Writer(g).walk(targets);
   uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
   for (uint64_t w : g.words) h = (h ^ w) * 1099511628211ull;

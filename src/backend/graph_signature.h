@@ -10,6 +10,8 @@
 // constant other than 0, 1 and NaN as "the same value as constant #k" (kernels share one parameter
 // for equal values), a random draw's (seed, stream) likewise. Two graphs with equal signatures get
 // the same schedule and the same kernels; position p of one corresponds to position p of the other.
+// The first word is plan_settings() (core/config.h): the run-time settings a schedule depends on
+// (AETHER_POSTOPS, AETHER_POOL_LIBRARY, ...), so that changing one gives a new plan, not a stale one.
 #pragma once
 
 #include <cstdint>

@@ -22,6 +22,7 @@
 
 #include "aether/core/error.h"
 #include "codegen/disk_cache.h"
+#include "core/config.h"
 
 extern char** environ;
 
@@ -152,8 +153,8 @@ class Compiler {
 
  private:
   void probe() {
-    const char* env = std::getenv("AETHER_CXX");
-    const bool from_env = env && *env;
+    const std::string env = config().cxx.get();
+    const bool from_env = !env.empty();
     cxx_ = from_env ? env : AETHER_HOST_CXX;
     // What was tried, as the one-line warning names it: AETHER_CXX=..., or the built-in default.
     const std::string which = from_env
@@ -169,6 +170,15 @@ class Compiler {
     if (version_.find_first_not_of(" \t\r") == std::string::npos)
       return warn(
           detail::cat("no working C++ compiler: ", which, ": `", cxx_, " --version` printed nothing"));
+    // What -march=native targets here (part of every cache key): the macros it adds to the default
+    // target's. A compiler that cannot say keys its kernels "unknown" (and the probe below decides).
+    std::string native, plain;
+    const std::vector<std::string> dump{"-std=c++17", "-E", "-dM", "-x", "c++", "/dev/null"};
+    std::vector<std::string> argv{cxx_, "-march=native"};
+    argv.insert(argv.end(), dump.begin(), dump.end());
+    const bool native_ok = run(argv, &native) == 0;
+    argv.erase(argv.begin() + 1);
+    isa_ = native_ok && run(argv, &plain) == 0 ? disk::native_isa_of(native, plain) : "unknown\n";
     // The cache directory.
     const std::string dir = disk::choose_cache_dir("compiled kernels");
     if (dir.empty()) return warn("no usable directory for compiled kernels");
@@ -197,10 +207,10 @@ class Compiler {
   // Compiles (or finds in the disk cache) one kernel. The probe kernel counts in no statistic and
   // reports nothing itself (probe() does).
   CompiledKernel build(const std::string& source, bool probe = false) {
-    // The key: everything the object depends on, the CPU included (-march=native).
-    std::string key = "aether-kernel-cache-v2\n" + cxx_ + "\n" + version_ + "\n";
-    for (const auto& f : kFlags) key += f + " ";
-    key += "\n" + disk::cpu_identity() + source;
+    // The key: everything the object depends on, the CPU and the ISA included (-march=native).
+    std::string flags;
+    for (const auto& f : kFlags) flags += f + " ";
+    const std::string key = disk::kernel_key({cxx_, version_, flags, disk::cpu_identity(), isa_, source});
     const std::string base = dir_ + "/" + disk::hex16(fnv1a(key));
     CompiledKernel k;
     std::string why;
@@ -273,7 +283,7 @@ class Compiler {
 
   std::once_flag probe_once_;
   bool available_ = false;
-  std::string cxx_, version_, dir_;
+  std::string cxx_, version_, isa_, dir_;
   std::mutex mu_;
   std::unordered_map<std::string, CompiledKernel> loaded_;
   CodegenStats stats_;

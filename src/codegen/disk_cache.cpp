@@ -15,12 +15,14 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
+#include "core/config.h"
 
 namespace aether::codegen::disk {
 namespace {
@@ -82,7 +84,7 @@ std::string parent_of(const std::string& p) {
 // The user's home directory, resolved ("" when unknown).
 std::string home_dir() {
   std::string home;
-  if (const char* h = std::getenv("HOME"); h && *h) {
+  if (const std::string h = config().home.get(); !h.empty()) {
     home = h;
   } else {
     struct passwd pw {};
@@ -236,12 +238,13 @@ int remove_stale_temps(const std::string& dir) {
 
 std::string choose_cache_dir(const char* what) {
   std::string dir;
-  if (const char* d = std::getenv("AETHER_CACHE_DIR"); d && *d)
+  const Config& c = config();
+  if (const std::string d = c.cache_dir.get(); !d.empty())
     dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
-    dir = std::string(x) + "/aether/kernels";
-  else if (const char* h = std::getenv("HOME"); h && *h)
-    dir = std::string(h) + "/.cache/aether/kernels";
+  else if (const std::string x = c.xdg_cache_home.get(); !x.empty())
+    dir = x + "/aether/kernels";
+  else if (const std::string h = c.home.get(); !h.empty())
+    dir = h + "/.cache/aether/kernels";
   else
     dir = detail::cat("/tmp/aether-", geteuid(), "/kernels");
   std::string why;
@@ -302,6 +305,24 @@ std::string cpu_identity_of(const std::string& cpuinfo) {
 std::string cpu_identity() {
   static const std::string id = cpu_identity_of(read_file("/proc/cpuinfo"));
   return id;
+}
+
+std::string native_isa_of(const std::string& native_macros, const std::string& default_macros) {
+  std::set<std::string> base;
+  std::istringstream d(default_macros);
+  for (std::string line; std::getline(d, line);) base.insert(line);
+  std::set<std::string> extra;
+  std::istringstream n(native_macros);
+  for (std::string line; std::getline(n, line);)
+    if (line.rfind("#define ", 0) == 0 && !base.count(line)) extra.insert(line);
+  std::string out;
+  for (const std::string& line : extra) out += line + "\n";
+  return out.empty() ? "none\n" : out;
+}
+
+std::string kernel_key(const KernelKey& k) {
+  return "aether-kernel-cache-v3\n" + k.cxx + "\n" + k.version + "\n" + k.flags + "\ncpu:\n" + k.cpu +
+         "isa (-march=native):\n" + k.isa + "source:\n" + k.source;
 }
 
 std::string temp_base(const std::string& base) {

@@ -8,9 +8,9 @@
 //
 // An entry is an object (base.so: a shared object; base.ptx: PTX) with its key file beside it
 // (base.key; base.ptxkey): the SHA-256 of the object, then the full key (for a shared object the
-// compiler, its version, flags, the CPU and the source; for PTX the NVRTC version, the target
-// architecture, the options and the source). The object is used only if both files are this user's
-// regular files that nobody else can write and the key and the hash both match.
+// compiler, its version, flags, the CPU, the ISA its -march=native targets and the source: kernel_key; for
+// PTX the NVRTC version, the target architecture, the options and the source). The object is used only if
+// both files are this user's regular files that nobody else can write and the key and the hash both match.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +53,25 @@ std::string choose_cache_dir(const char* what);
 // vendor, family, model, model name and ISA feature flags in /proc/cpuinfo (read once per process).
 std::string cpu_identity();
 std::string cpu_identity_of(const std::string& cpuinfo);  // the same, from a cpuinfo text
+
+// What -march=native makes the compiler target on this CPU, for cache keys: the predefined macros
+// `<cxx> -march=native -E -dM` defines that the compiler's default target does not (the ISA
+// extensions: __AVX2__, __FMA__, __AVX512F__, __AVX512BF16__, ...; __ARM_FEATURE_SVE, ...; and the
+// CPU's -march / -mtune names), as sorted "#define" lines, from the two macro dumps. The host
+// compiler runs both dumps once per process (codegen/compiler.cpp).
+std::string native_isa_of(const std::string& native_macros, const std::string& default_macros);
+
+// The key of a generated kernel's cache entry: everything the object depends on. The entry's name is
+// hex16(fnv1a(key)), and its key file records the whole key, so an entry made for another compiler,
+// CPU or ISA is neither found nor, under a colliding name, loaded (verify_object).
+struct KernelKey {
+  std::string cxx, version;  // the compiler and the first line of its --version
+  std::string flags;         // its flags, -march=native among them
+  std::string cpu;           // cpu_identity()
+  std::string isa;           // native_isa_of(...) for this compiler
+  std::string source;
+};
+std::string kernel_key(const KernelKey& k);
 
 // The names of an entry's two files: base + object, base + key.
 struct EntryFiles {

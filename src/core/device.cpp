@@ -8,6 +8,7 @@
 
 #include "aether/backend/cuda.h"
 #include "aether/core/error.h"
+#include "core/config.h"
 
 namespace aether {
 
@@ -56,8 +57,8 @@ Device default_device() {
   DefaultDevice& d = default_device_state();
   std::lock_guard<std::mutex> lock(d.mu);
   if (!d.device) {
-    const char* e = std::getenv("AETHER_DEVICE");
-    if (e && *e) {
+    const std::string e = config().device.get();
+    if (!e.empty()) {
       try {
         d.device = Device::parse(e);
       } catch (const Error& err) {

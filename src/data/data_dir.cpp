@@ -5,17 +5,13 @@
 
 #include "aether/core/error.h"
 #include "aether/data/dataset.h"
+#include "core/config.h"
 
 namespace aether::data {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr int kMaxParentLevels = 8;  // how far up from the current / executable directory to look
-
-std::string env_or_empty(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? std::string() : std::string(v);
-}
 
 bool any_file(const fs::path& dir, const std::vector<std::string>& names) {
   std::error_code ec;
@@ -63,9 +59,9 @@ bool has_dataset_files(const std::string& dataset_name, const fs::path& dir) {
 
 fs::path default_download_dir(const std::string& dataset_name) {
   const std::string name = canonical_dataset_name(dataset_name);
-  const std::string xdg = env_or_empty("XDG_DATA_HOME");
+  const std::string xdg = config().xdg_data_home.get();
   if (!xdg.empty()) return fs::path(xdg) / "aether" / name;
-  const std::string home = env_or_empty("HOME");
+  const std::string home = config().home.get();
   AETHER_CHECK(!home.empty(), "default_download_dir", "neither XDG_DATA_HOME nor HOME is set");
   return fs::path(home) / ".local" / "share" / "aether" / name;
 }
@@ -73,7 +69,7 @@ fs::path default_download_dir(const std::string& dataset_name) {
 std::vector<fs::path> data_dir_candidates(const std::string& dataset_name, const std::string& cli_dir) {
   const std::string name = canonical_dataset_name(dataset_name);
   std::vector<fs::path> out;
-  const std::string chosen = !cli_dir.empty() ? cli_dir : env_or_empty("AETHER_DATA");
+  const std::string chosen = !cli_dir.empty() ? cli_dir : config().data.get();
   if (!chosen.empty()) {
     add_unique(out, fs::path(chosen));
     add_unique(out, fs::path(chosen) / name);
@@ -100,9 +96,9 @@ fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cl
   }
   std::string tried;
   for (const auto& dir : candidates) tried += "\n  " + dir.string();
-  const char* how = !cli_dir.empty()                       ? " (from --data-dir)"
-                    : !env_or_empty("AETHER_DATA").empty() ? " (from AETHER_DATA)"
-                                                           : "";
+  const char* how = !cli_dir.empty()               ? " (from --data-dir)"
+                    : !config().data.get().empty() ? " (from AETHER_DATA)"
+                                                   : "";
   const std::string name = canonical_dataset_name(dataset_name);
   std::string hint = "\nPass --data-dir DIR or set AETHER_DATA=DIR";
   if (name == "cifar-10") {

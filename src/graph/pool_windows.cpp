@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "aether/graph/primitives.h"
+#include "core/config.h"
 
 namespace aether::prim {
 namespace {
@@ -34,12 +35,8 @@ Tensor windows(const Tensor& x, const Tile& t) {
 }  // namespace
 
 bool pool_windows_tile(const Pool2dArg& a) {
-  static const bool library = [] {
-    const char* e = std::getenv("AETHER_POOL_LIBRARY");
-    return e && std::string(e) == "1";
-  }();
-  return !library && a.stride_h == a.kernel_h && a.stride_w == a.kernel_w && a.pad_top == 0 && a.pad_left == 0 &&
-         a.pad_bottom == 0 && a.pad_right == 0;
+  return !config().pool_library && a.stride_h == a.kernel_h && a.stride_w == a.kernel_w && a.pad_top == 0 &&
+         a.pad_left == 0 && a.pad_bottom == 0 && a.pad_right == 0;
 }
 
 Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg) {

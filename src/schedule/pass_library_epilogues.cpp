@@ -10,20 +10,19 @@
 // are not on the chain (e.g. the (C) batch-norm scale) stay a group of their own, stored. The
 // executor runs such a kernel as one oneDNN call, or node by node when oneDNN refuses
 // (backend/cpu/fused.cpp). Environment: AETHER_POSTOPS=0 disables this pass (to
-// measure the merge or debug it); any other value or none enables it.
+// measure the merge or debug it; config().postops at run time, core/config.h).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "core/config.h"
 #include "state.h"
 
 namespace aether::sched {
 namespace {
 
-bool postops_enabled() {
-  const char* e = std::getenv("AETHER_POSTOPS");
-  return e == nullptr || std::strcmp(e, "0") != 0;
-}
+// AETHER_POSTOPS (core/config.h): part of the plan cache's key (plan_settings).
+bool postops_enabled() { return config().postops; }
 
 // Applies a Reshape / Expand / Permute node to a view; false for other ops or a non-view reshape.
 bool apply_view(const Node& m, View& v) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/config.h"
 #include "state.h"
 
 namespace aether {
@@ -21,6 +22,7 @@ const char* kernel_kind_name(KernelKind k) {
 }
 
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options) {
+  check_config("schedule");  // a malformed AETHER_POSTOPS, AETHER_DEBUG, ... (core/config.h)
   sched::State s;
   sched::pass_collect(s, outputs, options);
   struct Pass {
@@ -36,10 +38,7 @@ Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& op
   };
   // The grouping is verified after the last pass; after every pass too when debugging (the checks
   // walk the whole graph, a few percent of a training step's host time if run five times).
-  static const bool each = [] {
-    const char* e = std::getenv("AETHER_DEBUG");
-    return e && std::atoi(e) >= 1;
-  }();
+  const bool each = config().debug >= 1;
   for (const Pass& p : passes) {
     p.run(s);
     if (each || &p == &passes[std::size(passes) - 1]) sched::verify(s, p.name);

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "aether/core/error.h"
+#include "core/config.h"
 #include "state.h"
 
 namespace aether::sched {
@@ -132,8 +133,7 @@ void verify(const State& s, const char* after) {
 }
 
 void dump(const State& s, const char* after) {
-  const char* env = std::getenv("AETHER_DEBUG");
-  if (!env || std::atoi(env) < 4) return;
+  if (config().debug < 4) return;
   std::cerr << "schedule: after " << after << "\n";
   for (size_t g = 0; g < s.groups.size(); ++g) {
     const Group& grp = s.groups[g];

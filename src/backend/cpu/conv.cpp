@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/config.h"
 #include "kernels.h"
 
 namespace aether::cpu {
@@ -387,11 +388,6 @@ std::vector<BlockedWeights> g_weights;
 std::atomic<int64_t> g_weight_reorders{0};
 std::atomic<int64_t> g_postop_calls{0};
 
-std::atomic<bool> g_packed_weights{[] {
-  const char* e = std::getenv("AETHER_CONV_PACKED_WEIGHTS");
-  return e == nullptr || std::string(e) != "0";
-}()};
-
 // Reorders the user weights `user_w` (OHWI, or else a Layout's order) into `dst`, in c's layout.
 void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, bool ohwi, dnnl::memory& dst,
                           dnnl::stream& s) {
@@ -409,10 +405,7 @@ void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, bool ohwi, 
 // the environment sets AETHER_CONV_WEIGHT_CACHE=0 (to measure what the cache saves).
 dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, bool ohwi, const void* src,
                              const std::shared_ptr<const Buffer>& owner, dnnl::stream& s) {
-  static const bool cache_on = [] {
-    const char* e = std::getenv("AETHER_CONV_WEIGHT_CACHE");
-    return e == nullptr || std::string(e) != "0";
-  }();
+  const bool cache_on = config().conv_weight_cache;
   dnnl::engine& eng = cpu_engine();
   if (!owner || !cache_on) {
     dnnl::memory m(c.weights, eng);
@@ -511,7 +504,7 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
   dnnl::memory prim_w = user_w;
   bool unblock_dw = false;  // bwd_weight: reorder the gradient to OHWI after the primitive
   if (pass == Pass::bwd_weight) {
-    if (c.reorder_weights && dw_layout && c.layout && g_packed_weights.load()) {
+    if (c.reorder_weights && dw_layout && c.layout && config().conv_packed_weights.load()) {
       prim_w = mem(c.weights, out);  // packed weights: dw stays in the primitive's layout
       *dw_layout = c.layout;
     } else if (c.reorder_weights) {
@@ -585,8 +578,8 @@ bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* 
                               std::shared_ptr<const Layout>* dw_layout) {
   return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g, {}, nullptr, dw_layout);
 }
-void set_conv_packed_weights(bool on) { g_packed_weights = on; }
-bool conv_packed_weights() { return g_packed_weights.load(); }
+void set_conv_packed_weights(bool on) { config().conv_packed_weights = on; }
+bool conv_packed_weights() { return config().conv_packed_weights; }
 int64_t conv_weight_reorders() { return g_weight_reorders.load(); }
 int64_t conv_postop_calls() { return g_postop_calls.load(); }
 

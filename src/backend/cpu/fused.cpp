@@ -18,10 +18,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <list>
-#include <mutex>
-#include <string>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +34,7 @@
 #include "backend/liveness.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
+#include "core/config.h"
 
 namespace aether {
 
@@ -361,13 +362,7 @@ struct CachedPlan {
   std::vector<int> unused;
 };
 
-bool plan_cache_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("AETHER_PLAN_CACHE");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+bool plan_cache_enabled() { return config().plan_cache; }
 
 // The plan in positions; nullopt when some node is not in the signature or a parameter's source
 // cannot be identified (then the graph is simply prepared again next time).

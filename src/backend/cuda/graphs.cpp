@@ -15,6 +15,7 @@
 
 #include "aether/backend/cuda.h"
 #include "backend/cuda/runtime.h"
+#include "core/config.h"
 
 namespace aether::cuda {
 
@@ -87,10 +88,7 @@ int64_t GraphStep::replays() const { return impl_->replays; }
 int64_t GraphStep::instantiations() const { return impl_->instantiations; }
 const std::string& GraphStep::fallback_reason() const { return impl_->reason; }
 
-bool graphs_requested() {
-  const char* e = std::getenv("AETHER_CUDA_GRAPHS");
-  return e && *e && std::strcmp(e, "0") != 0;
-}
+bool graphs_requested() { return config().cuda_graphs; }
 
 }  // namespace aether::cuda
 #endif  // AETHER_HAS_CUDA

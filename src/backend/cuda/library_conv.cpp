@@ -24,9 +24,10 @@
 #include <map>
 #include <vector>
 
-#include "backend/cuda/library.h"
-#include "library_common.h"
 #include "backend/cuda/lazy_libs.h"
+#include "backend/cuda/library.h"
+#include "core/config.h"
+#include "library_common.h"
 
 namespace aether::cuda {
 namespace {
@@ -55,13 +56,7 @@ std::string describe(Pass pass, DType dtype, const cpu::ConvGeom& g) {
                      a.dil_w, ", groups ", a.groups);
 }
 
-bool verbose() {
-  static const bool v = [] {
-    const char* e = std::getenv("AETHER_CUDA_VERBOSE");
-    return e && *e && std::string(e) != "0";
-  }();
-  return v;
-}
+bool verbose() { return config().cuda_verbose; }
 
 bool is_not_supported(cudnnStatus_t s) {
   return (int(s) >= 3000 && int(s) < 4000) || (int(s) >= 2000 && int(s) < 3000);

@@ -1,0 +1,139 @@
+// The configuration from the environment (see config.h): the one table of variables, the one parser,
+// and the only getenv in src/.
+#include "core/config.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <string_view>
+
+#include "aether/core/error.h"
+
+namespace aether {
+namespace {
+
+enum class Kind { flag, number, text };
+
+struct Variable {
+  const char* name;
+  Kind kind;
+  std::atomic<bool> Config::*flag = nullptr;
+  std::atomic<int> Config::*number = nullptr;
+  ConfigText Config::*text = nullptr;
+  int lo = 0, hi = 0;      // a number's range
+  const char* what = "";   // a number: "a thread count"; for messages
+  const char* unset = "";  // what unsetting it gives, for messages
+};
+
+constexpr Variable flag(const char* name, std::atomic<bool> Config::*m) {
+  return {name, Kind::flag, m, nullptr, nullptr, 0, 0, "", ""};
+}
+constexpr Variable number(const char* name, std::atomic<int> Config::*m, int lo, int hi, const char* what,
+                          const char* unset) {
+  return {name, Kind::number, nullptr, m, nullptr, lo, hi, what, unset};
+}
+constexpr Variable text(const char* name, ConfigText Config::*m) {
+  return {name, Kind::text, nullptr, nullptr, m, 0, 0, "", ""};
+}
+
+// Every variable aether reads, in the README's order.
+const Variable kVariables[] = {
+    flag("AETHER_FUSE", &Config::fuse),
+    number("AETHER_DEBUG", &Config::debug, 0, 4, "a debug level", "for 0, quiet"),
+    text("AETHER_CACHE_DIR", &Config::cache_dir),
+    text("AETHER_CXX", &Config::cxx),
+    flag("AETHER_ONEDNN", &Config::onednn),
+    flag("AETHER_POOL_LIBRARY", &Config::pool_library),
+    flag("AETHER_POSTOPS", &Config::postops),
+    flag("AETHER_PLAN_CACHE", &Config::plan_cache),
+    flag("AETHER_CONV_PACKED_WEIGHTS", &Config::conv_packed_weights),
+    flag("AETHER_CONV_WEIGHT_CACHE", &Config::conv_weight_cache),
+    number("AETHER_NUM_THREADS", &Config::num_threads, 1, 1024, "a thread count", "to use OpenMP's default"),
+    flag("AETHER_PROFILE", &Config::profile),
+    text("AETHER_DATA", &Config::data),
+    text("AETHER_DEVICE", &Config::device),
+    flag("AETHER_CUDA_GRAPHS", &Config::cuda_graphs),
+    flag("AETHER_CUDA_VERBOSE", &Config::cuda_verbose),
+    text("XDG_CACHE_HOME", &Config::xdg_cache_home),
+    text("XDG_DATA_HOME", &Config::xdg_data_home),
+    text("HOME", &Config::home),
+};
+
+const ConfigVariable* variable_list() {
+  static const auto* list = [] {
+    auto* out = new ConfigVariable[std::size(kVariables)];
+    for (size_t i = 0; i < std::size(kVariables); ++i)
+      out[i] = {kVariables[i].name, kVariables[i].kind == Kind::flag     ? "switch"
+                                    : kVariables[i].kind == Kind::number ? "number"
+                                                                         : "text"};
+    return out;
+  }();
+  return list;
+}
+
+// A switch's value: 1 / 0 for the words that mean on / off, -1 for anything else.
+int parse_switch(std::string_view v) {
+  std::string s;
+  for (char c : v) s += char(std::tolower(static_cast<unsigned char>(c)));
+  if (s == "1" || s == "true" || s == "on" || s == "yes") return 1;
+  if (s == "0" || s == "false" || s == "off" || s == "no") return 0;
+  return -1;
+}
+
+}  // namespace
+
+void parse_config(Config& out, const std::function<const char*(const char*)>& env) {
+  out.errors.clear();
+  auto error = [&](const std::string& line) { out.errors += (out.errors.empty() ? "" : "\n") + line; };
+  for (const Variable& v : kVariables) {
+    const char* raw = env(v.name);
+    if (raw == nullptr || *raw == '\0') continue;  // unset or empty: the default
+    const std::string value = raw;
+    switch (v.kind) {
+      case Kind::flag: {
+        const int on = parse_switch(value);
+        if (on < 0) {
+          error(detail::cat(v.name, "=", value,
+                            " is not a switch: expected 1, true, on or yes, or 0, false, off or no",
+                            " (or unset it for the default, ", (out.*v.flag).load() ? "on" : "off", ")"));
+        } else {
+          out.*v.flag = on == 1;
+        }
+        break;
+      }
+      case Kind::number: {
+        const bool digits = value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+        const long n = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
+        if (!digits || n < v.lo || n > v.hi) {
+          error(detail::cat(v.name, "=", value, " is not ", v.what, ": expected a whole number from ", v.lo,
+                            " to ", v.hi, " (or unset it ", v.unset, ")"));
+        } else {
+          out.*v.number = int(n);
+        }
+        break;
+      }
+      case Kind::text: (out.*v.text).set(value); break;
+    }
+  }
+}
+
+Config& config() {
+  // Never destroyed: atexit handlers and other threads may read it to the very end.
+  static Config* c = [] {
+    auto* p = new Config;
+    parse_config(*p, [](const char* name) { return std::getenv(name); });
+    return p;
+  }();
+  return *c;
+}
+
+void check_config(const char* op) { AETHER_CHECK(config().errors.empty(), op, config().errors); }
+
+std::span<const ConfigVariable> config_variables() { return {variable_list(), std::size(kVariables)}; }
+
+uint64_t plan_settings() {
+  const Config& c = config();
+  return uint64_t(c.fuse.load()) | uint64_t(c.onednn.load()) << 1 | uint64_t(c.pool_library.load()) << 2 |
+         uint64_t(c.postops.load()) << 3 | uint64_t(c.conv_packed_weights.load()) << 4;
+}
+
+}  // namespace aether
