@@ -58,7 +58,8 @@ inline std::vector<double> abs_of(std::vector<double> v) {
 // oracle sums in double and rounds once (u |exact|). So |fast - oracle| <= (K + 1) u S; we allow
 // twice that. `scale` holds S per element: the oracle run on the inputs' absolute values.
 inline void expect_within_sum_bound(const std::vector<double>& fast, const std::vector<double>& oracle,
-                                    const std::vector<double>& scale, int64_t terms, const std::string& what) {
+                                    const std::vector<double>& scale, int64_t terms,
+                                    const std::string& what) {
   ASSERT_EQ(fast.size(), oracle.size()) << what;
   ASSERT_EQ(scale.size(), oracle.size()) << what;
   const double u = std::ldexp(1.0, -24);
@@ -66,8 +67,8 @@ inline void expect_within_sum_bound(const std::vector<double>& fast, const std::
   for (size_t i = 0; i < fast.size(); ++i) {
     const double tol = 2.0 * double(terms + 1) * u * scale[i] + 1e-30;
     if (!(std::abs(fast[i] - oracle[i]) <= tol) && bad++ < 5)
-      ADD_FAILURE() << what << ": element " << i << " fast " << fast[i] << " oracle " << oracle[i] << " (bound "
-                    << tol << ")";
+      ADD_FAILURE() << what << ": element " << i << " fast " << fast[i] << " oracle " << oracle[i]
+                    << " (bound " << tol << ")";
   }
 }
 

@@ -12,16 +12,21 @@ namespace aether::cpu {
 // A stored element as double (exact for every float storage type).
 template <typename T>
 double to_f64(T v) {
-  if constexpr (std::is_same_v<T, double>) return v;
-  else return double(float(v));  // float, half, bfloat16
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else
+    return double(float(v));  // float, half, bfloat16
 }
 
 // A double rounded once to storage type T (16-bit types through round-to-odd, see dtype.h).
 template <typename T>
 T from_f64(double v) {
-  if constexpr (std::is_same_v<T, double>) return v;
-  else if constexpr (std::is_same_v<T, float>) return float(v);
-  else return T(float_round_odd(v));
+  if constexpr (std::is_same_v<T, double>)
+    return v;
+  else if constexpr (std::is_same_v<T, float>)
+    return float(v);
+  else
+    return T(float_round_odd(v));
 }
 
 // Below this many multiply-adds one thread beats waking an OpenMP team (tests run many tiny ops).

@@ -43,7 +43,7 @@ void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const 
     using T = decltype(tag);
     const Conv2dArg& a = g.arg;
     const int64_t G = a.groups, Cg = g.C / G, Og = g.O / G;
-    const std::vector<double> X = f64_copy<T>(x, g.N * g.H * g.W * g.C);  // (N,H,W,C)
+    const std::vector<double> X = f64_copy<T>(x, g.N * g.H * g.W * g.C);    // (N,H,W,C)
     const std::vector<double> Wt = f64_copy<T>(w, g.O * g.KH * g.KW * Cg);  // (O,KH,KW,Cg)
     // The weights with the output channel innermost, so the inner loop runs over a contiguous row:
     // wt[g,kh,kw,c,oo] = w[g*Og+oo,kh,kw,c], wt (G,KH,KW,Cg,Og).
@@ -72,7 +72,7 @@ void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const 
                 for (int64_t c = 0; c < Cg; ++c) {
                   const double xv = xp[gi * Cg + c];
                   const double* wr = &wt[size_t((((gi * g.KH + kh) * g.KW + kw) * Cg + c) * Og)];  // (Og)
-                  double* ar = &acc[size_t(gi * Og)];                                             // (Og)
+                  double* ar = &acc[size_t(gi * Og)];                                              // (Og)
 #pragma omp simd
                   for (int64_t oo = 0; oo < Og; ++oo) ar[oo] += xv * wr[oo];
                 }
@@ -91,8 +91,8 @@ void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx,
     const Conv2dArg& a = g.arg;
     const int64_t Cg = g.C / a.groups, Og = g.O / a.groups;
     const std::vector<double> DY = f64_copy<T>(dy, g.N * g.OH * g.OW * g.O);  // (N,OH,OW,O)
-    const std::vector<double> Wt = f64_copy<T>(w, g.O * g.KH * g.KW * Cg);     // (O,KH,KW,Cg)
-    T* DX = static_cast<T*>(dx);                                               // (N,H,W,C)
+    const std::vector<double> Wt = f64_copy<T>(w, g.O * g.KH * g.KW * Cg);    // (O,KH,KW,Cg)
+    T* DX = static_cast<T*>(dx);                                              // (N,H,W,C)
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t ih = 0; ih < g.H; ++ih) {
@@ -129,13 +129,13 @@ void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* d
     using T = decltype(tag);
     const Conv2dArg& a = g.arg;
     const int64_t Cg = g.C / a.groups, Og = g.O / a.groups;
-    const std::vector<double> X = f64_copy<T>(x, g.N * g.H * g.W * g.C);       // (N,H,W,C)
+    const std::vector<double> X = f64_copy<T>(x, g.N * g.H * g.W * g.C);      // (N,H,W,C)
     const std::vector<double> DY = f64_copy<T>(dy, g.N * g.OH * g.OW * g.O);  // (N,OH,OW,O)
     T* DW = static_cast<T*>(dw);                                              // (O,KH,KW,Cg)
 #pragma omp parallel for collapse(2) schedule(static) if (worth_threads(g))
     for (int64_t o = 0; o < g.O; ++o)
       for (int64_t kh = 0; kh < g.KH; ++kh) {
-        const int64_t c0 = (o / Og) * Cg;        // o's first input channel
+        const int64_t c0 = (o / Og) * Cg;            // o's first input channel
         std::vector<double> acc(size_t(g.KW * Cg));  // dw[o,kh,:,:] (KW,Cg)
         for (int64_t n = 0; n < g.N; ++n)
           for (int64_t oh = 0; oh < g.OH; ++oh) {
@@ -147,7 +147,7 @@ void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* d
                 const int64_t iw = ow * a.stride_w - a.pad_left + kw * a.dil_w;
                 if (iw < 0 || iw >= g.W) continue;
                 const double* xp = &X[size_t(((n * g.H + ih) * g.W + iw) * g.C + c0)];  // x[n,ih,iw,c0:] (Cg)
-                double* ar = &acc[size_t(kw * Cg)];                                    // (Cg)
+                double* ar = &acc[size_t(kw * Cg)];                                     // (Cg)
 #pragma omp simd
                 for (int64_t c = 0; c < Cg; ++c) ar[c] += d * xp[c];
               }

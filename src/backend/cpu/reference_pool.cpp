@@ -75,7 +75,8 @@ void maxpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g)
           for (int64_t c = 0; c < g.C; ++c) {
             const int64_t p = first_max(X, g, n, oh, ow, c);
             Y[((n * g.OH + oh) * g.OW + ow) * g.C + c] =
-                p < 0 ? from_f64<T>(-std::numeric_limits<double>::infinity()) : X[(n * g.H * g.W + p) * g.C + c];
+                p < 0 ? from_f64<T>(-std::numeric_limits<double>::infinity())
+                      : X[(n * g.H * g.W + p) * g.C + c];
           }
   });
 }
@@ -115,7 +116,8 @@ void avgpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g)
           for (int64_t c = 0; c < g.C; ++c) {
             double sum = 0;
             for (int64_t ih = win.h0; ih < win.h1; ++ih)
-              for (int64_t iw = win.w0; iw < win.w1; ++iw) sum += to_f64(X[((n * g.H + ih) * g.W + iw) * g.C + c]);
+              for (int64_t iw = win.w0; iw < win.w1; ++iw)
+                sum += to_f64(X[((n * g.H + ih) * g.W + iw) * g.C + c]);
             Y[((n * g.OH + oh) * g.OW + ow) * g.C + c] = from_f64<T>(sum / div);
           }
         }
