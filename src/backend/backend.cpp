@@ -132,7 +132,7 @@ Backend& backend_for(Device device) {
                ": built without CUDA");
   // AETHER_FUSE=0: the oracle. Fusion on but no kernel compiler: one primitive per kernel, with
   // the library ops on oneDNN.
-  return g_fusion ? library_backend() : reference_backend();
+  return fusion_enabled() ? library_backend() : reference_backend();
 }
 
 int debug_level() {
