@@ -15,6 +15,7 @@
 #include "aether/aether.h"
 #include "aether/graph/primitives.h"
 #include "backend/cpu/kernels.h"
+#include "oracle_util.h"
 
 using namespace aether;
 
@@ -590,4 +591,139 @@ TEST(Conv2dErrors, Messages) {
         (void)o;
       },
       "\"same\" or \"valid\"");
+}
+
+// ---- the fast path (fused executor: oneDNN) against the oracle (reference backend) -----------------------
+namespace {
+// Random geometries: odd sizes, strides 1-3, asymmetric padding, dilation and groups (depthwise when
+// a group has one channel). Geometries without an output are drawn again.
+std::vector<Case> random_cases(size_t count, uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  std::vector<Case> cs;
+  while (cs.size() < count) {
+    Case c{};
+    c.name = "random";
+    c.N = r(1, 3);
+    c.H = r(1, 12);
+    c.W = r(1, 12);
+    c.KH = r(1, 4);
+    c.KW = r(1, 4);
+    c.a.stride_h = r(1, 3);
+    c.a.stride_w = r(1, 3);
+    c.a.pad_top = r(0, 2);
+    c.a.pad_bottom = r(0, 2);
+    c.a.pad_left = r(0, 2);
+    c.a.pad_right = r(0, 2);
+    c.a.dil_h = r(1, 2);
+    c.a.dil_w = r(1, 2);
+    c.a.groups = r(1, 3);
+    c.C = c.a.groups * r(1, 6);
+    c.O = c.a.groups * r(1, 6);
+    if (out_h(c) >= 1 && out_w(c) >= 1) cs.push_back(c);
+  }
+  return cs;
+}
+std::string describe(const Case& c) {
+  return detail::cat(c.name, " x (", c.N, ",", c.H, ",", c.W, ",", c.C, ") w (", c.O, ",", c.KH, ",", c.KW, ",",
+                     c.C / c.a.groups, ") stride ", c.a.stride_h, "x", c.a.stride_w, " pad ", c.a.pad_top, ",",
+                     c.a.pad_bottom, ",", c.a.pad_left, ",", c.a.pad_right, " dil ", c.a.dil_h, "x", c.a.dil_w,
+                     " groups ", c.a.groups);
+}
+}  // namespace
+
+// Forward, backward-data and backward-weights in float32: the fused executor's oneDNN calls against the
+// reference backend's naive loops. Tolerance: the float32 summation bound of oracle_util.h, with K the
+// number of products per output element (fwd KH*KW*Cg, bwd_data at most KH*KW*Og, bwd_weight at most
+// N*OH*OW) and S computed by the oracle from the inputs' absolute values.
+TEST(ConvOracle, FusedOnednnMatchesReferenceF32) {
+  using namespace oracle_test;
+  std::vector<Case> all = cases();
+  const auto rnd = random_cases(20, 2024);
+  all.insert(all.end(), rnd.begin(), rnd.end());
+  uint64_t seed = 600;
+  for (const Case& c : all) {
+    const Ref r(c);
+    const std::string what = describe(c);
+    const Shape xs{c.N, c.H, c.W, c.C}, ws{c.O, c.KH, c.KW, r.Cg}, ys{c.N, r.OH, r.OW, c.O};
+    const auto xv = uniform(size_t(numel(xs)), seed++), wv = uniform(size_t(numel(ws)), seed++),
+               dyv = uniform(size_t(numel(ys)), seed++);
+    auto run = [&](const std::vector<double>& xd, const std::vector<double>& wd, const std::vector<double>& dyd) {
+      const Tensor x = f32_tensor(xd, xs), w = f32_tensor(wd, ws), dy = f32_tensor(dyd, ys);
+      return std::vector<std::vector<double>>{f32_values(prim::conv2d(x, w, c.a)),
+                                              f32_values(prim::conv2d_bwd_data(dy, w, xs, c.a)),
+                                              f32_values(prim::conv2d_bwd_weight(x, dy, ws, c.a))};
+    };
+    const int64_t calls = cpu::onednn_calls();
+    const auto fast = with_fusion(true, [&] {
+      ImplGuard impl(LibraryImpl::onednn);
+      return run(xv, wv, dyv);
+    });
+    ASSERT_GE(cpu::onednn_calls() - calls, 3) << what << ": the fused executor did not call oneDNN";
+    const auto want = with_fusion(false, [&] { return run(xv, wv, dyv); });
+    const auto scale = with_fusion(false, [&] { return run(abs_of(xv), abs_of(wv), abs_of(dyv)); });
+    expect_within_sum_bound(fast[0], want[0], scale[0], c.KH * c.KW * r.Cg, what + " fwd");
+    expect_within_sum_bound(fast[1], want[1], scale[1], c.KH * c.KW * r.Og, what + " bwd_data");
+    expect_within_sum_bound(fast[2], want[2], scale[2], c.N * r.OH * r.OW, what + " bwd_weight");
+    // The oracle itself against the direct NCHW computation of this file (double, then one rounding).
+    auto f32 = [](std::vector<double> v) {
+      for (double& e : v) e = double(float(e));
+      return v;
+    };
+    expect_close(to_channels_first(want[0], c.N, r.OH, r.OW, c.O),
+                 f32(r.fwd(to_channels_first(f32(xv), c.N, c.H, c.W, c.C),
+                           to_channels_first(f32(wv), c.O, c.KH, c.KW, r.Cg))),
+                 1e-6, 1e-7, what + " oracle fwd");
+  }
+}
+
+// The reference backend never calls oneDNN: not for conv (forward, both gradients, through autograd),
+// matmul or pooling, and not for conv weights that the fused executor left packed in oneDNN's
+// layout (it unpacks them row-major). The counter is checked to move on the fused path, so this test
+// can fail.
+TEST(ConvOracle, ReferenceBackendNeverCallsOnednn) {
+  using namespace oracle_test;
+  const Tensor x = Tensor::from_vector(uniform(2 * 7 * 6 * 4, 1), {2, 7, 6, 4}).cast(DType::float32);
+  const Tensor w = Tensor::from_vector(uniform(8 * 3 * 3 * 2, 2), {8, 3, 3, 2}).cast(DType::float32);
+  const Tensor b = Tensor::from_vector(uniform(8, 3), {8}).cast(DType::float32);
+  const Conv2dOptions opt{.stride = {2, 1}, .padding = 1, .groups = 2};
+  auto step = [&] {
+    Tensor xr = x.detach().set_requires_grad(), wr = w.detach().set_requires_grad();
+    const Tensor y = conv2d(xr, wr, b, opt).relu();
+    const Tensor p = max_pool2d(y, 3, 2, 1) + avg_pool2d(y, 2).sum();  // (2,2,3,8)
+    const Tensor m = matmul(p.reshape({2, 48}), Tensor::ones({48, 3}));
+    const auto g = gradients(m.sum(), {xr, wr});
+    return std::vector<std::vector<double>>{m.to_vector<double>(), g[0].to_vector<double>(),
+                                            g[1].to_vector<double>()};
+  };
+  ImplGuard impl(LibraryImpl::onednn);
+  int64_t calls = cpu::onednn_calls();
+  const auto fast = with_fusion(true, step);
+  EXPECT_GT(cpu::onednn_calls(), calls) << "the fused executor made no oneDNN call: the counter is dead";
+  calls = cpu::onednn_calls();
+  const auto ref = with_fusion(false, step);
+  EXPECT_EQ(cpu::onednn_calls(), calls) << "the reference backend called oneDNN";
+  for (size_t i = 0; i < fast.size(); ++i) expect_close(fast[i], ref[i], 1e-4, 1e-4, "fused vs reference");
+}
+
+// Packed weights: a weight gradient left in oneDNN's layout by the fused executor, then used as the
+// weights of a convolution on the reference backend, which unpacks them (to_row_major) instead of
+// handing them to oneDNN.
+TEST(ConvOracle, ReferenceBackendUnpacksPackedWeights) {
+  using namespace oracle_test;
+  ImplGuard impl(LibraryImpl::onednn);
+  int64_t calls = 0;
+  const Tensor xs = Tensor::from_vector(uniform(2 * 5 * 5 * 16, 4), {2, 5, 5, 16}).cast(DType::float32);
+  const Tensor dy = Tensor::from_vector(uniform(2 * 5 * 5 * 32, 5), {2, 5, 5, 32}).cast(DType::float32);
+  const Conv2dArg a = conv2d_arg({2, 5, 5, 16}, {32, 3, 3, 16}, {.padding = 1});
+  const Tensor dw = with_fusion(true, [&] { return prim::conv2d_bwd_weight(xs, dy, {32, 3, 3, 16}, a).realize(); });
+  const bool packed = dw.node()->buffer->layout() != nullptr;
+  calls = cpu::onednn_calls();
+  const auto y = with_fusion(false, [&] { return prim::conv2d(xs, dw, a).to_vector<double>(); });
+  EXPECT_EQ(cpu::onednn_calls(), calls) << "the reference backend called oneDNN on packed weights";
+  EXPECT_EQ(dw.node()->buffer->layout(), nullptr) << "the reference backend did not unpack the weights";
+  const Tensor dw_rows = Tensor::from_vector(dw.to_vector<double>(), {32, 3, 3, 16}).cast(DType::float32);
+  const auto y_want = with_fusion(false, [&] { return prim::conv2d(xs, dw_rows, a).to_vector<double>(); });
+  EXPECT_EQ(y, y_want) << (packed ? "packed" : "row-major") << " weights";
+  if (!packed) GTEST_SKIP() << "oneDNN left these weights row-major here: the packed case did not run";
 }

@@ -384,16 +384,16 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
       const int64_t ny = g.N * g.OH * g.OW * g.C, nx = g.N * g.H * g.W * g.C;
       HostBuf y = garbage(t, ny), want_y = zeros(t, ny), dx = garbage(t, nx), want_dx = zeros(t, nx);
       hk.run(Kern::maxpool_fwd, {(void*)x.bytes.data(), y.bytes.data(), &p});
-      cpu::maxpool2d_fwd(t, x.bytes.data(), want_y.bytes.data(), g);
+      cpu::maxpool2d_fwd_naive(t, x.bytes.data(), want_y.bytes.data(), g);
       expect_close(y, want_y, 0, 0, what + " max fwd");
       hk.run(Kern::maxpool_bwd, {(void*)x.bytes.data(), (void*)dy.bytes.data(), dx.bytes.data(), &p});
-      cpu::maxpool2d_bwd(t, x.bytes.data(), dy.bytes.data(), want_dx.bytes.data(), g);
+      cpu::maxpool2d_bwd_naive(t, x.bytes.data(), dy.bytes.data(), want_dx.bytes.data(), g);
       expect_close(dx, want_dx, tol, 1, what + " max bwd");
       hk.run(Kern::avgpool_fwd, {(void*)x.bytes.data(), y.bytes.data(), &p});
-      cpu::avgpool2d_fwd(t, x.bytes.data(), want_y.bytes.data(), g);
+      cpu::avgpool2d_fwd_naive(t, x.bytes.data(), want_y.bytes.data(), g);
       expect_close(y, want_y, tol, 1, what + " avg fwd");
       hk.run(Kern::avgpool_bwd, {(void*)dy.bytes.data(), dx.bytes.data(), &p});
-      cpu::avgpool2d_bwd(t, dy.bytes.data(), want_dx.bytes.data(), g);
+      cpu::avgpool2d_bwd_naive(t, dy.bytes.data(), want_dx.bytes.data(), g);
       expect_close(dx, want_dx, tol, 1, what + " avg bwd");
     }
     for (const ConvCase& c : conv_cases()) {
@@ -596,28 +596,28 @@ TEST(cuda_library, PoolingMatchesCpu) {
       const double tol = t == DType::float64 ? 1e-14 : t == DType::float32 ? 1e-6 : tol_of(t);
       {
         HostBuf want = zeros(t, ny);
-        cpu::maxpool2d_fwd(t, x.bytes.data(), want.bytes.data(), g);
+        cpu::maxpool2d_fwd_naive(t, x.bytes.data(), want.bytes.data(), g);
         DevBuf out(garbage(t, ny));
         cuda::maxpool2d_fwd(test_stream(), t, dxin.p, out.p, g);
         expect_close(out.get(t), want, 0, 0, what + " max fwd");
       }
       {
         HostBuf want = zeros(t, nx);
-        cpu::maxpool2d_bwd(t, x.bytes.data(), dy.bytes.data(), want.bytes.data(), g);
+        cpu::maxpool2d_bwd_naive(t, x.bytes.data(), dy.bytes.data(), want.bytes.data(), g);
         DevBuf out(garbage(t, nx));
         cuda::maxpool2d_bwd(test_stream(), t, dxin.p, ddy.p, out.p, g);
         expect_close(out.get(t), want, tol, 1, what + " max bwd");
       }
       {
         HostBuf want = zeros(t, ny);
-        cpu::avgpool2d_fwd(t, x.bytes.data(), want.bytes.data(), g);
+        cpu::avgpool2d_fwd_naive(t, x.bytes.data(), want.bytes.data(), g);
         DevBuf out(garbage(t, ny));
         cuda::avgpool2d_fwd(test_stream(), t, dxin.p, out.p, g);
         expect_close(out.get(t), want, tol, 1, what + " avg fwd");
       }
       {
         HostBuf want = zeros(t, nx);
-        cpu::avgpool2d_bwd(t, dy.bytes.data(), want.bytes.data(), g);
+        cpu::avgpool2d_bwd_naive(t, dy.bytes.data(), want.bytes.data(), g);
         DevBuf out(garbage(t, nx));
         cuda::avgpool2d_bwd(test_stream(), t, ddy.p, out.p, g);
         expect_close(out.get(t), want, tol, 1, what + " avg bwd");
@@ -634,8 +634,8 @@ TEST(cuda_library, MaxPoolPropagatesNaNLikeTheCpu) {
   for (DType t : {DType::float32, DType::float16}) {
     const HostBuf x = host_buf(t, v), dy = host_buf(t, uniform(8, 3));
     HostBuf want_y = zeros(t, 8), want_dx = zeros(t, 32);
-    cpu::maxpool2d_fwd(t, x.bytes.data(), want_y.bytes.data(), g);
-    cpu::maxpool2d_bwd(t, x.bytes.data(), dy.bytes.data(), want_dx.bytes.data(), g);
+    cpu::maxpool2d_fwd_naive(t, x.bytes.data(), want_y.bytes.data(), g);
+    cpu::maxpool2d_bwd_naive(t, x.bytes.data(), dy.bytes.data(), want_dx.bytes.data(), g);
     DevBuf dxin(x), ddy(dy), y(garbage(t, 8)), dx(garbage(t, 32));
     cuda::maxpool2d_fwd(test_stream(), t, dxin.p, y.p, g);
     cuda::maxpool2d_bwd(test_stream(), t, dxin.p, ddy.p, dx.p, g);

@@ -11,6 +11,7 @@
 
 #include "aether/aether.h"
 #include "backend/cpu/kernels.h"
+#include "oracle_util.h"
 
 using namespace aether;
 
@@ -179,7 +180,8 @@ TEST(Matmul, OnednnMatchesNaiveFloat32) {
     ImplGuard guard(i == 0 ? LibraryImpl::onednn : LibraryImpl::naive);
     by_impl[i] = matmul(a, b).to_vector<float>();
   }
-  EXPECT_EQ(by_impl[0], c2);
+  // The reference backend (AETHER_FUSE=0) runs the naive loop whatever the setting.
+  EXPECT_EQ(by_impl[0], fusion_enabled() ? c2 : c1);
   EXPECT_EQ(by_impl[1], c1);
 }
 
@@ -249,4 +251,51 @@ TEST(MatmulErrors, Messages) {
         matmul(Tensor::ones({2, 2}, DType::boolean), Tensor::ones({2, 2}, DType::boolean));
       },
       "bool");
+}
+
+// ---- the fast path (fused executor: oneDNN) against the oracle (reference backend) -----------------------
+// Random shapes with odd sizes, batched, plus a broadcast batch dim and a transposed (strided)
+// operand, in float32. Tolerance: the float32 summation bound of oracle_util.h with K products per
+// element and S computed by the oracle from |a| and |b|.
+TEST(MatmulOracle, FusedOnednnMatchesReferenceF32) {
+  using oracle_test::abs_of, oracle_test::expect_within_sum_bound, oracle_test::f32_tensor, oracle_test::f32_values,
+      oracle_test::with_fusion;
+  struct S {
+    int64_t B, M, K, N;
+  };
+  std::vector<S> shapes = {{1, 1, 1, 1}, {1, 1, 300, 1}, {2, 7, 129, 5}, {3, 33, 17, 65}, {1, 64, 256, 48}};
+  std::mt19937_64 gen(99);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  for (int i = 0; i < 16; ++i) shapes.push_back({r(1, 4), r(1, 40), r(1, 200), r(1, 40)});
+  uint64_t seed = 700;
+  for (const S& s : shapes) {
+    const std::string what = detail::cat("(", s.B, ",", s.M, ",", s.K, ") x (", s.B, ",", s.K, ",", s.N, ")");
+    const auto av = uniform(size_t(s.B * s.M * s.K), seed++), bv = uniform(size_t(s.B * s.K * s.N), seed++);
+    // c = a b, c2 = a[0] b with a's batch dim broadcast, c3 = a bt^T with bt (B,N,K) transposed.
+    auto run = [&](const std::vector<double>& ad, const std::vector<double>& bd) {
+      const Tensor a = f32_tensor(ad, {s.B, s.M, s.K}), b = f32_tensor(bd, {s.B, s.K, s.N}),
+                   bt = f32_tensor(bd, {s.B, s.N, s.K});
+      return std::vector<std::vector<double>>{f32_values(matmul(a, b)),
+                                              f32_values(matmul(a.slice(0, 0, 1).reshape({s.M, s.K}), b)),
+                                              f32_values(matmul(a, bt.permute({0, 2, 1})))};
+    };
+    const int64_t calls = cpu::onednn_calls();
+    const auto fast = with_fusion(true, [&] {
+      ImplGuard impl(LibraryImpl::onednn);
+      return run(av, bv);
+    });
+    ASSERT_GE(cpu::onednn_calls() - calls, 3) << what << ": the fused executor did not call oneDNN";
+    const auto want = with_fusion(false, [&] { return run(av, bv); });
+    const auto scale = with_fusion(false, [&] { return run(abs_of(av), abs_of(bv)); });
+    for (size_t k = 0; k < fast.size(); ++k)
+      expect_within_sum_bound(fast[k], want[k], scale[k], s.K, what + " case " + std::to_string(k));
+    // The oracle itself against the double loop of this file, on the same float32 inputs.
+    std::vector<double> af(av), bf(bv);
+    for (double& e : af) e = double(float(e));
+    for (double& e : bf) e = double(float(e));
+    const auto exact = naive_bmm(af, bf, s.B, s.M, s.K, s.N);
+    // (Both sum in double; the oracle rounds once to float32: half an ulp, 2^-24 relative.)
+    for (size_t i = 0; i < exact.size(); ++i)
+      ASSERT_NEAR(want[0][i], exact[i], std::ldexp(std::abs(exact[i]), -23) + 1e-12) << what << " oracle element " << i;
+  }
 }

@@ -19,6 +19,7 @@
 #include "aether/graph/primitives.h"
 #include "aether/ops/conv.h"
 #include "aether/schedule/schedule.h"
+#include "oracle_util.h"
 
 using namespace aether;
 
@@ -402,4 +403,72 @@ TEST(MaxPoolWindows, GeneratedAndFusedWithNeighbours) {
   const Pool2dArg arg = tile_arg(2, 2);
   expect_same(yv, prim::maxpool2d(h.realize(), arg).to_vector<double>(), "fused forward");
   expect_same(got, prim::maxpool2d_bwd(hg, (dy0 * 3.0).realize(), arg).to_vector<double>(), "fused backward");
+}
+
+// ---- the fast paths against the oracle (reference backend) ----------------------------------------------
+// The fused executor runs max pooling over tiling windows as generated kernels and every other
+// pooling on the library loops (pool.cpp); the reference backend runs the oracle loops
+// (reference_pool.cpp). Random geometries (odd sizes, strides, padding, both count_include_pad
+// settings; tiling windows included), float32 and float64, forward and backward.
+// Tolerance: max forward picks an element, so it must be equal. Every other value is a sum of at
+// most K = KH*KW terms of magnitude <= 1 (x, dy in [-1, 1); a divisor >= 1), rounded to the dtype:
+// any summation order is within (K-1) u K of the exact sum (Higham, eq. 4.4) and the oracle within
+// u |result|, so |fast - oracle| <= (K + 1) K u; we allow twice that (u = 2^-24 or 2^-53).
+TEST(PoolOracle, FastPathsMatchReference) {
+  using namespace oracle_test;
+  std::mt19937_64 gen(4242);
+  auto r = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  uint64_t seed = 800;
+  for (int i = 0; i < 24; ++i) {
+    const int64_t kh = r(1, 4), kw = r(1, 4);
+    const bool tile = i % 3 == 0;  // stride = kernel, no padding: the generated path for max
+    const int64_t sh = tile ? kh : r(1, 3), sw = tile ? kw : r(1, 3);
+    const int64_t ph = tile ? 0 : r(0, kh - 1), pw = tile ? 0 : r(0, kw - 1);
+    const Shape xs{r(1, 3), r(std::max<int64_t>(kh - 2 * ph, 1), 13), r(std::max<int64_t>(kw - 2 * pw, 1), 13),
+                   r(1, 7)};
+    Pool2dArg arg;
+    arg.kernel_h = kh;
+    arg.kernel_w = kw;
+    arg.stride_h = sh;
+    arg.stride_w = sw;
+    arg.pad_top = arg.pad_bottom = ph;
+    arg.pad_left = arg.pad_right = pw;
+    const auto xv = uniform(size_t(numel(xs)), seed++);
+    for (DType t : {DType::float32, DType::float64})
+      for (int kind = 0; kind < 3; ++kind) {  // max, avg, avg with count_include_pad
+        arg.count_include_pad = kind == 2;
+        const std::string what = detail::cat(kind == 0 ? "max" : "avg", kind == 2 ? " (count_include_pad)" : "", " ",
+                                             dtype_name(t), " x ", to_string(xs), " kernel ", kh, "x", kw,
+                                             " stride ", sh, "x", sw, " pad ", ph, "x", pw);
+        // Inputs and results cross to the host in their own dtype: a Cast would be one more
+        // generated kernel to compile for every shape.
+        auto make = [&](const std::vector<double>& v, const Shape& s) {
+          return t == DType::float32 ? f32_tensor(v, s) : Tensor::from_vector(v, s);
+        };
+        auto values = [&](const Tensor& v) { return t == DType::float32 ? f32_values(v) : v.to_vector<double>(); };
+        const Tensor x = make(xv, xs);
+        const Shape ys = prim::pool2d_shape("pool", x, arg);
+        const Tensor dy = make(uniform(size_t(numel(ys)), seed++), ys);
+        const auto fast = with_fusion(true, [&] {
+          Tensor xg = x.detach().set_requires_grad();
+          const Tensor y = kind == 0 ? max_pool2d(xg, {kh, kw}, {sh, sw}, {ph, pw})
+                                     : avg_pool2d(xg, {kh, kw}, {sh, sw}, {ph, pw}, kind == 2);
+          return std::vector<std::vector<double>>{values(y), values(gradients(y, {xg}, dy)[0])};
+        });
+        const auto want = with_fusion(false, [&] {
+          return kind == 0 ? std::vector<std::vector<double>>{values(prim::maxpool2d(x, arg)),
+                                                              values(prim::maxpool2d_bwd(x, dy, arg))}
+                           : std::vector<std::vector<double>>{values(prim::avgpool2d(x, arg)),
+                                                              values(prim::avgpool2d_bwd(dy, xs, arg))};
+        });
+        const double u = std::ldexp(1.0, t == DType::float32 ? -24 : -53);
+        const double tol = 2.0 * double(kh * kw + 1) * double(kh * kw) * u;
+        if (kind == 0) {
+          EXPECT_EQ(fast[0], want[0]) << "forward " << what;
+        } else {
+          expect_vec_near(fast[0], want[0], tol, "forward " + what);
+        }
+        expect_vec_near(fast[1], want[1], tol, "backward " + what);
+      }
+  }
 }

@@ -19,7 +19,8 @@
 
 namespace aether {
 
-Backend& reference_backend();  // backend/cpu/reference.cpp
+Backend& reference_backend();  // backend/cpu/reference.cpp: the oracle, never a library
+Backend& library_backend();    // the same with oneDNN / pool.cpp for library ops
 bool fused_executor_available();  // backend/cpu/fused.cpp
 void fused_execute(const std::vector<NodePtr>& targets);
 
@@ -112,7 +113,9 @@ Backend& backend_for(Device device) {
 #endif
   AETHER_CHECK(device.type == DeviceType::cpu, "backend", "no backend for device ", device.str(),
                ": built without CUDA");
-  return reference_backend();
+  // AETHER_FUSE=0: the oracle. Fusion on but no kernel compiler: one primitive per kernel, with
+  // the library ops on oneDNN.
+  return fusion_enabled() ? library_backend() : reference_backend();
 }
 
 int debug_level() { return config().debug; }

@@ -30,8 +30,9 @@ Backend& backend_for(Device device);
 void set_fusion(bool enabled);
 bool fusion_enabled();
 
-// Which implementation library ops (matmul, conv) use on the CPU: oneDNN (default for float32)
-// or the naive loops kept as their test oracle (always used for float64 and integer types).
+// Which implementation the fused executor's library ops (matmul, conv) use on the CPU: oneDNN
+// (default for float32) or the naive loops kept as their test oracle (always used for float64 and
+// integer types). The reference backend (fusion off) always runs the naive loops, never oneDNN.
 enum class LibraryImpl { onednn, naive };
 void set_library_impl(LibraryImpl impl);
 LibraryImpl library_impl();

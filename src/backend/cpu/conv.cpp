@@ -1,5 +1,5 @@
-// 2-D convolution on the CPU: the naive loops (the test oracle, every float dtype) and oneDNN
-// (float32 and bfloat16, where this CPU's oneDNN build supports them).
+// 2-D convolution on the CPU with oneDNN (float32 and bfloat16, where this CPU's oneDNN build
+// supports them). The naive loops, the oracle these are tested against, are in reference_conv.cpp.
 //
 // Layouts (see kernels.h): x (N,H,W,C) NHWC, w (O,KH,KW,C/G) OHWI, y (N,OH,OW,O) NHWC, G = groups.
 // Output channel o belongs to group g = o / (O/G) and reads input channels [g*C/G, (g+1)*C/G).
@@ -23,128 +23,6 @@
 #include "kernels.h"
 
 namespace aether::cpu {
-namespace {
-
-// Arithmetic type of a storage type: double for float64, float for float32/float16/bfloat16.
-template <typename T>
-using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
-
-// Below this many multiply-adds one thread beats waking a team (tests run many tiny convs).
-constexpr int64_t kParallelWork = int64_t(1) << 15;
-bool parallel_worth_it(const ConvGeom& g) {
-  return g.N * g.OH * g.OW * g.O * g.KH * g.KW * (g.C / g.arg.groups) >= kParallelWork;
-}
-
-}  // namespace
-
-// ---- naive loops --------------------------------------------------------------------------------
-
-void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g) {
-  dispatch_float(dtype, "conv2d", [&](auto tag) {
-    using T = decltype(tag);
-    using A = Acc<T>;
-    const T* X = static_cast<const T*>(x);   // (N,H,W,C)
-    const T* Wt = static_cast<const T*>(w);  // (O,KH,KW,Cg)
-    T* Y = static_cast<T*>(y);               // (N,OH,OW,O)
-    const Conv2dArg& a = g.arg;
-    const int64_t Cg = g.C / a.groups, Og = g.O / a.groups;
-    const bool par = parallel_worth_it(g);
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t oh = 0; oh < g.OH; ++oh)
-        for (int64_t ow = 0; ow < g.OW; ++ow)
-          for (int64_t o = 0; o < g.O; ++o) {
-            const int64_t grp = o / Og;
-            A acc = 0;
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              const int64_t ih = oh * a.stride_h - a.pad_top + kh * a.dil_h;
-              if (ih < 0 || ih >= g.H) continue;
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                const int64_t iw = ow * a.stride_w - a.pad_left + kw * a.dil_w;
-                if (iw < 0 || iw >= g.W) continue;
-                const T* xp = X + ((n * g.H + ih) * g.W + iw) * g.C + grp * Cg;  // (Cg)
-                const T* wp = Wt + ((o * g.KH + kh) * g.KW + kw) * Cg;           // (Cg)
-                for (int64_t c = 0; c < Cg; ++c) acc += A(xp[c]) * A(wp[c]);
-              }
-            }
-            Y[((n * g.OH + oh) * g.OW + ow) * g.O + o] = T(acc);
-          }
-  });
-}
-
-// dx[n,ih,iw,ci] = sum over (kh, kw, o in ci's group) of dy[n,oh,ow,o] * w[o,kh,kw,ci % Cg] for every
-// output position (oh, ow) whose window puts kernel tap (kh, kw) on (ih, iw). Gathered per dx
-// element, so threads never write the same element.
-void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g) {
-  dispatch_float(dtype, "conv2d_bwd_data", [&](auto tag) {
-    using T = decltype(tag);
-    using A = Acc<T>;
-    const T* DY = static_cast<const T*>(dy);  // (N,OH,OW,O)
-    const T* Wt = static_cast<const T*>(w);   // (O,KH,KW,Cg)
-    T* DX = static_cast<T*>(dx);              // (N,H,W,C)
-    const Conv2dArg& a = g.arg;
-    const int64_t Cg = g.C / a.groups, Og = g.O / a.groups;
-    const bool par = parallel_worth_it(g);
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int64_t n = 0; n < g.N; ++n)
-      for (int64_t ih = 0; ih < g.H; ++ih)
-        for (int64_t iw = 0; iw < g.W; ++iw)
-          for (int64_t ci = 0; ci < g.C; ++ci) {
-            const int64_t grp = ci / Cg, c = ci % Cg;
-            A acc = 0;
-            for (int64_t kh = 0; kh < g.KH; ++kh) {
-              const int64_t th = ih + a.pad_top - kh * a.dil_h;  // = oh * stride_h
-              if (th < 0 || th % a.stride_h != 0 || th / a.stride_h >= g.OH) continue;
-              const int64_t oh = th / a.stride_h;
-              for (int64_t kw = 0; kw < g.KW; ++kw) {
-                const int64_t tw = iw + a.pad_left - kw * a.dil_w;  // = ow * stride_w
-                if (tw < 0 || tw % a.stride_w != 0 || tw / a.stride_w >= g.OW) continue;
-                const int64_t ow = tw / a.stride_w;
-                const T* dyp = DY + ((n * g.OH + oh) * g.OW + ow) * g.O;  // (O)
-                for (int64_t oo = 0; oo < Og; ++oo) {
-                  const int64_t o = grp * Og + oo;
-                  acc += A(dyp[o]) * A(Wt[((o * g.KH + kh) * g.KW + kw) * Cg + c]);
-                }
-              }
-            }
-            DX[((n * g.H + ih) * g.W + iw) * g.C + ci] = T(acc);
-          }
-  });
-}
-
-// dw[o,kh,kw,c] = sum over (n, oh, ow) of dy[n,oh,ow,o] * x[n,ih,iw,grp*Cg + c].
-void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g) {
-  dispatch_float(dtype, "conv2d_bwd_weight", [&](auto tag) {
-    using T = decltype(tag);
-    using A = Acc<T>;
-    const T* X = static_cast<const T*>(x);    // (N,H,W,C)
-    const T* DY = static_cast<const T*>(dy);  // (N,OH,OW,O)
-    T* DW = static_cast<T*>(dw);              // (O,KH,KW,Cg)
-    const Conv2dArg& a = g.arg;
-    const int64_t Cg = g.C / a.groups, Og = g.O / a.groups;
-    const bool par = parallel_worth_it(g);
-#pragma omp parallel for collapse(2) schedule(static) if (par)
-    for (int64_t o = 0; o < g.O; ++o)
-      for (int64_t kh = 0; kh < g.KH; ++kh)
-        for (int64_t kw = 0; kw < g.KW; ++kw)
-          for (int64_t c = 0; c < Cg; ++c) {
-            const int64_t ci = (o / Og) * Cg + c;
-            A acc = 0;
-            for (int64_t n = 0; n < g.N; ++n)
-              for (int64_t oh = 0; oh < g.OH; ++oh) {
-                const int64_t ih = oh * a.stride_h - a.pad_top + kh * a.dil_h;
-                if (ih < 0 || ih >= g.H) continue;
-                for (int64_t ow = 0; ow < g.OW; ++ow) {
-                  const int64_t iw = ow * a.stride_w - a.pad_left + kw * a.dil_w;
-                  if (iw < 0 || iw >= g.W) continue;
-                  acc += A(DY[((n * g.OH + oh) * g.OW + ow) * g.O + o]) *
-                         A(X[((n * g.H + ih) * g.W + iw) * g.C + ci]);
-                }
-              }
-            DW[((o * g.KH + kh) * g.KW + kw) * Cg + c] = T(acc);
-          }
-  });
-}
 
 // ---- oneDNN -------------------------------------------------------------------------------------
 namespace {
@@ -477,6 +355,7 @@ CachedConv& cached_conv(Pass pass, DType dtype, dnnl::memory::data_type dt, cons
 bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g,
               const std::vector<ConvPostOp>& ops, const std::shared_ptr<const Buffer>& w_owner,
               std::shared_ptr<const Layout>* dw_layout = nullptr) {
+  note_onednn_call();
   if (dw_layout) dw_layout->reset();
   const auto dt = onednn_type(dtype);
   if (!dt) return false;

@@ -1,10 +1,11 @@
 // The fused CPU executor: schedule -> lower each generated kernel to the IR -> render C++ ->
-// compile (in parallel, disk-cached) -> run, with library calls and views on the reference backend.
+// compile (in parallel, disk-cached) -> run, with library calls (oneDNN), views and fallbacks on
+// library_backend() (the reference backend's code with the fast library kernels).
 //
 // Lowering happens for the whole schedule before anything runs (so the kernels compile in
 // parallel): a value stored by an earlier kernel is assumed to be dense, and just before a kernel
 // runs its inputs' real views are checked against what it was compiled for (re-lowered if not).
-// A kernel the IR cannot express yet runs its nodes on the reference backend (a "fallback").
+// A kernel the IR cannot express yet runs its nodes on library_backend() (a "fallback").
 // A conv library kernel with a post-op chain (schedule pass library_epilogues) runs as one oneDNN
 // convolution with post-ops (run_conv_postops), or node by node when oneDNN refuses.
 //
@@ -38,7 +39,7 @@
 
 namespace aether {
 
-Backend& reference_backend();  // backend/cpu/reference.cpp
+Backend& library_backend();  // backend/cpu/reference.cpp
 
 namespace {
 
@@ -46,10 +47,11 @@ bool same_view(const View& a, const View& b) {
   return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset && a.mask == b.mask;
 }
 
-// Runs the unrealized ancestors of `targets` (and the targets) on the reference backend.
+// Runs the unrealized ancestors of `targets` (and the targets) on library_backend(): the
+// reference backend's code, with library ops on oneDNN / pool.cpp.
 void reference_realize(const std::vector<NodePtr>& targets) {
   const std::vector<Node*> order = unrealized_in_order(targets);
-  if (!order.empty()) reference_backend().execute(order);
+  if (!order.empty()) library_backend().execute(order);
 }
 
 bool is_zero_const(const Node* n) {

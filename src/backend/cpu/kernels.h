@@ -1,7 +1,9 @@
-// Internal: the CPU library kernels (matmul, conv, pooling) that the reference backend calls.
+// Internal: the CPU library kernels (matmul, conv, pooling).
 // Every pointer is a dense row-major buffer of `dtype`; shapes are given in each comment.
-// Each op has a naive loop version (the test oracle) and, where it supports the dtype, a oneDNN
-// version; dispatch (library_impl()) picks one.
+// Each op has a naive loop version, `*_naive` (reference_conv.cpp, reference_matmul.cpp,
+// reference_pool.cpp): the oracle, the only version the reference backend (AETHER_FUSE=0) runs.
+// The fused executor's library kernels run the fast versions: oneDNN for matmul and conv where it
+// supports the dtype (library_impl() picks it; else the naive loop) and pool.cpp's loops.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +33,11 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
   throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
 }
 
+
+// Calls into oneDNN so far (process-wide): every matmul_onednn and conv2d_*_onednn call counts,
+// even one that declines. The reference backend makes none (tests check it).
+int64_t onednn_calls();
+void note_onednn_call();
 
 // a (B,M,K), b (B,K,N) -> c (B,M,N)
 void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
@@ -95,6 +102,12 @@ struct PoolGeom {
   int64_t N, H, W, C, OH, OW;
   Pool2dArg arg;
 };
+// The oracle (reference_pool.cpp): same contracts as the library loops below.
+void maxpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g);
+void maxpool2d_bwd_naive(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g);
+void avgpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g);
+void avgpool2d_bwd_naive(DType dtype, const void* dy, void* dx, const PoolGeom& g);
+// The library loops (pool.cpp, vectorised over channels) the fused executor runs.
 void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g);
 // dx (N,H,W,C) = scatter of dy (N,OH,OW,C) to each window's first maximum, recomputed from x.
 void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g);

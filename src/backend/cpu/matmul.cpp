@@ -1,6 +1,8 @@
-// Matmul on the CPU: the naive loop (oracle) and oneDNN.
+// Matmul on the CPU with oneDNN, and the count of calls into oneDNN. The naive loop, the oracle
+// this is tested against, is in reference_matmul.cpp.
 #include <dnnl.hpp>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -9,31 +11,11 @@
 
 namespace aether::cpu {
 
-void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
-                  int64_t K, int64_t N) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, bool>) {
-      throw Error("matmul: bool is not supported");
-    } else {
-      using Acc = std::conditional_t<std::is_floating_point_v<T> || std::is_class_v<T>,
-                                     std::conditional_t<std::is_same_v<T, double>, double, float>,
-                                     int64_t>;
-      const T* A = static_cast<const T*>(a);  // (B,M,K)
-      const T* Bm = static_cast<const T*>(b);  // (B,K,N)
-      T* C = static_cast<T*>(c);               // (B,M,N)
-#pragma omp parallel for collapse(2) schedule(static)
-      for (int64_t bi = 0; bi < B; ++bi)
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < N; ++j) {
-            Acc acc = 0;
-            for (int64_t k = 0; k < K; ++k)
-              acc += Acc(A[(bi * M + i) * K + k]) * Acc(Bm[(bi * K + k) * N + j]);
-            C[(bi * M + i) * N + j] = T(acc);
-          }
-    }
-  });
-}
+namespace {
+std::atomic<int64_t> g_onednn_calls{0};
+}  // namespace
+void note_onednn_call() { ++g_onednn_calls; }
+int64_t onednn_calls() { return g_onednn_calls.load(); }
 
 namespace {
 dnnl::engine& cpu_engine() {
@@ -57,6 +39,7 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
 
 bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
                    int64_t K, int64_t N) {
+  note_onednn_call();
   const auto dt = dnnl_type(dtype);
   if (!dt) return false;
   using tag = dnnl::memory::format_tag;

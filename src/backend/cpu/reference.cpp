@@ -1,10 +1,16 @@
 // The reference CPU backend: one primitive per kernel, plain loops, OpenMP where trivially safe.
 //
 // It is the oracle every faster path is tested against, so it favours clarity: every source is
-// read through its View (index arithmetic, masks read as 0), every result goes to a fresh dense
-// row-major buffer, except movement ops, which only make a new View of the source's buffer.
-// Float math runs in the storage type's natural precision (float for float32/float16/bfloat16,
-// double for float64) except sums, which accumulate in double.
+// read through its View (index arithmetic, masks read as 0) in row-major order (a packed Layout is
+// unpacked first, to_row_major), every result goes to a fresh dense row-major buffer, except
+// movement ops, which only make a new View of the source's buffer. Float math runs in the storage
+// type's natural precision (float for float32/float16/bfloat16, double for float64) except sums,
+// which accumulate in double. Library ops (matmul, conv, pooling) run the naive loops of
+// reference_matmul.cpp, reference_conv.cpp and reference_pool.cpp: never oneDNN.
+//
+// The same code with the library ops on their fast versions (oneDNN for matmul and conv, pool.cpp's
+// loops for pooling; conv weights read as they are, packed or not) is library_backend(): the fused
+// executor runs its library kernels, views and fallbacks on it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -470,15 +476,15 @@ Dense dense(const Node& src) {
   return {c, c->data()};
 }
 
-bool use_onednn() { return library_impl() == LibraryImpl::onednn; }
-
-void matmul(Node& n) {
+// Library ops run the oracle loops, or with `fast` (library_backend()) oneDNN where it takes them.
+void matmul(Node& n, bool fast) {
+  const bool use_onednn = fast && library_impl() == LibraryImpl::onednn;
   const Node &a = *n.srcs[0], &b = *n.srcs[1];
   const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
   auto out = new_buffer(n);  // zero-filled: the answer when K == 0
   if (B * M * N == 0 || K == 0) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
   auto da = dense(a), db = dense(b);
-  if (!(use_onednn() && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
+  if (!(use_onednn && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
     cpu::matmul_naive(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N);
   set_dense(n, std::move(out));
 }
@@ -490,17 +496,18 @@ cpu::PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
   return {x[0], x[1], x[2], x[3], y[1], y[2], arg};
 }
 
-void library(Node& n) {
+void library(Node& n, bool fast) {
+  const bool use_onednn = fast && library_impl() == LibraryImpl::onednn;
   // Every library kernel writes each output element, so the block is not zero-filled first.
   auto out = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/false);
   const DType t = n.dtype;
   switch (n.op) {
-    // The weights w may be packed (in oneDNN's layout, reads_layout()): oneDNN reads them as they
-    // are; the naive loop gets them row-major.
+    // With `fast` the weights w may be packed (in oneDNN's layout, reads_layout()): oneDNN reads
+    // them as they are; the naive loop gets them row-major (the oracle always does).
     case Op::Conv2d: {  // srcs: x, w
       const auto g = conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep))) {
+      if (!(use_onednn && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep))) {
         to_row_major(*n.srcs[1]);
         w = dense(*n.srcs[1]);
         cpu::conv2d_fwd_naive(t, x.ptr, w.ptr, out->data(), g);
@@ -510,7 +517,7 @@ void library(Node& n) {
     case Op::Conv2dBwdData: {  // srcs: dy, w; node shape = x shape
       const auto g = conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn() && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep))) {
+      if (!(use_onednn && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep))) {
         to_row_major(*n.srcs[1]);
         w = dense(*n.srcs[1]);
         cpu::conv2d_bwd_data_naive(t, dy.ptr, w.ptr, out->data(), g);
@@ -521,7 +528,7 @@ void library(Node& n) {
       const auto g = conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
       std::shared_ptr<const Layout> packed;
-      if (!(use_onednn() && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g, &packed)))
+      if (!(use_onednn && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g, &packed)))
         cpu::conv2d_bwd_weight_naive(t, x.ptr, dy.ptr, out->data(), g);
       out->set_layout(std::move(packed));
       break;
@@ -529,25 +536,29 @@ void library(Node& n) {
     case Op::MaxPool2d: {
       const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]);
-      cpu::maxpool2d_fwd(t, x.ptr, out->data(), g);
+      if (fast) cpu::maxpool2d_fwd(t, x.ptr, out->data(), g);
+      else cpu::maxpool2d_fwd_naive(t, x.ptr, out->data(), g);
       break;
     }
     case Op::MaxPool2dBwd: {  // srcs: x, dy
       const auto g = pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
-      cpu::maxpool2d_bwd(t, x.ptr, dy.ptr, out->data(), g);
+      if (fast) cpu::maxpool2d_bwd(t, x.ptr, dy.ptr, out->data(), g);
+      else cpu::maxpool2d_bwd_naive(t, x.ptr, dy.ptr, out->data(), g);
       break;
     }
     case Op::AvgPool2d: {
       const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]);
-      cpu::avgpool2d_fwd(t, x.ptr, out->data(), g);
+      if (fast) cpu::avgpool2d_fwd(t, x.ptr, out->data(), g);
+      else cpu::avgpool2d_fwd_naive(t, x.ptr, out->data(), g);
       break;
     }
     case Op::AvgPool2dBwd: {  // src: dy; node shape = x shape
       const auto g = pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]);
-      cpu::avgpool2d_bwd(t, dy.ptr, out->data(), g);
+      if (fast) cpu::avgpool2d_bwd(t, dy.ptr, out->data(), g);
+      else cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
       break;
     }
     default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a library op"));
@@ -556,7 +567,7 @@ void library(Node& n) {
 }
 
 // ---- dispatch: one case per primitive (a new op fails to compile until handled here) --------------------
-void execute_node(Node& n) {
+void execute_node(Node& n, bool fast) {
   switch (n.op) {
     case Op::Load: AETHER_CHECK(n.realized(), "reference", "Load node ", n.id, " has no buffer"); return;
     case Op::Const: return constant(n);
@@ -587,14 +598,14 @@ void execute_node(Node& n) {
     case Op::Slice:
     case Op::Pad:
     case Op::Flip: return movement(n);
-    case Op::Matmul: return matmul(n);
+    case Op::Matmul: return matmul(n, fast);
     case Op::Conv2d:
     case Op::Conv2dBwdData:
     case Op::Conv2dBwdWeight:
     case Op::MaxPool2d:
     case Op::MaxPool2dBwd:
     case Op::AvgPool2d:
-    case Op::AvgPool2dBwd: return library(n);
+    case Op::AvgPool2dBwd: return library(n, fast);
   }
 }
 
@@ -616,15 +627,17 @@ std::pair<double, double> node_cost(const Node& n) {
   return {bytes, flops};
 }
 
-// Whether node n reads source i as its buffer holds it even in a library's layout (Layout): only
-// the convolutions' weights; every other source is made row-major before n runs.
-bool reads_layout(const Node& n, size_t i) {
-  return (n.op == Op::Conv2d || n.op == Op::Conv2dBwdData) && i == 1;
+// Whether node n reads source i as its buffer holds it even in a library's layout (Layout): with
+// `fast`, only the convolutions' weights; every other source (the oracle: every source) is made
+// row-major before n runs.
+bool reads_layout(const Node& n, size_t i, bool fast) {
+  return fast && (n.op == Op::Conv2d || n.op == Op::Conv2dBwdData) && i == 1;
 }
 
 class ReferenceBackend final : public Backend {
  public:
-  const char* name() const override { return "cpu-reference"; }
+  explicit ReferenceBackend(bool fast) : fast_(fast) {}
+  const char* name() const override { return fast_ ? "cpu-library" : "cpu-reference"; }
   Device device() const override { return Device::cpu(); }
   void execute(const std::vector<Node*>& nodes) override {
     for (Node* n : nodes) {
@@ -632,24 +645,32 @@ class ReferenceBackend final : public Backend {
         AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
                      " is not realized (nodes out of order)");
       for (size_t i = 0; i < n->srcs.size(); ++i)
-        if (!reads_layout(*n, i)) to_row_major(*n->srcs[i]);
+        if (!reads_layout(*n, i, fast_)) to_row_major(*n->srcs[i]);
       if (profiling_enabled()) {
         const auto [bytes, flops] = node_cost(*n);  // before: a computed node drops its sources
         const auto t0 = std::chrono::steady_clock::now();
-        execute_node(*n);
+        execute_node(*n, fast_);
         record_op_time(op_name(n->op), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                        numel(n->shape), bytes, flops);
       } else {
-        execute_node(*n);
+        execute_node(*n, fast_);
       }
     }
   }
+
+ private:
+  bool fast_;
 };
 
 }  // namespace
 
 Backend& reference_backend() {
-  static ReferenceBackend b;
+  static ReferenceBackend b(/*fast=*/false);
+  return b;
+}
+
+Backend& library_backend() {
+  static ReferenceBackend b(/*fast=*/true);
   return b;
 }
 
