@@ -67,12 +67,15 @@ def main():
                 print(f"run {i + 1} {side:6s} epoch {r['epoch_seconds']:.2f} s  process {r['wall']:.2f} s  "
                       f"val_acc {r['val_accuracy']:.4f}", flush=True)
     med = {s: {k: statistics.median(r[k] for r in runs[s]) for k in ("epoch_seconds", "wall")} for s in runs}
+    # Each run's two sides ran back to back: their ratio is less exposed to a machine whose speed drifts.
+    paired = statistics.median(p["epoch_seconds"] / c["epoch_seconds"] for c, p in zip(runs["cli"], runs["python"]))
     print(f"median epoch:   CLI {med['cli']['epoch_seconds']:.2f} s, Python {med['python']['epoch_seconds']:.2f} s, "
           f"ratio {med['python']['epoch_seconds'] / med['cli']['epoch_seconds']:.3f}")
     print(f"median process: CLI {med['cli']['wall']:.2f} s, Python {med['python']['wall']:.2f} s, "
           f"ratio {med['python']['wall'] / med['cli']['wall']:.3f}")
+    print(f"median of the per-run epoch ratios (Python / CLI): {paired:.3f}")
     if a.json:
-        json.dump({"runs": runs, "median": med}, open(a.json, "w"), indent=2)
+        json.dump({"runs": runs, "median": med, "paired_epoch_ratio": paired}, open(a.json, "w"), indent=2)
 
 
 if __name__ == "__main__":
