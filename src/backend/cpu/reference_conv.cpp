@@ -73,7 +73,6 @@ void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const 
                   const double xv = xp[gi * Cg + c];
                   const double* wr = &wt[size_t((((gi * g.KH + kh) * g.KW + kw) * Cg + c) * Og)];  // (Og)
                   double* ar = &acc[size_t(gi * Og)];                                              // (Og)
-#pragma omp simd
                   for (int64_t oo = 0; oo < Og; ++oo) ar[oo] += xv * wr[oo];
                 }
             }
@@ -112,7 +111,6 @@ void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx,
                 const double d = dyp[o];
                 const double* wr = &Wt[size_t(((o * g.KH + kh) * g.KW + kw) * Cg)];  // w[o,kh,kw,:] (Cg)
                 double* ar = &acc[size_t((o / Og) * Cg)];                            // o's group (Cg)
-#pragma omp simd
                 for (int64_t c = 0; c < Cg; ++c) ar[c] += d * wr[c];
               }
             }
@@ -148,7 +146,6 @@ void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* d
                 if (iw < 0 || iw >= g.W) continue;
                 const double* xp = &X[size_t(((n * g.H + ih) * g.W + iw) * g.C + c0)];  // x[n,ih,iw,c0:] (Cg)
                 double* ar = &acc[size_t(kw * Cg)];                                     // (Cg)
-#pragma omp simd
                 for (int64_t c = 0; c < Cg; ++c) ar[c] += d * xp[c];
               }
             }

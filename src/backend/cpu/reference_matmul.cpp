@@ -46,7 +46,6 @@ void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B,
           for (int64_t k = 0; k < K; ++k) {
             const double av = to_f64(A[(bi * M + i) * K + k]);
             const double* br = &bd[size_t((bi * K + k) * N)];  // b[bi,k,:] (N)
-#pragma omp simd
             for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * br[j];
           }
           for (int64_t j = 0; j < N; ++j) C[(bi * M + i) * N + j] = from_f64<T>(acc[size_t(j)]);
