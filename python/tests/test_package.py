@@ -12,7 +12,7 @@ def test_type_stubs_are_installed():
     pkg = pathlib.Path(ae.__file__).parent
     assert (pkg / "py.typed").exists()
     stub = (pkg / "_aether.pyi").read_text()
-    for name in ("class Tensor", "class Module", "class _Model", "def manual_seed", "def backward"):
+    for name in ("class Tensor", "class Module", "class Linear", "def manual_seed", "def backward"):
         assert name in stub
 
 
