@@ -458,9 +458,11 @@ TEST(cuda_codegen, ConstantsAndInfinitiesUseDeviceSpellings) {
   EXPECT_EQ(cuda_acc64.init(), "(-__longlong_as_double(0x7ff0000000000000LL))");
   EXPECT_EQ(cpp_acc64.init(), "(-__builtin_inf())");
   EXPECT_STREQ(cpp_acc64.type(), "double");
-  // Only the two bit casts (ae_fbits, ae_bitsf: an intrinsic vs a builtin) are spelled per language.
+  // Only the four bit casts (ae_fbits, ae_bitsf, ae_dbits, ae_bitsd: an intrinsic vs a builtin) are
+  // spelled per language.
   auto without_bit_casts = [](std::string s) {
-    for (const char* fn : {"ae_fbits(float f)", "ae_bitsf(unsigned int u)"}) {
+    for (const char* fn :
+         {"ae_fbits(float f)", "ae_bitsf(unsigned int u)", "ae_dbits(double f)", "ae_bitsd(unsigned long long u)"}) {
       const size_t at = s.find(fn);
       EXPECT_NE(at, std::string::npos) << fn;
       if (at == std::string::npos) continue;
@@ -545,6 +547,7 @@ static inline float __int_as_float(int i) { return __builtin_bit_cast(float, i);
 static inline float __uint_as_float(unsigned int u) { return __builtin_bit_cast(float, u); }
 static inline unsigned int __float_as_uint(float f) { return __builtin_bit_cast(unsigned int, f); }
 static inline double __longlong_as_double(long long i) { return __builtin_bit_cast(double, i); }
+static inline long long __double_as_longlong(double d) { return __builtin_bit_cast(long long, d); }
 extern "C" {
 float expf(float); float logf(float); float sqrtf(float); float sinf(float);
 double exp(double); double log(double); double sqrt(double); double sin(double);
