@@ -129,9 +129,39 @@ def machine():
     flags = open("/proc/cpuinfo").read()
   except OSError:
     pass
-  isa = [x for x in ("avx512f", "avx512_bf16", "avx2") if (" %s " % x) in flags]
+  first = flags.split("\n\n", 1)[0]
+  isa = sorted({x for line in first.splitlines() if line.startswith("flags")
+                for x in line.split(":", 1)[1].split() if x.startswith(("avx", "fma", "amx"))})
   return {"cpu": cpu, "cores": os.cpu_count(), "isa": isa, "os": platform.platform(),
           "python": platform.python_version()}
+
+
+# --isa: the same cap for every framework, through the environment every worker inherits.
+ISA_ENV = {
+    "avx2": {"AETHER_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2",
+             "ATEN_CPU_CAPABILITY": "avx2", "XLA_FLAGS": "--xla_cpu_max_isa=AVX2"},
+    "avx512": {"AETHER_CPU_ISA": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16",
+               "DNNL_MAX_CPU_ISA": "AVX512_CORE_BF16", "ATEN_CPU_CAPABILITY": "avx512",
+               "XLA_FLAGS": "--xla_cpu_max_isa=AVX512"},
+    "native": {},
+}
+
+
+def apply_isa(level):
+  env = dict(ISA_ENV[level])
+  if "XLA_FLAGS" in env and os.environ.get("XLA_FLAGS"):
+    env["XLA_FLAGS"] = os.environ["XLA_FLAGS"] + " " + env["XLA_FLAGS"]
+  os.environ.update(env)
+  return env
+
+
+def aether_isa(aether):
+  """`aether devices`' line of the instruction sets in use (kernels and oneDNN), under the cap."""
+  try:
+    out = subprocess.run([aether, "devices"], capture_output=True, text=True, timeout=120).stdout
+  except (OSError, subprocess.SubprocessError):
+    return ""
+  return next((l.strip() for l in out.splitlines() if "instruction sets" in l), "")
 
 
 def tool_version(cmd):
@@ -391,7 +421,12 @@ def main():
   ap.add_argument("--frameworks", nargs="+", choices=FRAMEWORKS, default=list(FRAMEWORKS),
                   help="frameworks to run (default: all)")
   ap.add_argument("--json", metavar="OUT", help="write all results as JSON")
+  ap.add_argument("--isa", choices=sorted(ISA_ENV), default="native",
+                  help="cap every framework's CPU instruction set: avx2 or avx512 (AETHER_CPU_ISA, "
+                       "ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA, ATEN_CPU_CAPABILITY, XLA's --xla_cpu_max_isa); "
+                       "default native: no cap")
   a = ap.parse_args()
+  isa_env = apply_isa(a.isa)
   a.aether = find_aether(a.aether)
   if not os.path.exists(a.aether):
     sys.exit("compare.py: no aether binary at %s (build it, or pass --aether PATH)" % a.aether)
@@ -401,9 +436,12 @@ def main():
   info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
           "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "machine": machine(),
           "settings": {"runs": a.runs, "big_runs": a.big_runs, "rounds": a.rounds, "threads": a.threads,
-                       "aether": a.aether, "aether_cache_dir": os.environ.get("AETHER_CACHE_DIR")},
+                       "aether": a.aether, "aether_cache_dir": os.environ.get("AETHER_CACHE_DIR"),
+                       "isa": a.isa, "isa_env": isa_env, "aether_isa": aether_isa(a.aether)},
           "versions": {"aether_cxx": tool_version(["c++", "--version"])}, "loadavg_start": os.getloadavg()}
   log("compare.py: %s, %d cores; aether %s" % (info["machine"]["cpu"], os.cpu_count(), a.aether))
+  log("ISA: the CPU has %s; --isa %s; aether: %s" % (" ".join(info["machine"]["isa"]) or "?", a.isa,
+                                                      info["settings"]["aether_isa"]))
 
   stream = None
   if "stream" in sections:
@@ -447,6 +485,10 @@ def main():
   print("compare.py, %s, %s (%d cores), %s" % (info["date"], info["machine"]["cpu"], os.cpu_count(),
                                                ", ".join("%s %s" % kv for kv in info["versions"].items()
                                                          if kv[0] in ("torch", "jax"))))
+  print("CPU flags: %s; ISA level: %s%s; aether: %s" % (
+      " ".join(info["machine"]["isa"]) or "?", a.isa,
+      " (" + ", ".join("%s=%s" % kv for kv in isa_env.items()) + ")" if isa_env else " (no cap)",
+      info["settings"]["aether_isa"]))
   print("%d rounds, frameworks alternating; per round %d timed iterations (%d at batch 256) after warm-up"
         % (a.rounds, a.runs, a.big_runs))
   if stream:

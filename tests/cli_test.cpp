@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <set>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -136,6 +137,44 @@ TEST(Cli, NumThreadsSizesThePool) {
   unsetenv("AETHER_NUM_THREADS");
   EXPECT_NE(three.out.find(", 3 threads"), std::string::npos) << three.out;
   expect_clear_error(bad, {"AETHER_NUM_THREADS=zero", "from 1 to 1024"});
+}
+
+// AETHER_CPU_ISA caps generated kernels and oneDNN alike: under avx2 neither uses AVX-512 (on an
+// AVX-512 CPU this is what shows the cap works), the cap is part of the kernel cache's key (the
+// same kernel is a different object under another cap, on every CPU), and a bad value is an error.
+TEST(Cli, CpuIsaCapsKernelsAndOneDnn) {
+  TempDir tmp;
+  auto cached_objects = [&](const std::string& dir) {
+    std::set<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".so") names.insert(e.path().filename().string());
+    return names;
+  };
+  const std::string bench = "bench relu-backward --shape 2,4,4,8 --runs 1 --warmup 0";
+  setenv("AETHER_CPU_ISA", "avx2", 1);
+  const CliResult avx2 = run("devices");
+  setenv("AETHER_CACHE_DIR", tmp.file("avx2").c_str(), 1);
+  const CliResult avx2_bench = run(bench);
+  setenv("AETHER_CPU_ISA", "Native", 1);
+  setenv("AETHER_CACHE_DIR", tmp.file("native").c_str(), 1);
+  const CliResult native_bench = run(bench);
+  setenv("AETHER_CPU_ISA", "sse", 1);
+  const CliResult bad = run("demo --steps 1"), bad_devices = run("devices");
+  unsetenv("AETHER_CPU_ISA");
+  unsetenv("AETHER_CACHE_DIR");
+  EXPECT_EQ(avx2.code, 0) << avx2.out;
+  EXPECT_NE(avx2.out.find("AETHER_CPU_ISA=avx2): generated kernels __AVX2__"), std::string::npos) << avx2.out;
+  EXPECT_EQ(avx2.out.find("AVX512"), std::string::npos) << avx2.out;
+  EXPECT_EQ(avx2.out.find("oneDNN avx512"), std::string::npos) << avx2.out;
+  EXPECT_NE(avx2.out.find("oneDNN avx2"), std::string::npos) << avx2.out;
+  ASSERT_EQ(avx2_bench.code, 0) << avx2_bench.out;
+  ASSERT_EQ(native_bench.code, 0) << native_bench.out;
+  const auto a = cached_objects(tmp.file("avx2")), n = cached_objects(tmp.file("native"));
+  EXPECT_FALSE(a.empty());
+  EXPECT_EQ(a.size(), n.size());
+  for (const auto& name : a) EXPECT_EQ(n.count(name), 0u) << name << " has the same key under both caps";
+  expect_clear_error(bad, {"AETHER_CPU_ISA=sse", "native, avx2 or avx512"});
+  expect_clear_error(bad_devices, {"AETHER_CPU_ISA=sse", "native, avx2 or avx512"});
 }
 
 TEST(Cli, SummaryCifarnet) {

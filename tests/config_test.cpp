@@ -50,8 +50,28 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   EXPECT_FALSE(c.pool_library || c.profile || c.cuda_graphs || c.cuda_verbose);
   EXPECT_EQ(c.debug, 0);
   EXPECT_EQ(c.num_threads, 0);
+  EXPECT_EQ(c.cpu_isa, kCpuIsaNative);
   EXPECT_EQ(c.cache_dir.get(), "");
   EXPECT_EQ(c.home.get(), "");
+}
+
+TEST(Config, CpuIsaIsOneOfItsWords) {
+  const std::pair<const char*, int> ok[] = {
+      {"native", kCpuIsaNative}, {"avx2", kCpuIsaAvx2}, {"AVX2", kCpuIsaAvx2}, {"avx512", kCpuIsaAvx512}};
+  for (const auto& [word, isa] : ok) {
+    const Parsed p(std::map<std::string, std::string>{{"AETHER_CPU_ISA", word}});
+    EXPECT_TRUE(p.c.errors.empty()) << p.c.errors;
+    EXPECT_EQ(p.c.cpu_isa, isa) << word;
+    EXPECT_STREQ(cpu_isa_name(isa), word == std::string("AVX2") ? "avx2" : word);
+  }
+  for (const char* bad : {"avx", "avx-512", "avx2 ", "1", "x86-64-v3"}) {
+    const Parsed p(std::map<std::string, std::string>{{"AETHER_CPU_ISA", bad}});
+    EXPECT_EQ(p.c.cpu_isa, kCpuIsaNative) << bad;  // the default stays
+    EXPECT_NE(p.c.errors.find(std::string("AETHER_CPU_ISA=") + bad + " is not a choice it knows: expected native, "
+                                                                         "avx2 or avx512"),
+              std::string::npos)
+        << p.c.errors;
+  }
 }
 
 TEST(Config, EverySwitchTakesTheSameWords) {

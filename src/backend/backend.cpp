@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
 #include "core/config.h"
@@ -106,6 +107,10 @@ LibraryImpl library_impl() { return config().onednn ? LibraryImpl::onednn : Libr
 void set_packed_conv_weights(bool on) { cpu::set_conv_packed_weights(on); }
 bool packed_conv_weights() { return cpu::conv_packed_weights(); }
 int64_t conv_weight_reorders() { return cpu::conv_weight_reorders(); }
+CpuIsa cpu_isa() {
+  check_config("cpu_isa");
+  return {cpu_isa_name(config().cpu_isa), codegen::kernel_isa(), cpu::onednn_isa()};
+}
 
 Backend& backend_for(Device device) {
 #if AETHER_HAS_CUDA

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <string>
 
+#include "aether/backend/backend.h"
 #include "aether/backend/cuda.h"
 #include "commands.h"
 
@@ -26,7 +27,10 @@ std::string cpu_model() {
 void register_devices(CLI::App& app) {
   auto* cmd = app.add_subcommand("devices", "List the devices aether can run on");
   cmd->callback([] {
-    std::cout << "cpu    " << cpu_model() << ", " << omp_get_max_threads() << " threads\n";
+    const CpuIsa isa = cpu_isa();
+    std::cout << "cpu    " << cpu_model() << ", " << omp_get_max_threads() << " threads\n"
+              << "       instruction sets (AETHER_CPU_ISA=" << isa.cap << "): generated kernels "
+              << (isa.kernels.empty() ? "none (no working compiler)" : isa.kernels) << "; oneDNN " << isa.onednn << "\n";
     const auto gpus = cuda_devices();
     if (gpus.empty()) std::cout << "cuda   not available: " << cuda_unavailable_reason() << "\n";
     for (const auto& g : gpus) {

@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -142,6 +143,17 @@ class Compiler {
     std::lock_guard<std::mutex> lock(mu_);
     return dir_;
   }
+  std::string isa() {
+    if (!available()) return "";
+    std::string out;
+    std::istringstream in(isa_);
+    for (std::string line; std::getline(in, line);) {
+      const std::string name = line.rfind("#define ", 0) == 0 ? line.substr(8, line.find(' ', 8) - 8) : "";
+      if (name.rfind("__AVX", 0) == 0 || name == "__FMA__" || name.rfind("__AMX", 0) == 0)
+        out += (out.empty() ? "" : " ") + name;
+    }
+    return out.empty() ? "none" : out;
+  }
   CodegenStats stats() {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
@@ -153,6 +165,11 @@ class Compiler {
 
  private:
   void probe() {
+    // AETHER_CPU_ISA's cap on the kernels' -march=native (read once, here): -mno-avx512f turns off
+    // AVX-512 and every extension of it.
+    if (config().cpu_isa.load() == kCpuIsaAvx2) isa_cap_ = {"-mno-avx512f"};
+    flags_ = kFlags;
+    flags_.insert(flags_.end(), isa_cap_.begin(), isa_cap_.end());
     const std::string env = config().cxx.get();
     const bool from_env = !env.empty();
     cxx_ = from_env ? env : AETHER_HOST_CXX;
@@ -175,9 +192,10 @@ class Compiler {
     std::string native, plain;
     const std::vector<std::string> dump{"-std=c++17", "-E", "-dM", "-x", "c++", "/dev/null"};
     std::vector<std::string> argv{cxx_, "-march=native"};
+    argv.insert(argv.end(), isa_cap_.begin(), isa_cap_.end());
     argv.insert(argv.end(), dump.begin(), dump.end());
     const bool native_ok = run(argv, &native) == 0;
-    argv.erase(argv.begin() + 1);
+    argv.erase(argv.begin() + 1, argv.begin() + 2 + std::ptrdiff_t(isa_cap_.size()));
     isa_ = native_ok && run(argv, &plain) == 0 ? disk::native_isa_of(native, plain) : "unknown\n";
     // The cache directory.
     const std::string dir = disk::choose_cache_dir("compiled kernels");
@@ -209,7 +227,7 @@ class Compiler {
   CompiledKernel build(const std::string& source, bool probe = false) {
     // The key: everything the object depends on, the CPU and the ISA included (-march=native).
     std::string flags;
-    for (const auto& f : kFlags) flags += f + " ";
+    for (const auto& f : flags_) flags += f + " ";
     const std::string key = disk::kernel_key({cxx_, version_, flags, disk::cpu_identity(), isa_, source});
     const std::string base = dir_ + "/" + disk::hex16(fnv1a(key));
     CompiledKernel k;
@@ -225,7 +243,7 @@ class Compiler {
     const std::string tmp = disk::temp_base(base);
     if (!write_file(tmp + ".cpp", source)) return fail(k, "cannot write " + tmp + ".cpp", probe);
     std::vector<std::string> argv{cxx_};
-    argv.insert(argv.end(), kFlags.begin(), kFlags.end());
+    argv.insert(argv.end(), flags_.begin(), flags_.end());
     argv.insert(argv.end(), {"-o", tmp + ".so", tmp + ".cpp"});
     std::string log;
     const int rc = run(argv, &log);
@@ -284,6 +302,7 @@ class Compiler {
   std::once_flag probe_once_;
   bool available_ = false;
   std::string cxx_, version_, isa_, dir_;
+  std::vector<std::string> isa_cap_, flags_;  // AETHER_CPU_ISA's extra flags; kFlags and those
   std::mutex mu_;
   std::unordered_map<std::string, CompiledKernel> loaded_;
   CodegenStats stats_;
@@ -296,6 +315,7 @@ std::vector<CompiledKernel> compile_kernels(const std::vector<std::string>& sour
   return Compiler::get().compile(sources);
 }
 std::string kernel_cache_dir() { return Compiler::get().dir(); }
+std::string kernel_isa() { return Compiler::get().isa(); }
 CodegenStats codegen_stats() { return Compiler::get().stats(); }
 void note_fallback() { Compiler::get().fallback(); }
 

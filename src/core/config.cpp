@@ -11,7 +11,9 @@
 namespace aether {
 namespace {
 
-enum class Kind { flag, number, text };
+enum class Kind { flag, number, choice, text };
+
+constexpr const char* kIsaWords[] = {"native", "avx2", "avx512", nullptr};  // index = kCpuIsa*
 
 struct Variable {
   const char* name;
@@ -22,6 +24,7 @@ struct Variable {
   int lo = 0, hi = 0;      // a number's range
   const char* what = "";   // a number: "a thread count"; for messages
   const char* unset = "";  // what unsetting it gives, for messages
+  const char* const* words = nullptr;  // a choice's words (nullptr-terminated); its value is the index
 };
 
 constexpr Variable flag(const char* name, std::atomic<bool> Config::*m) {
@@ -30,6 +33,9 @@ constexpr Variable flag(const char* name, std::atomic<bool> Config::*m) {
 constexpr Variable number(const char* name, std::atomic<int> Config::*m, int lo, int hi, const char* what,
                           const char* unset) {
   return {name, Kind::number, nullptr, m, nullptr, lo, hi, what, unset};
+}
+constexpr Variable choice(const char* name, std::atomic<int> Config::*m, const char* const* words) {
+  return {name, Kind::choice, nullptr, m, nullptr, 0, 0, "", "", words};
 }
 constexpr Variable text(const char* name, ConfigText Config::*m) {
   return {name, Kind::text, nullptr, nullptr, m, 0, 0, "", ""};
@@ -48,6 +54,7 @@ const Variable kVariables[] = {
     flag("AETHER_CONV_PACKED_WEIGHTS", &Config::conv_packed_weights),
     flag("AETHER_CONV_WEIGHT_CACHE", &Config::conv_weight_cache),
     number("AETHER_NUM_THREADS", &Config::num_threads, 1, 1024, "a thread count", "to use OpenMP's default"),
+    choice("AETHER_CPU_ISA", &Config::cpu_isa, kIsaWords),
     flag("AETHER_PROFILE", &Config::profile),
     text("AETHER_DATA", &Config::data),
     text("AETHER_DEVICE", &Config::device),
@@ -64,6 +71,7 @@ const ConfigVariable* variable_list() {
     for (size_t i = 0; i < std::size(kVariables); ++i)
       out[i] = {kVariables[i].name, kVariables[i].kind == Kind::flag     ? "switch"
                                     : kVariables[i].kind == Kind::number ? "number"
+                                    : kVariables[i].kind == Kind::choice ? "choice"
                                                                          : "text"};
     return out;
   }();
@@ -111,6 +119,21 @@ void parse_config(Config& out, const std::function<const char*(const char*)>& en
         }
         break;
       }
+      case Kind::choice: {
+        std::string lower, expected;
+        for (char c : value) lower += char(std::tolower(static_cast<unsigned char>(c)));
+        int found = -1;
+        for (int i = 0; v.words[i] != nullptr; ++i) {
+          if (lower == v.words[i]) found = i;
+          expected += detail::cat(i == 0 ? "" : v.words[i + 1] == nullptr ? " or " : ", ", v.words[i]);
+        }
+        if (found < 0)
+          error(detail::cat(v.name, "=", value, " is not a choice it knows: expected ", expected,
+                            " (or unset it for ", v.words[0], ")"));
+        else
+          out.*v.number = found;
+        break;
+      }
       case Kind::text: (out.*v.text).set(value); break;
     }
   }
@@ -125,6 +148,8 @@ Config& config() {
   }();
   return *c;
 }
+
+const char* cpu_isa_name(int isa) { return isa >= 0 && isa <= kCpuIsaAvx512 ? kIsaWords[isa] : "unknown"; }
 
 void check_config(const char* op) { AETHER_CHECK(config().errors.empty(), op, config().errors); }
 

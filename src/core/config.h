@@ -5,6 +5,7 @@
 // Values:
 // - switches (on/off): 1, true, on, yes or 0, false, off, no (any case); unset or empty: the default.
 // - whole numbers (AETHER_DEBUG, AETHER_NUM_THREADS): digits only, within the variable's range.
+// - choices (AETHER_CPU_ISA): one of the variable's words (any case).
 // - text (paths, a compiler, a device name): taken as given; unset or empty: "" (the default applies).
 // A malformed value leaves the default in place and is recorded in Config::errors; the first
 // computation (realize_nodes) throws an aether::Error naming the variable and its value.
@@ -16,7 +17,8 @@
 // - text values are set with ConfigText::set(). Data directories are looked up at every use; the
 //   kernel cache directory (AETHER_CACHE_DIR, XDG_CACHE_HOME, HOME) and the compiler (AETHER_CXX)
 //   when the host compiler or the PTX cache is first used (fixed for the process after that);
-//   AETHER_DEVICE when default_device() is first called. AETHER_NUM_THREADS sizes the OpenMP pool
+//   AETHER_DEVICE when default_device() is first called; AETHER_CPU_ISA when the host compiler and
+//   oneDNN are first used. AETHER_NUM_THREADS sizes the OpenMP pool
 //   when libaether is loaded: changing it later has no effect.
 #pragma once
 
@@ -46,6 +48,14 @@ class ConfigText {
   std::string value_;
 };
 
+// AETHER_CPU_ISA: a cap on the instruction set of generated kernels (their -march) and of oneDNN's
+// kernels (dnnl::set_max_cpu_isa), so that an AVX-512 machine can run and measure the AVX2 path. A
+// cap, not a request: a CPU without AVX-512 runs AVX2 code under "avx512" too.
+constexpr int kCpuIsaNative = 0;  // no cap: everything the CPU has (-march=native)
+constexpr int kCpuIsaAvx2 = 1;    // AVX2 and FMA, no AVX-512
+constexpr int kCpuIsaAvx512 = 2;  // AVX-512 (with BF16 and VNNI where the CPU has them), no AMX
+const char* cpu_isa_name(int isa);  // "native", "avx2", "avx512"
+
 struct Config {
   // Switches.
   std::atomic<bool> fuse{true};                 // AETHER_FUSE: the fused executor, else the reference backend
@@ -61,6 +71,8 @@ struct Config {
   // Whole numbers.
   std::atomic<int> debug{0};        // AETHER_DEBUG, 0 to 4
   std::atomic<int> num_threads{0};  // AETHER_NUM_THREADS, 1 to 1024; 0: unset (OpenMP's default)
+  // Choices.
+  std::atomic<int> cpu_isa{kCpuIsaNative};  // AETHER_CPU_ISA: native, avx2, avx512 (kCpuIsa*)
   // Text.
   ConfigText cache_dir;       // AETHER_CACHE_DIR
   ConfigText cxx;             // AETHER_CXX

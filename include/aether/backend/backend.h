@@ -44,6 +44,15 @@ LibraryImpl library_impl();
 // back row-major wherever anything else reads them (checkpoints, to_vector, other devices).
 // conv_weight_reorders(): weights reordered into a primitive's layout and weight gradients out of
 // one, so far (process-wide).
+// The CPU's instruction sets in use, under AETHER_CPU_ISA's cap (native, avx2 or avx512): the
+// vector extensions generated kernels are compiled for (the compiler's macros, "__AVX2__ __AVX__
+// __FMA__"; "" when no compiler works) and the ISA oneDNN dispatches its kernels to ("avx2",
+// "avx512_core_bf16", ...).
+struct CpuIsa {
+  std::string cap, kernels, onednn;
+};
+CpuIsa cpu_isa();
+
 void set_packed_conv_weights(bool on);
 bool packed_conv_weights();
 int64_t conv_weight_reorders();

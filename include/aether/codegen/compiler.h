@@ -46,6 +46,10 @@ bool host_compiler_available();
 std::vector<CompiledKernel> compile_kernels(const std::vector<std::string>& sources);
 // The kernel cache directory in use ("" before the first compilation or when none is usable).
 std::string kernel_cache_dir();
+// The vector extensions generated kernels are compiled for here, as the compiler's macros under
+// -march=native and AETHER_CPU_ISA's cap ("__AVX2__ __AVX__ __FMA__", with "__AVX512F__" ... on an
+// AVX-512 CPU); "" when no compiler works.
+std::string kernel_isa();
 CodegenStats codegen_stats();
 void note_fallback();
 

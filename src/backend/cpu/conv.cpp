@@ -21,6 +21,7 @@
 
 #include "core/config.h"
 #include "kernels.h"
+#include "onednn.h"
 
 namespace aether::cpu {
 
@@ -28,11 +29,6 @@ namespace aether::cpu {
 namespace {
 
 enum class Pass { fwd, bwd_data, bwd_weight };
-
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
 
 // One cached primitive (per pass, dtype, geometry and, for the forward, post-op list). `ok` is
 // false when oneDNN cannot do this (dtype, shape, post-ops) on this CPU; the failure is cached too,
@@ -154,7 +150,7 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
   using dnnl::algorithm;
   using dnnl::prop_kind;
   const ConvDescs d = conv_descs(dt, g);
-  dnnl::engine& eng = cpu_engine();
+  dnnl::engine& eng = onednn_engine();
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto c = std::make_unique<CachedConv>();
@@ -272,7 +268,7 @@ void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, bool ohwi, 
   if (ohwi) {
     c.weights_reorder.execute(s, user_w, dst);
   } else {  // from a Layout (oneDNN caches the reorder primitive)
-    dnnl::reorder(dnnl::reorder::primitive_desc(cpu_engine(), user_w.get_desc(), cpu_engine(), c.weights))
+    dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), user_w.get_desc(), onednn_engine(), c.weights))
         .execute(s, user_w, dst);
   }
   ++g_weight_reorders;
@@ -284,7 +280,7 @@ void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, bool ohwi, 
 dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, bool ohwi, const void* src,
                              const std::shared_ptr<const Buffer>& owner, dnnl::stream& s) {
   const bool cache_on = config().conv_weight_cache;
-  dnnl::engine& eng = cpu_engine();
+  dnnl::engine& eng = onednn_engine();
   if (!owner || !cache_on) {
     dnnl::memory m(c.weights, eng);
     reorder_to_primitive(c, user_w, ohwi, m, s);
@@ -372,7 +368,7 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
   }
   CachedConv& c = cp ? *cp : cached_conv(pass, dtype, *dt, g, ops, Weights::any);
   if (!c.ok) return false;
-  dnnl::engine& eng = cpu_engine();
+  dnnl::engine& eng = onednn_engine();
   auto mem = [&](const dnnl::memory::desc& md, const void* p) {
     return dnnl::memory(md, eng, const_cast<void*>(p));
   };

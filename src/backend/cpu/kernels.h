@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "aether/backend/backend.h"
@@ -38,6 +39,8 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
 // even one that declines. The reference backend makes none (tests check it).
 int64_t onednn_calls();
 void note_onednn_call();
+// The ISA oneDNN dispatches its kernels to here, under AETHER_CPU_ISA's cap ("avx2", ...).
+std::string onednn_isa();
 
 // a (B,M,K), b (B,K,N) -> c (B,M,N)
 void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,

@@ -1,4 +1,4 @@
-// Matmul on the CPU with oneDNN, and the count of calls into oneDNN. The naive loop, the oracle
+// Matmul on the CPU with oneDNN. The naive loop, the oracle
 // this is tested against, is in reference_matmul.cpp.
 #include <dnnl.hpp>
 
@@ -8,20 +8,11 @@
 #include <tuple>
 
 #include "kernels.h"
+#include "onednn.h"
 
 namespace aether::cpu {
 
 namespace {
-std::atomic<int64_t> g_onednn_calls{0};
-}  // namespace
-void note_onednn_call() { ++g_onednn_calls; }
-int64_t onednn_calls() { return g_onednn_calls.load(); }
-
-namespace {
-dnnl::engine& cpu_engine() {
-  static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
-  return eng;
-}
 std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
   switch (t) {
     case DType::float32: return dnnl::memory::data_type::f32;
@@ -55,7 +46,7 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
     auto it = cache.find(key);
     if (it == cache.end()) {
       try {
-        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), cpu_engine());
+        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), onednn_engine());
         it = cache.emplace(key, dnnl::matmul(pd)).first;
       } catch (const dnnl::error&) {
         return false;  // e.g. bf16 on a CPU without AVX-512: the caller runs the naive loop
@@ -63,9 +54,9 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
     }
     prim = it->second;
   }
-  dnnl::stream s(cpu_engine());
-  dnnl::memory am(ad, cpu_engine(), const_cast<void*>(a)), bm(bd, cpu_engine(), const_cast<void*>(b)),
-      cm(cd, cpu_engine(), c);
+  dnnl::stream s(onednn_engine());
+  dnnl::memory am(ad, onednn_engine(), const_cast<void*>(a)), bm(bd, onednn_engine(), const_cast<void*>(b)),
+      cm(cd, onednn_engine(), c);
   prim.execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
   s.wait();
   return true;
