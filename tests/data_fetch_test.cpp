@@ -8,8 +8,8 @@
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
 #include "aether/data/dataset.h"
-#include "aether/data/fetch.h"
-#include "aether/data/tar.h"
+#include "fetch/fetch.h"
+#include "fetch/tar.h"
 #include "data/fixtures.h"
 
 using namespace aether::data;

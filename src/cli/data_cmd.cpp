@@ -7,7 +7,7 @@
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
-#include "aether/data/fetch.h"
+#include "fetch/fetch.h"
 #include "aether/data/readers.h"
 #include "aether/model/model.h"
 #include "args.h"

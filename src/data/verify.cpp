@@ -4,7 +4,7 @@
 
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
-#include "aether/data/fetch.h"
+#include "aether/data/verify.h"
 #include "aether/data/readers.h"
 
 namespace aether::data {

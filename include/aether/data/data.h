@@ -4,7 +4,6 @@
 #include "aether/data/byte_reader.h"
 #include "aether/data/checksum.h"
 #include "aether/data/dataset.h"
-#include "aether/data/fetch.h"
 #include "aether/data/loader.h"
 #include "aether/data/readers.h"
-#include "aether/data/tar.h"
+#include "aether/data/verify.h"

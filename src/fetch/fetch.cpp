@@ -1,5 +1,5 @@
 // CIFAR-10 download (libcurl), MD5 check and atomic unpacking of the batch files from the tar.gz.
-#include "aether/data/fetch.h"
+#include "fetch/fetch.h"
 
 #include <curl/curl.h>
 #include <unistd.h>
@@ -17,7 +17,7 @@
 #include "aether/data/byte_reader.h"
 #include "aether/data/checksum.h"
 #include "aether/data/readers.h"
-#include "aether/data/tar.h"
+#include "fetch/tar.h"
 
 namespace aether::data {
 namespace fs = std::filesystem;

@@ -1,5 +1,5 @@
 // TarReader: ustar / GNU tar headers (checksums, octal and base-256 sizes, long names).
-#include "aether/data/tar.h"
+#include "fetch/tar.h"
 
 #include <algorithm>
 #include <array>
