@@ -1,4 +1,4 @@
-// The built-in graphs of `aether schedule` (aether/schedule/graphs.h) and schedule_bytes_min():
+// The built-in graphs of `aether schedule` (aether/model/schedule_graphs.h) and schedule_bytes_min():
 // every graph builds and schedules at batch 2 without computing anything, each requested output
 // is provided by a kernel, the library calls match the conv/matmul/pool nodes counted here by a
 // walk of the graph (and by hand), and bytes_min matches sizes worked out by hand.
@@ -10,7 +10,7 @@
 #include <string>
 
 #include "aether/aether.h"
-#include "aether/schedule/graphs.h"
+#include "aether/model/schedule_graphs.h"
 #include "aether/schedule/schedule.h"
 
 using namespace aether;
@@ -95,20 +95,38 @@ TEST(ScheduleGraphs, BnReluTrainOutputsAndBytesMin) {
   EXPECT_GT(s.bytes_moved, s.bytes_min);
 }
 
-TEST(ScheduleGraphs, CifarnetStepHasThePresetsParameters) {
+TEST(ScheduleGraphs, CifarnetStepIsThePresetsTrainingStep) {
   const ScheduleGraph g = build_schedule_graph("cifarnet-step", 2);
-  // The parameters are the leaves that need a gradient: as many values as the preset's 1166506
-  // (`aether summary --model cifarnet`).
-  int64_t params = 0, count = 0;
-  for (const Tensor& t : g.leaves)
-    if (t.requires_grad()) params += t.numel(), ++count;
-  EXPECT_EQ(params, 1166506);
-  EXPECT_EQ(count, 7 + 7 * 2 + 2);  // 7 convs, 7 batch norms (weight, bias), linear weight and bias
-  // Outputs: the loss, each parameter and its momentum buffer, 7 x 2 running statistics.
-  EXPECT_EQ(g.outputs.size(), size_t(1 + 2 * count + 14));
-  const auto loss = std::find(g.output_names.begin(), g.output_names.end(), "loss");
-  ASSERT_NE(loss, g.output_names.end());
-  EXPECT_EQ(g.outputs[size_t(loss - g.output_names.begin())].shape(), Shape{});
+  // Leaves: the batch and one momentum buffer per parameter, as many values as the preset's 1166506
+  // parameters (`aether summary --model cifarnet`).
+  const size_t params = 7 + 7 * 2 + 2;  // 7 convs, 7 batch norms (weight, bias), linear weight and bias
+  ASSERT_EQ(g.leaves.size(), 1 + params);
+  int64_t momentum = 0, batches = 0;
+  for (size_t i = 0; i < g.leaves.size(); ++i) {
+    if (g.leaf_names[i] == "x") {
+      ++batches;
+      EXPECT_EQ(g.leaves[i].shape(), (Shape{2, 32, 32, 3}));
+      continue;
+    }
+    EXPECT_NE(g.leaf_names[i].find(".momentum"), std::string::npos) << g.leaf_names[i];
+    momentum += g.leaves[i].numel();
+  }
+  EXPECT_EQ(batches, 1);
+  EXPECT_EQ(momentum, 1166506);
+  // Outputs, as Model::record_train_step names them: the loss, the accuracy, 7 x 2 running
+  // statistics, each parameter and its momentum buffer.
+  ASSERT_EQ(g.outputs.size(), 2 + 14 + 2 * params);
+  EXPECT_EQ(g.output_names[0], "loss");
+  EXPECT_EQ(g.output_names[1], "accuracy");
+  EXPECT_EQ(g.outputs[0].shape(), Shape{});
+  int64_t updated = 0, buffers = 0;
+  for (size_t i = 2; i < g.outputs.size(); ++i) {
+    const std::string& n = g.output_names[i];
+    if (n.find("running_") != std::string::npos) ++buffers;
+    else if (n.find(".momentum") == std::string::npos) updated += g.outputs[i].numel();
+  }
+  EXPECT_EQ(buffers, 14);
+  EXPECT_EQ(updated, 1166506);
   for (const Tensor& t : g.outputs) EXPECT_FALSE(t.requires_grad());
 }
 

@@ -9,7 +9,7 @@
 
 #include "aether/aether.h"
 #include "aether/io/file.h"
-#include "aether/schedule/graphs.h"
+#include "aether/model/schedule_graphs.h"
 #include "aether/schedule/schedule.h"
 #include "args.h"
 #include "commands.h"

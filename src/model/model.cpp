@@ -186,6 +186,37 @@ Model& Model::finalize(const Shape& input_shape) {
   return *this;
 }
 
+Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
+  auto& m = *impl_;
+  m.require_finalized("record_train_step");
+  const Tensor out = m.net->forward(x);
+  Step step;
+  step.loss = m.loss(out, labels, targets);
+  step.loss.backward();
+  if (m.config.clip_grad_norm > 0) optim::clip_grad_norm(m.opt->params(), m.config.clip_grad_norm);
+  step.accuracy = m.metric(out.detach(), labels, targets);
+  step.tensors = {step.loss, step.accuracy};
+  step.names = {"loss", "accuracy"};
+  for (auto& [name, t] : m.net->named_buffers()) {
+    step.tensors.push_back(*t);
+    step.names.push_back(name);
+  }
+  const size_t before = step.tensors.size();
+  step.tensors = m.opt->record_step(step.tensors);
+  // The updated parameters (those with a gradient), then the state, as record_step returns them.
+  const auto named = m.net->named_parameters();
+  for (size_t i = 0; i < named.size(); ++i)
+    if (named[i].second->grad().defined()) step.names.push_back(named[i].first);
+  for (auto& [slot, t] : m.opt->named_state()) {
+    const size_t dot = slot.find('.');
+    const size_t i = std::stoul(slot.substr(0, dot));
+    step.names.push_back((i < named.size() ? named[i].first : slot.substr(0, dot)) + slot.substr(dot));
+  }
+  AETHER_CHECK(step.names.size() == step.tensors.size(), "record_train_step", "named ", step.names.size(),
+               " of ", step.tensors.size(), " tensors (", before, " before the update)");
+  return step;
+}
+
 History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   auto& m = *impl_;
   m.require_finalized("train");
@@ -231,16 +262,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
       const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
       if (m.input_shape.size() == 1) x = x.flatten(1);
-      const Tensor out = m.net->forward(x);
-      const Tensor loss = m.loss(out, labels, targets);
-      loss.backward();
-      if (m.config.clip_grad_norm > 0) optim::clip_grad_norm(m.opt->params(), m.config.clip_grad_norm);
-      const Tensor acc = m.metric(out.detach(), labels, targets);
-      std::vector<Tensor> extra{loss, acc};
-      for (auto& [name, t] : m.net->named_buffers()) extra.push_back(*t);
       // Parameters, optimizer state, buffers, loss and accuracy: one realize.
-      if (graph_step) graph_step->run([&] { m.opt->step(extra); });
-      else m.opt->step(extra);
+      const Step step = record_train_step(x, labels, targets);
+      if (graph_step) graph_step->run([&] { realize(step.tensors); });
+      else realize(step.tensors);
+      const Tensor& loss = step.loss;
+      const Tensor& acc = step.accuracy;
       m.opt->zero_grad();
       ++m.steps_done;
       ++batches;

@@ -47,7 +47,7 @@ void Optimizer::set_state(size_t i, const std::string& name, const Tensor& value
   slot(i, name) = value.detach();
 }
 
-void Optimizer::step(const std::vector<Tensor>& also_realize) {
+std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_realize) {
   NoGradGuard no_grad;
   ++steps_;
   std::vector<Tensor> touched = also_realize;
@@ -62,7 +62,11 @@ void Optimizer::step(const std::vector<Tensor>& also_realize) {
   }
   for (auto& per_param : state_)
     for (auto& [n, t] : per_param) touched.push_back(t);
-  realize(touched);  // one schedule for the whole update
+  return touched;
+}
+
+void Optimizer::step(const std::vector<Tensor>& also_realize) {
+  realize(record_step(also_realize));  // one schedule for the whole update
 }
 
 void Optimizer::zero_grad() {

@@ -126,6 +126,18 @@ class Model {
   // errors) or the weights to be checkpointed (save's errors) become NaN/Inf; the checkpoint at
   // options.checkpoint_path then still holds the last good epoch.
   History train(const data::Dataset& train, const TrainOptions& options);
+  // The training step train() runs on one batch, recorded and not computed: forward (training mode),
+  // loss, backward, gradient clipping, the accuracy and the optimizer's update (which assigns the
+  // parameters, state and batch-norm buffers their new lazy values). `tensors` are everything the
+  // step realizes at once, each named in `names`: "loss", "accuracy", the buffers, the parameters
+  // (named_parameters() names) and the optimizer state ("<parameter>.<slot>"). x is a normalised
+  // batch (B, H, W, C) (or (B, features)); labels (B) int64, or targets (B, K) float32 for mse.
+  struct Step {
+    Tensor loss, accuracy;
+    std::vector<Tensor> tensors;
+    std::vector<std::string> names;
+  };
+  Step record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets = Tensor());
   // Loss and metrics over a whole data set, in evaluation mode, with the training normalisation.
   // Throws when the data set's images are not the model's input shape (H, W, C) (for a model with
   // flat input: not as many values) or when the outputs, loss or accuracy are not finite.

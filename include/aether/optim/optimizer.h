@@ -32,6 +32,10 @@ class Optimizer {
   // parameters, the state and `also_realize` (e.g. the loss, batch-norm buffers) are realized
   // together, as one schedule.
   void step(const std::vector<Tensor>& also_realize = {});
+  // What step() does short of computing it: assigns the parameters and state their new (lazy) values
+  // and returns every tensor step() realizes: also_realize, then the updated parameters, then the
+  // state (named_state()'s order). `aether schedule` inspects a training step this way.
+  std::vector<Tensor> record_step(const std::vector<Tensor>& also_realize = {});
   void zero_grad();
   double lr() const { return lr_; }
   void set_lr(double lr);

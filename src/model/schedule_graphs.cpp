@@ -1,10 +1,13 @@
-// The built-in graphs of `aether schedule` (see aether/schedule/graphs.h): lazy training steps over
-// leaves that are never computed, so any batch size costs shapes only.
-#include "aether/schedule/graphs.h"
+// The built-in graphs of `aether schedule` (see aether/model/schedule_graphs.h): lazy training steps
+// over leaves that are never computed, so any batch size costs shapes only (cifarnet-step also
+// initialises the preset's 1.2M parameters, once).
+#include "aether/model/schedule_graphs.h"
 
 #include "aether/graph/autograd.h"
+#include "aether/model/presets.h"
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
+#include "aether/optim/optimizer.h"
 
 namespace aether {
 namespace {
@@ -88,44 +91,23 @@ void resnet_block(Builder& b, int64_t batch) {
   backward(b, (h2 + x).relu(), x, params, names);
 }
 
-// The cifarnet preset (aether/model/presets.h) written with the functional ops over lazy leaves
-// (building the preset itself would initialise, so compute, its parameters), with the preset's
-// recipe: cross-entropy with label smoothing 0.2, then optim::SGD's update (lr 0.1, Nesterov momentum
-// 0.9, weight decay 5e-4) as tensor ops, in a steady state where the momentum buffers exist (leaves):
-//   g = grad + wd p;  buf' = momentum buf + g;  p' = p - lr (g + momentum buf').
+// The cifarnet preset's training step as Model::train runs it (Model::record_train_step): the preset's
+// network (make_preset) and recipe (cross-entropy with label smoothing 0.2; optim::SGD, Nesterov
+// momentum 0.9, weight decay 5e-4), on a lazy batch x (B,32,32,3), in a steady state where the
+// momentum buffers exist (lazy leaves). The parameters and batch-norm buffers are the model's own
+// (realized); the labels a realized (B) int64 buffer (cross_entropy checks them on the host).
 void cifarnet_step(Builder& b, int64_t batch) {
-  constexpr double kSmoothing = 0.2, kLr = 0.1, kMomentum = 0.9, kWeightDecay = 5e-4;
-  std::vector<Tensor> params;
-  std::vector<std::string> names;
+  Preset p = make_preset("cifarnet", {32, 32, 3}, 10);
+  Model m;
+  m.add(p.network).configure(p.config).finalize({32, 32, 3});
+  optim::Optimizer& opt = *m.optimizer();
+  const auto named = m.network().named_parameters();
+  for (size_t i = 0; i < named.size(); ++i)
+    opt.set_state(i, "momentum", b.leaf(named[i].second->shape(), named[i].first + ".momentum"));
   const Tensor x = b.leaf({batch, 32, 32, 3}, "x");  // (B,32,32,3) normalised images
-  // conv3x3 (no bias) -> [max pool 2x2] -> batch norm -> relu, as the preset's layers.
-  int layer = 0;
-  auto block = [&](const Tensor& in, int64_t width, bool pool) {
-    const std::string n = std::to_string(++layer);
-    Tensor h = conv3x3(b, in, width, "conv" + n, params, names);
-    if (pool) h = max_pool2d(h, 2);
-    return bn_train(b, h, "bn" + n, params, names).relu();
-  };
-  Tensor h = block(x, 32, false);                                           // (B,32,32,32)
-  for (int64_t w : {64, 128, 256}) h = block(block(h, w, true), w, false);  // (B,16,16,64) ... (B,4,4,256)
-  const Tensor fc_w = b.leaf({10, 256}, "fc.weight", true), fc_b = b.leaf({10}, "fc.bias", true);
-  params.insert(params.end(), {fc_w, fc_b});
-  names.insert(names.end(), {"fc.weight", "fc.bias"});
-  const Tensor logits = linear(global_max_pool2d(h), fc_w, fc_b);  // (B,10)
-  // (B) int64 class indices, a realized buffer (cross_entropy reads labels on the host to check them).
-  const Tensor labels = Tensor::from_vector<int64_t>(std::vector<int64_t>(size_t(batch), 0), {batch});
-  const Tensor loss = cross_entropy(logits, labels, kSmoothing);
-  const std::vector<Tensor> grads = gradients(loss, params);
-  b.output(loss, "loss");
-  NoGradGuard no_grad;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const Tensor p = params[i].detach();
-    const Tensor buf = b.leaf(p.shape(), names[i] + ".momentum");
-    const Tensor g = grads[i] + p * kWeightDecay;
-    const Tensor new_buf = buf * kMomentum + g;
-    b.output(p - (g + new_buf * kMomentum) * kLr, names[i]);
-    b.output(new_buf, names[i] + ".momentum");
-  }
+  const Tensor labels = Tensor::from_vector<int64_t>(std::vector<int64_t>(size_t(batch), 0), {batch});  // (B)
+  const Model::Step step = m.record_train_step(x, labels);
+  for (size_t i = 0; i < step.tensors.size(); ++i) b.output(step.tensors[i], step.names[i]);
 }
 
 struct Entry {
@@ -142,7 +124,8 @@ const Entry kGraphs[] = {
     {"resnet-block-train", "relu(bn(conv(relu(bn(conv(x))))) + x) on (B,32,32,64): forward and backward",
      resnet_block},
     {"cifarnet-step",
-     "cifarnet on (B,32,32,3): forward, cross-entropy (smoothing 0.2), backward, SGD Nesterov + weight decay",
+     "the cifarnet preset's training step on (B,32,32,3) (Model::record_train_step): forward, cross-entropy "
+     "(smoothing 0.2), backward, accuracy, SGD Nesterov + weight decay",
      cifarnet_step},
 };
 

@@ -1,9 +1,10 @@
-// aether/schedule/graphs.h - built-in training graphs to inspect with the scheduler (`aether schedule`).
+// aether/model/schedule_graphs.h - built-in training graphs to inspect with the scheduler (`aether schedule`).
 //
 // Each graph is a lazy training computation (forward, backward and, for cifarnet-step, the optimizer
 // update) over leaf tensors that are never computed: lazy Tensor::rand leaves listed in `leaves`,
 // which options() passes as ScheduleOptions::assume_realized, so building and scheduling a graph
-// costs shapes only, even at batch 256 (the one realized buffer: cifarnet-step's (B) int64 labels).
+// costs shapes only, even at batch 256 (cifarnet-step's realized buffers: the preset's parameters and
+// batch-norm buffers, and the (B) int64 labels).
 //
 //   bn-relu-train       x (B,32,32,32): BatchNorm2d training (weight, bias, running statistics) + ReLU;
 //                       outputs out, new running mean/var, dx, dweight, dbias (upstream gradient dy)
@@ -11,10 +12,11 @@
 //                       (B,32,32,32); outputs out, new running stats, dx, dconv_w, dweight, dbias
 //   resnet-block-train  x (B,32,32,64): relu(bn(conv(relu(bn(conv(x))))) + x); out, running stats,
 //                       dx and every parameter gradient
-//   cifarnet-step       the cifarnet preset's layers (aether/model/presets.h, as functional ops) on
-//                       (B,32,32,3): forward, cross-entropy with label smoothing 0.2 against int64
-//                       labels, backward, and SGD (Nesterov momentum 0.9, weight decay 5e-4) for every
-//                       parameter: loss, new parameters, new momentum buffers, new running statistics
+//   cifarnet-step       the cifarnet preset's training step as Model::train runs it
+//                       (Model::record_train_step, make_preset's network and recipe) on (B,32,32,3):
+//                       forward, cross-entropy with label smoothing 0.2, backward, accuracy, and SGD
+//                       (Nesterov momentum 0.9, weight decay 5e-4) with existing momentum buffers (lazy
+//                       leaves): loss, accuracy, new running statistics, parameters and momentum buffers
 #pragma once
 
 #include <cstdint>
