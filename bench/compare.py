@@ -115,23 +115,14 @@ def find_aether(given):
 
 
 def machine():
-  cpu = ""
   try:
     with open("/proc/cpuinfo") as f:
-      for line in f:
-        if line.startswith("model name"):
-          cpu = line.split(":", 1)[1].strip()
-          break
+      first = f.read().split("\n\n", 1)[0]  # the first processor's block
   except OSError:
-    pass
-  flags = ""
-  try:
-    flags = open("/proc/cpuinfo").read()
-  except OSError:
-    pass
-  first = flags.split("\n\n", 1)[0]
-  isa = sorted({x for line in first.splitlines() if line.startswith("flags")
-                for x in line.split(":", 1)[1].split() if x.startswith(("avx", "fma", "amx"))})
+    first = ""
+  fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in first.splitlines())}
+  cpu = fields.get("model name", "")
+  isa = sorted(x for x in fields.get("flags", "").split() if x.startswith(("avx", "fma", "amx")))
   return {"cpu": cpu, "cores": os.cpu_count(), "isa": isa, "os": platform.platform(),
           "python": platform.python_version()}
 

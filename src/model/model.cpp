@@ -186,23 +186,25 @@ Model& Model::finalize(const Shape& input_shape) {
   return *this;
 }
 
+Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
+  const Tensor out = net->forward(x);
+  Step step;
+  step.loss = loss(out, labels, targets);
+  step.loss.backward();
+  if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
+  step.accuracy = metric(out.detach(), labels, targets);
+  std::vector<Tensor> extra{step.loss, step.accuracy};
+  for (auto& [name, t] : net->named_buffers()) extra.push_back(*t);
+  step.tensors = opt->record_step(extra);
+  return step;
+}
+
 Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
   auto& m = *impl_;
   m.require_finalized("record_train_step");
-  const Tensor out = m.net->forward(x);
-  Step step;
-  step.loss = m.loss(out, labels, targets);
-  step.loss.backward();
-  if (m.config.clip_grad_norm > 0) optim::clip_grad_norm(m.opt->params(), m.config.clip_grad_norm);
-  step.accuracy = m.metric(out.detach(), labels, targets);
-  step.tensors = {step.loss, step.accuracy};
+  Step step = m.record_step(x, labels, targets);
   step.names = {"loss", "accuracy"};
-  for (auto& [name, t] : m.net->named_buffers()) {
-    step.tensors.push_back(*t);
-    step.names.push_back(name);
-  }
-  const size_t before = step.tensors.size();
-  step.tensors = m.opt->record_step(step.tensors);
+  for (auto& [name, t] : m.net->named_buffers()) step.names.push_back(name);
   // The updated parameters (those with a gradient), then the state, as record_step returns them.
   const auto named = m.net->named_parameters();
   for (size_t i = 0; i < named.size(); ++i)
@@ -213,7 +215,7 @@ Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, cons
     step.names.push_back((i < named.size() ? named[i].first : slot.substr(0, dot)) + slot.substr(dot));
   }
   AETHER_CHECK(step.names.size() == step.tensors.size(), "record_train_step", "named ", step.names.size(),
-               " of ", step.tensors.size(), " tensors (", before, " before the update)");
+               " of ", step.tensors.size(), " tensors");
   return step;
 }
 
@@ -263,7 +265,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
       if (m.input_shape.size() == 1) x = x.flatten(1);
       // Parameters, optimizer state, buffers, loss and accuracy: one realize.
-      const Step step = record_train_step(x, labels, targets);
+      const Step step = m.record_step(x, labels, targets);
       if (graph_step) graph_step->run([&] { realize(step.tensors); });
       else realize(step.tensors);
       const Tensor& loss = step.loss;

@@ -54,6 +54,9 @@ struct Model::Impl {
     if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
     return mse_loss(out, target);
   }
+  // One training step recorded, not computed (Model::record_train_step without the names, which
+  // train() does not need): step.tensors are the loss, accuracy, buffers, then record_step's.
+  Step record_step(const Tensor& x, const Tensor& labels, const Tensor& targets);
   // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.
   Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
     if (!targets.defined()) return accuracy(out, labels);
