@@ -45,7 +45,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   const Parsed p({});
   const Config& c = p.c;
   EXPECT_TRUE(c.errors.empty()) << c.errors;
-  EXPECT_TRUE(c.fuse && c.onednn && c.postops && c.plan_cache && c.conv_packed_weights &&
+  EXPECT_TRUE(c.fuse && c.onednn && c.postops && c.plan_cache &&
               c.conv_weight_cache);
   EXPECT_FALSE(c.pool_library || c.profile || c.cuda_graphs || c.cuda_verbose);
   EXPECT_EQ(c.debug, 0);

@@ -678,9 +678,7 @@ TEST(ConvOracle, FusedOnednnMatchesReferenceF32) {
 }
 
 // The reference backend never calls oneDNN: not for conv (forward, both gradients, through autograd),
-// matmul or pooling, and not for conv weights that the fused executor left packed in oneDNN's
-// layout (it unpacks them row-major). The counter is checked to move on the fused path, so this test
-// can fail.
+// matmul or pooling. The counter is checked to move on the fused path, so this test can fail.
 TEST(ConvOracle, ReferenceBackendNeverCallsOnednn) {
   using namespace oracle_test;
   const Tensor x = Tensor::from_vector(uniform(2 * 7 * 6 * 4, 1), {2, 7, 6, 4}).cast(DType::float32);
@@ -704,26 +702,4 @@ TEST(ConvOracle, ReferenceBackendNeverCallsOnednn) {
   const auto ref = with_fusion(false, step);
   EXPECT_EQ(cpu::onednn_calls(), calls) << "the reference backend called oneDNN";
   for (size_t i = 0; i < fast.size(); ++i) expect_close(fast[i], ref[i], 1e-4, 1e-4, "fused vs reference");
-}
-
-// Packed weights: a weight gradient left in oneDNN's layout by the fused executor, then used as the
-// weights of a convolution on the reference backend, which unpacks them (to_row_major) instead of
-// handing them to oneDNN.
-TEST(ConvOracle, ReferenceBackendUnpacksPackedWeights) {
-  using namespace oracle_test;
-  ImplGuard impl(LibraryImpl::onednn);
-  int64_t calls = 0;
-  const Tensor xs = Tensor::from_vector(uniform(2 * 5 * 5 * 16, 4), {2, 5, 5, 16}).cast(DType::float32);
-  const Tensor dy = Tensor::from_vector(uniform(2 * 5 * 5 * 32, 5), {2, 5, 5, 32}).cast(DType::float32);
-  const Conv2dArg a = conv2d_arg({2, 5, 5, 16}, {32, 3, 3, 16}, {.padding = 1});
-  const Tensor dw = with_fusion(true, [&] { return prim::conv2d_bwd_weight(xs, dy, {32, 3, 3, 16}, a).realize(); });
-  const bool packed = dw.node()->buffer->layout() != nullptr;
-  calls = cpu::onednn_calls();
-  const auto y = with_fusion(false, [&] { return prim::conv2d(xs, dw, a).to_vector<double>(); });
-  EXPECT_EQ(cpu::onednn_calls(), calls) << "the reference backend called oneDNN on packed weights";
-  EXPECT_EQ(dw.node()->buffer->layout(), nullptr) << "the reference backend did not unpack the weights";
-  const Tensor dw_rows = Tensor::from_vector(dw.to_vector<double>(), {32, 3, 3, 16}).cast(DType::float32);
-  const auto y_want = with_fusion(false, [&] { return prim::conv2d(xs, dw_rows, a).to_vector<double>(); });
-  EXPECT_EQ(y, y_want) << (packed ? "packed" : "row-major") << " weights";
-  if (!packed) GTEST_SKIP() << "oneDNN left these weights row-major here: the packed case did not run";
 }

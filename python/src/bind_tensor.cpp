@@ -5,7 +5,7 @@
 //      (Buffer's external constructor keeps the array alive); anything else is copied.
 // Out: a realized host tensor is handed out as a read-only view of its buffer (NumPy array via
 //      __array__, Py_buffer via the buffer protocol, a DLPack capsule via __dlpack__); a tensor
-//      on a GPU, in a library's blocked layout or behind a masked view is copied first. bfloat16
+//      on a GPU or behind a masked view is copied first. bfloat16
 //      has no NumPy type: it comes out as float32.
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -84,7 +84,7 @@ struct HostView {
 };
 
 // Realizes `t` (GIL released meanwhile) and describes its value in host memory; copies only when
-// the value is on a GPU, packed, masked or bfloat16 (NumPy has no bfloat16: float32 then).
+// the value is on a GPU, masked or bfloat16 (NumPy has no bfloat16: float32 then).
 HostView host_view(Tensor t) {
   {
     nb::gil_scoped_release release;
@@ -92,12 +92,7 @@ HostView host_view(Tensor t) {
     if (t.dtype() == DType::bfloat16) t = t.cast(DType::float32);
     t.realize();
     const Node& n = *t.node();
-    if (n.buffer->layout() || n.view.mask) t = t.contiguous().realize();
-    if (t.node()->buffer->layout()) {  // still blocked: copy out row-major
-      auto buf = std::make_shared<Buffer>(Device::cpu(), t.dtype(), t.numel(), false);
-      t.copy_to(buf->data(), t.dtype());
-      t = Tensor(make_load(std::move(buf), View::contiguous(t.shape())));
-    }
+    if (n.view.mask) t = t.contiguous().realize();
   }
   const Node& n = *t.node();
   HostView v;

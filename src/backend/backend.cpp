@@ -104,8 +104,6 @@ bool fusion_enabled() { return config().fuse; }
 void set_library_impl(LibraryImpl impl) { config().onednn = impl == LibraryImpl::onednn; }
 LibraryImpl library_impl() { return config().onednn ? LibraryImpl::onednn : LibraryImpl::naive; }
 
-void set_packed_conv_weights(bool on) { cpu::set_conv_packed_weights(on); }
-bool packed_conv_weights() { return cpu::conv_packed_weights(); }
 int64_t conv_weight_reorders() { return cpu::conv_weight_reorders(); }
 CpuIsa cpu_isa() {
   check_config("cpu_isa");

@@ -392,7 +392,6 @@ int run_step(const BenchArgs& a) {
     j["held_bytes"] = held_bytes;
     j["system_allocs_per_step"] = system_allocs;
     j["conv_weight_reorders_per_step"] = reorders;
-    j["packed_conv_weights"] = packed_conv_weights();
     if (a.breakdown) j["breakdown"] = breakdown;
     std::cout << j.dump(1) << "\n";
     return 0;
@@ -406,8 +405,8 @@ int run_step(const BenchArgs& a) {
   std::printf("peak tensor memory in a step: %s (%s held between steps); system allocations per step: %lld\n",
               bench::human_bytes(peak_bytes).c_str(), bench::human_bytes(held_bytes).c_str(),
               static_cast<long long>(system_allocs));
-  std::printf("conv weights and weight gradients reordered between layouts per step: %lld (packed weights %s)\n",
-              static_cast<long long>(reorders), packed_conv_weights() ? "on" : "off, AETHER_CONV_PACKED_WEIGHTS=0");
+  std::printf("conv weights and weight gradients reordered between layouts per step: %lld\n",
+              static_cast<long long>(reorders));
   if (a.breakdown)
     std::printf("\nper-kernel time of one step (%s):\n%s", bench::mode_name(plan_of(a)), breakdown.c_str());
   return 0;

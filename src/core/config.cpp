@@ -51,7 +51,6 @@ const Variable kVariables[] = {
     flag("AETHER_POOL_LIBRARY", &Config::pool_library),
     flag("AETHER_POSTOPS", &Config::postops),
     flag("AETHER_PLAN_CACHE", &Config::plan_cache),
-    flag("AETHER_CONV_PACKED_WEIGHTS", &Config::conv_packed_weights),
     flag("AETHER_CONV_WEIGHT_CACHE", &Config::conv_weight_cache),
     number("AETHER_NUM_THREADS", &Config::num_threads, 1, 1024, "a thread count", "to use OpenMP's default"),
     choice("AETHER_CPU_ISA", &Config::cpu_isa, kIsaWords),
@@ -158,7 +157,7 @@ std::span<const ConfigVariable> config_variables() { return {variable_list(), st
 uint64_t plan_settings() {
   const Config& c = config();
   return uint64_t(c.fuse.load()) | uint64_t(c.onednn.load()) << 1 | uint64_t(c.pool_library.load()) << 2 |
-         uint64_t(c.postops.load()) << 3 | uint64_t(c.conv_packed_weights.load()) << 4;
+         uint64_t(c.postops.load()) << 3;
 }
 
 }  // namespace aether

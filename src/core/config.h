@@ -63,7 +63,6 @@ struct Config {
   std::atomic<bool> pool_library{false};        // AETHER_POOL_LIBRARY: tiling max-pooling as the library op
   std::atomic<bool> postops{true};              // AETHER_POSTOPS: merge epilogues into oneDNN convs
   std::atomic<bool> plan_cache{true};           // AETHER_PLAN_CACHE: reuse plans of equal graphs
-  std::atomic<bool> conv_packed_weights{true};  // AETHER_CONV_PACKED_WEIGHTS
   std::atomic<bool> conv_weight_cache{true};    // AETHER_CONV_WEIGHT_CACHE
   std::atomic<bool> profile{false};             // AETHER_PROFILE
   std::atomic<bool> cuda_graphs{false};         // AETHER_CUDA_GRAPHS
@@ -103,7 +102,7 @@ struct ConfigVariable {
 std::span<const ConfigVariable> config_variables();
 
 // The settings a CPU schedule (and so a cached plan) depends on, as one word for the plan cache's
-// key: AETHER_FUSE, AETHER_ONEDNN, AETHER_POOL_LIBRARY, AETHER_POSTOPS, AETHER_CONV_PACKED_WEIGHTS.
+// key: AETHER_FUSE, AETHER_ONEDNN, AETHER_POOL_LIBRARY, AETHER_POSTOPS.
 uint64_t plan_settings();
 
 }  // namespace aether

@@ -145,7 +145,6 @@ void Tensor::copy_to(void* dst, DType dtype) const {
   const int64_t bytes = numel() * dtype_size(dtype);
   if (bytes <= 0) return;
   const char* from = static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype);
-  if (n.buffer->layout()) return unpack(*n.buffer->layout(), from, dst, dtype_size(dtype));  // packed: host
   if (n.buffer->on_host()) return (void)std::memcpy(dst, from, size_t(bytes));
 #if AETHER_HAS_CUDA
   cuda::copy_bytes(Device::cpu(), dst, n.buffer->device(), from, size_t(bytes));  // D2H, waits
@@ -223,11 +222,6 @@ Tensor Tensor::to(Device device) const {
   try {
     Tensor src = detach().realize();
     if (!src.node()->view.is_contiguous()) src = prim::unary(Op::Copy, src).realize();
-    if (src.node()->buffer->layout()) {  // packed (host only): row-major first
-      auto rm = std::make_shared<Buffer>(this->device(), dtype(), numel(), /*zero_fill=*/false);
-      copy_to(rm->data(), dtype());
-      src = Tensor(make_load(std::move(rm), View::contiguous(shape())));
-    }
     const Node& n = *src.node();
     auto buf = std::make_shared<Buffer>(device, dtype(), numel(), /*zero_fill=*/false);
     const size_t bytes = size_t(numel() * dtype_size(dtype()));

@@ -35,15 +35,4 @@ NodePtr make_load(BufferPtr buffer, View view) {
   return n;
 }
 
-void to_row_major(Node& n) {
-  if (!n.buffer || !n.buffer->layout()) return;
-  const Layout& l = *n.buffer->layout();
-  AETHER_CHECK(l.shape == n.shape && n.view.is_contiguous() && n.view.offset == 0, "to_row_major", "node ", n.id,
-               " of shape ", to_string(n.shape), " reads a ", l.name, " buffer of shape ", to_string(l.shape),
-               " through a view");
-  auto rm = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/false);
-  unpack(l, n.buffer->data(), rm->data(), dtype_size(n.dtype));
-  n.buffer = std::move(rm);
-}
-
 }  // namespace aether

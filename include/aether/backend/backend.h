@@ -37,13 +37,6 @@ enum class LibraryImpl { onednn, naive };
 void set_library_impl(LibraryImpl impl);
 LibraryImpl library_impl();
 
-// oneDNN convolution weights. Packed weights (on unless AETHER_CONV_PACKED_WEIGHTS=0): a weight
-// gradient stays in the layout the backward-weights primitive computes it in, and so do the
-// weights the optimizer computes from it (aether/core/layout.h), so a training step reorders each
-// conv's weights once (for the backward-data primitive) rather than three times. Weights are read
-// back row-major wherever anything else reads them (checkpoints, to_vector, other devices).
-// conv_weight_reorders(): weights reordered into a primitive's layout and weight gradients out of
-// one, so far (process-wide).
 // The CPU's instruction sets in use, under AETHER_CPU_ISA's cap (native, avx2 or avx512): the
 // vector extensions generated kernels are compiled for (the compiler's macros, "__AVX2__ __AVX__
 // __FMA__"; "" when no compiler works) and the ISA oneDNN dispatches its kernels to ("avx2",
@@ -53,8 +46,10 @@ struct CpuIsa {
 };
 CpuIsa cpu_isa();
 
-void set_packed_conv_weights(bool on);
-bool packed_conv_weights();
+// oneDNN convolution weights stay row-major (OHWI) in every Buffer; each primitive reorders them
+// into its blocked layout once per weights buffer (cached), and the weight gradient back to OHWI.
+// conv_weight_reorders(): weights reordered into a primitive's layout and weight gradients out of
+// one, so far (process-wide).
 int64_t conv_weight_reorders();
 
 // Per-op time accounting (AETHER_PROFILE=1 or set_profiling(true)): every executed kernel (a

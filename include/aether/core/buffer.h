@@ -10,7 +10,6 @@
 
 #include "aether/core/device.h"
 #include "aether/core/dtype.h"
-#include "aether/core/layout.h"
 
 namespace aether {
 
@@ -43,11 +42,6 @@ class Buffer {
   // True for memory handed over from outside (the second constructor).
   bool external() const { return owner_ != nullptr; }
 
-  // The order of the elements: null for row-major (almost every buffer), else a library's blocked
-  // order (aether/core/layout.h), set by the kernel that wrote it, for numel() == numel(shape).
-  const std::shared_ptr<const Layout>& layout() const { return layout_; }
-  void set_layout(std::shared_ptr<const Layout> l) { layout_ = std::move(l); }
-
   // Bytes currently held by all live host buffers, and the high-water mark (process-wide); device
   // memory is counted by the CUDA allocator (aether/backend/cuda.h: cuda_memory_stats).
   static int64_t live_bytes();
@@ -77,7 +71,6 @@ class Buffer {
   DType dtype_;
   int64_t numel_;
   void* data_ = nullptr;
-  std::shared_ptr<const Layout> layout_;
   std::shared_ptr<const void> owner_;  // external memory's owner; null for aether's own blocks
 };
 

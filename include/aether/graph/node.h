@@ -42,9 +42,4 @@ NodePtr make_node(Op op, DType dtype, Shape shape, Device device, std::vector<No
 // A realized leaf over an existing buffer.
 NodePtr make_load(BufferPtr buffer, View view);
 
-// If n's buffer holds a library's blocked order (Buffer::layout()), replaces it with a row-major
-// copy of the same values (n's value does not change); otherwise does nothing. For readers that
-// index the buffer through n.view.
-void to_row_major(Node& n);
-
 }  // namespace aether

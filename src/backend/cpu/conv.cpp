@@ -37,18 +37,15 @@ enum class Pass { fwd, bwd_data, bwd_weight };
 // oneDNN 2.6 falls back to its slow reference kernel, with its own blocked layout it picks the JIT
 // (brgemm / jit / jit_dw) kernels. The OHWI user weights are reordered to that layout once per
 // weights buffer (blocked_weights()). The weight gradient is computed in the backward-weights
-// primitive's layout and left there (its Buffer carries the Layout) when that layout is a
-// permutation of OHWI: the optimizer updates the weights in it (elementwise kernels keep a layout),
-// the forward runs on them as they are (a primitive created for that layout) and only the
-// backward-data primitive, which wants another layout, reorders them (once per weights buffer).
-// Without packed weights (set_conv_packed_weights(false)) the gradient is reordered to OHWI.
+// primitive's layout and reordered to OHWI after the call. (Leaving the gradient, and the weights
+// the optimizer computes from it, in the primitive's order saved two reorders per conv per step but
+// measured no faster, 0.99x / 1.01x of a cifarnet step, and put a layout on every buffer: removed.)
 // The scratchpad and the weight gradient's blocked buffer are allocated once and reused; `mu`
 // makes calls of one primitive take turns (oneDNN parallelises inside each call).
 struct CachedConv {
   bool ok = false;
   dnnl::primitive prim;
   dnnl::memory::desc weights;     // the primitive's weights layout
-  std::shared_ptr<const Layout> layout;  // bwd_weight: `weights` as a Layout, if a permutation
   bool reorder_weights = false;   // weights differ from the user's OHWI / GOHWI layout
   dnnl::reorder weights_reorder;  // user -> primitive (fwd, bwd_data) or primitive -> user (bwd_weight)
   dnnl::memory::desc scratchpad_desc;  // user-managed scratchpad
@@ -58,15 +55,12 @@ struct CachedConv {
   std::optional<dnnl::memory> blocked_diff_weights;  // bwd_weight only
 };
 
-// The forward's weights: chosen by oneDNN (any), or the backward-weights primitive's layout.
-enum class Weights { any, bwd_weight_layout };
-
-using ConvKey = std::array<int64_t, 21>;
-ConvKey conv_key(Pass pass, DType dtype, const ConvGeom& g, Weights w) {
+using ConvKey = std::array<int64_t, 20>;
+ConvKey conv_key(Pass pass, DType dtype, const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
-  return {int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,        g.O,
+  return {int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,       g.O,
           g.KH,          g.KW,           g.OH,        g.OW,    a.stride_h, a.stride_w, a.pad_top,
-          a.pad_left,    a.pad_bottom,   a.pad_right, a.dil_h, a.dil_w,    a.groups,   int64_t(w)};
+          a.pad_left,    a.pad_bottom,   a.pad_right, a.dil_h, a.dil_w,    a.groups};
 }
 
 // Memory descriptors. oneDNN's logical dims are always (N,C,H,W) and (O,I,KH,KW), or
@@ -99,54 +93,8 @@ dnnl::memory::desc channel_desc(dnnl::memory::data_type dt, const ConvGeom& g) {
   return dnnl::memory::desc({1, g.O, 1, 1}, dt, dnnl::memory::format_tag::nchw);
 }
 
-// oneDNN's name of a blocked weights layout, e.g. "ABcd16b16a": the dims from the outermost
-// (largest outer stride) in, upper case where blocked, then the inner blocks.
-std::string layout_name(const dnnl_memory_desc_t& d) {
-  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
-  std::vector<int> order(size_t(d.ndims));
-  for (int i = 0; i < d.ndims; ++i) order[size_t(i)] = i;
-  std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return b.strides[x] > b.strides[y]; });
-  std::string name;
-  for (int i : order) {
-    bool blocked = false;
-    for (int k = 0; k < b.inner_nblks; ++k) blocked = blocked || b.inner_idxs[k] == i;
-    name += char((blocked ? 'A' : 'a') + i);
-  }
-  for (int k = 0; k < b.inner_nblks; ++k) name += std::to_string(b.inner_blks[k]) + char('a' + b.inner_idxs[k]);
-  return name;
-}
-
-// The weights descriptor `md` of a groups == 1 convolution as a Layout of w (O,KH,KW,C): null when
-// it is not a permutation of those elements (padded blocks, groups) or is plain OHWI.
-std::shared_ptr<const Layout> weights_layout(const dnnl::memory::desc& md, const ConvGeom& g) {
-  const dnnl_memory_desc_t& d = md.data;
-  if (d.ndims != 4 || d.format_kind != dnnl_blocked || d.offset0 != 0 || d.extra.flags != 0) return nullptr;
-  for (int i = 0; i < 4; ++i)
-    if (d.padded_dims[i] != d.dims[i] || d.padded_offsets[i] != 0) return nullptr;
-  const dnnl_blocking_desc_t& b = d.format_desc.blocking;
-  if (b.inner_nblks == 0) return nullptr;  // a plain layout: OHWI or a permutation the caller reorders
-  static constexpr int kToTensor[4] = {0, 3, 1, 2};  // oneDNN dims (O, I, KH, KW) -> w (O, KH, KW, C)
-  Layout l;
-  l.shape = {g.O, g.KH, g.KW, g.C};
-  l.strides.assign(4, 0);
-  for (int i = 0; i < 4; ++i) l.strides[size_t(kToTensor[i])] = b.strides[i];
-  for (int k = 0; k < b.inner_nblks; ++k) l.blocks.emplace_back(kToTensor[b.inner_idxs[k]], b.inner_blks[k]);
-  l.name = layout_name(d);
-  l.native = std::make_shared<const dnnl::memory::desc>(md);
-  return permutation_layout(std::move(l));
-}
-
-// A Layout's oneDNN descriptor with data type dt (one Layout serves every dtype: it orders elements).
-dnnl::memory::desc native_desc(const Layout& l, dnnl::memory::data_type dt) {
-  dnnl_memory_desc_t d = static_cast<const dnnl::memory::desc*>(l.native.get())->data;
-  d.data_type = dnnl_data_type_t(dt);
-  return dnnl::memory::desc(d);
-}
-
-bool is_reference_impl(const char* impl) { return std::string(impl).rfind("ref", 0) == 0; }
-
 std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, const ConvGeom& g,
-                                      const std::vector<ConvPostOp>& ops, Weights wsel) {
+                                      const std::vector<ConvPostOp>& ops) {
   using dnnl::algorithm;
   using dnnl::prop_kind;
   const ConvDescs d = conv_descs(dt, g);
@@ -159,20 +107,12 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
                                                   d.src, d.weights_any, d.dst, d.strides, d.dilates, d.pad_l,
                                                   d.pad_r);
     const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_any, attr, eng);
-    // The forward's weights: its own choice, or the layout the backward-weights primitive writes.
-    dnnl::memory::desc fwd_w = d.weights_any;
-    if (wsel == Weights::bwd_weight_layout) {
-      const dnnl::convolution_backward_weights::desc bd(algorithm::convolution_direct, d.src, d.weights_any,
-                                                        d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-      fwd_w = dnnl::convolution_backward_weights::primitive_desc(bd, attr, eng, fwd_pd).diff_weights_desc();
-    }
-    const dnnl::convolution_forward::desc fwd(prop_kind::forward_training, algorithm::convolution_direct,
-                                              d.src, fwd_w, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
+    const dnnl::memory::desc& fwd_w = d.weights_any;
+    const dnnl::convolution_forward::desc& fwd = fwd_any;
     switch (pass) {
       case Pass::fwd: {
         if (ops.empty()) {
           const dnnl::convolution_forward::primitive_desc pd(fwd, attr, eng);
-          if (wsel != Weights::any && is_reference_impl(pd.impl_info_str())) return c;  // slow: not this way
           c->prim = dnnl::convolution_forward(pd);
           c->scratchpad_desc = pd.scratchpad_desc();
           c->weights = pd.weights_desc();
@@ -203,7 +143,6 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
                                                                  d.dilates, d.pad_l, d.pad_r)
                                : fwd;
         const dnnl::convolution_forward::primitive_desc pd(desc, pattr, eng);
-        if (wsel != Weights::any && is_reference_impl(pd.impl_info_str())) return c;
         c->prim = dnnl::convolution_forward(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.weights_desc();
@@ -225,7 +164,6 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
         c->prim = dnnl::convolution_backward_weights(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.diff_weights_desc();
-        if (g.arg.groups == 1) c->layout = weights_layout(c->weights, g);
         break;
       }
     }
@@ -262,28 +200,22 @@ std::vector<BlockedWeights> g_weights;
 std::atomic<int64_t> g_weight_reorders{0};
 std::atomic<int64_t> g_postop_calls{0};
 
-// Reorders the user weights `user_w` (OHWI, or else a Layout's order) into `dst`, in c's layout.
-void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, bool ohwi, dnnl::memory& dst,
-                          dnnl::stream& s) {
-  if (ohwi) {
-    c.weights_reorder.execute(s, user_w, dst);
-  } else {  // from a Layout (oneDNN caches the reorder primitive)
-    dnnl::reorder(dnnl::reorder::primitive_desc(onednn_engine(), user_w.get_desc(), onednn_engine(), c.weights))
-        .execute(s, user_w, dst);
-  }
+// Reorders the user weights `user_w` (OHWI) into `dst`, in c's layout.
+void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, dnnl::memory& dst, dnnl::stream& s) {
+  c.weights_reorder.execute(s, user_w, dst);
   ++g_weight_reorders;
 }
 
 // The primitive's weights for the user weights `user_w` (at `src`): the cached blocked copy, or a
 // new one reordered now. Without an owner, a fresh copy reordered now; likewise for every call when
 // the environment sets AETHER_CONV_WEIGHT_CACHE=0 (to measure what the cache saves).
-dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, bool ohwi, const void* src,
+dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, const void* src,
                              const std::shared_ptr<const Buffer>& owner, dnnl::stream& s) {
   const bool cache_on = config().conv_weight_cache;
   dnnl::engine& eng = onednn_engine();
   if (!owner || !cache_on) {
     dnnl::memory m(c.weights, eng);
-    reorder_to_primitive(c, user_w, ohwi, m, s);
+    reorder_to_primitive(c, user_w, m, s);
     return m;
   }
   std::lock_guard<std::mutex> lock(g_weights_mu);
@@ -309,7 +241,7 @@ dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, bool ohwi
   }
   slot->owner = owner;
   slot->src = src;
-  reorder_to_primitive(c, user_w, ohwi, slot->mem, s);
+  reorder_to_primitive(c, user_w, slot->mem, s);
   s.wait();  // complete before another thread may read this entry
   return slot->mem;
 }
@@ -330,43 +262,30 @@ std::optional<dnnl::memory::data_type> onednn_type(DType dtype) {
 
 // The cached primitive for these arguments (made on first use; entries live as long as the process).
 CachedConv& cached_conv(Pass pass, DType dtype, dnnl::memory::data_type dt, const ConvGeom& g,
-                        const std::vector<ConvPostOp>& ops, Weights wsel) {
+                        const std::vector<ConvPostOp>& ops) {
   static std::mutex mu;
   static std::map<std::pair<ConvKey, std::vector<uint8_t>>, std::unique_ptr<CachedConv>> cache;
   std::lock_guard<std::mutex> lock(mu);
   std::vector<uint8_t> kinds;
   for (const ConvPostOp& op : ops) kinds.push_back(uint8_t(op.kind));
-  auto key = std::make_pair(conv_key(pass, dtype, g, wsel), std::move(kinds));
+  auto key = std::make_pair(conv_key(pass, dtype, g), std::move(kinds));
   auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(std::move(key), make_conv(pass, dt, g, ops, wsel)).first;
+  if (it == cache.end()) it = cache.emplace(std::move(key), make_conv(pass, dt, g, ops)).first;
   return *it->second;  // entries are never erased: the reference stays valid
 }
 
 // Runs `pass` with oneDNN: a and b are the two inputs, out the result, in the op table's order
 // (fwd: x, w -> y; bwd_data: dy, w -> dx; bwd_weight: x, dy -> dw); `ops` the forward's post-ops,
-// `w_owner` the Buffer holding the weights (fwd, bwd_data; may be null), whose Layout, if any, is
-// the order of the weights at b. For bwd_weight, a non-null `dw_layout` lets dw be written in the
-// primitive's layout (packed weights): *dw_layout is then that Layout, else null (OHWI).
+// `w_owner` the Buffer holding the OHWI weights (fwd, bwd_data; may be null: then no cached copy).
 // False when unsupported.
 bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g,
-              const std::vector<ConvPostOp>& ops, const std::shared_ptr<const Buffer>& w_owner,
-              std::shared_ptr<const Layout>* dw_layout = nullptr) {
+              const std::vector<ConvPostOp>& ops, const std::shared_ptr<const Buffer>& w_owner) {
   note_onednn_call();
-  if (dw_layout) dw_layout->reset();
   const auto dt = onednn_type(dtype);
   if (!dt) return false;
-  // The user's weights layout (w, or dw for bwd_weight): OHWI, or the Layout their Buffer carries.
-  const Layout* wl = pass != Pass::bwd_weight && w_owner ? w_owner->layout().get() : nullptr;
-  if (wl && !wl->native) return false;  // not a oneDNN layout: the caller's fallback reads it row-major
   const ConvDescs d = conv_descs(*dt, g);
-  const dnnl::memory::desc user_md = wl ? native_desc(*wl, *dt) : d.weights;
-  // Weights in a Layout: the forward made for that layout if oneDNN has a fast one, else reorder.
-  CachedConv* cp = nullptr;
-  if (wl && pass == Pass::fwd) {
-    CachedConv& f = cached_conv(pass, dtype, *dt, g, ops, Weights::bwd_weight_layout);
-    if (f.ok && f.weights == user_md) cp = &f;
-  }
-  CachedConv& c = cp ? *cp : cached_conv(pass, dtype, *dt, g, ops, Weights::any);
+  const dnnl::memory::desc& user_md = d.weights;  // OHWI / GOHWI
+  CachedConv& c = cached_conv(pass, dtype, *dt, g, ops);
   if (!c.ok) return false;
   dnnl::engine& eng = onednn_engine();
   auto mem = [&](const dnnl::memory::desc& md, const void* p) {
@@ -379,16 +298,13 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
   dnnl::memory prim_w = user_w;
   bool unblock_dw = false;  // bwd_weight: reorder the gradient to OHWI after the primitive
   if (pass == Pass::bwd_weight) {
-    if (c.reorder_weights && dw_layout && c.layout && config().conv_packed_weights.load()) {
-      prim_w = mem(c.weights, out);  // packed weights: dw stays in the primitive's layout
-      *dw_layout = c.layout;
-    } else if (c.reorder_weights) {
+    if (c.reorder_weights) {
       if (!c.blocked_diff_weights) c.blocked_diff_weights = dnnl::memory(c.weights, eng);
       prim_w = *c.blocked_diff_weights;
       unblock_dw = true;
     }
-  } else if (user_md != c.weights) {
-    prim_w = blocked_weights(c, user_w, wl == nullptr, b, w_owner, s);
+  } else if (c.reorder_weights) {
+    prim_w = blocked_weights(c, user_w, b, w_owner, s);
   }
   std::unordered_map<int, dnnl::memory> args;
   switch (pass) {
@@ -449,12 +365,9 @@ bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx
                             const std::shared_ptr<const Buffer>& w_owner) {
   return run_conv(Pass::bwd_data, dtype, dy, w, dx, g, {}, w_owner);
 }
-bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g,
-                              std::shared_ptr<const Layout>* dw_layout) {
-  return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g, {}, nullptr, dw_layout);
+bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g) {
+  return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g, {}, nullptr);
 }
-void set_conv_packed_weights(bool on) { config().conv_packed_weights = on; }
-bool conv_packed_weights() { return config().conv_packed_weights; }
 int64_t conv_weight_reorders() { return g_weight_reorders.load(); }
 int64_t conv_postop_calls() { return g_postop_calls.load(); }
 

@@ -110,8 +110,6 @@ bool run_conv_postops(const Kernel& k) {
   for (const Step& st : steps)
     if (st.operand) need.push_back(st.operand);
   reference_realize(need);
-  for (size_t i = 0; i < need.size(); ++i)
-    if (i != 1) to_row_major(*need[i]);  // only the weights may stay packed
   const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
   if (!x.view.is_contiguous() || !w.view.is_contiguous()) return false;
   // y (N,OH,OW,O); per-channel operands seen as (O) with strides (0,0,0,1).
@@ -148,52 +146,6 @@ bool run_conv_postops(const Kernel& k) {
     return false;
   k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
   return true;
-}
-
-// ---- packed operands ------------------------------------------------------------------------------
-// A Buffer may hold a library's blocked order (Buffer::layout(): the conv weight gradients, and
-// what the optimizer computes from them). Elementwise work commutes with any permutation of the
-// positions, and so does a reduction over every axis (up to the order of the additions). So a
-// kernel that is elementwise through and through, or such a reduction of elementwise work, runs on
-// packed buffers as they are, when every input is read whole at the kernel's shape, row-major (or
-// is a single value, the same everywhere) and nothing depends on a position (no movement but of
-// single values, no random numbers): layout_of() returns the layout, and outputs of the kernel's
-// shape keep it. Its row-major inputs of that shape are packed for the call (once: the outputs are
-// packed, so the next step's are too). Any other kernel reads its inputs row-major (to_row_major()).
-// Gradient clipping, for example, stays packed: a full sum of squares, then a scalar times g.
-bool uniform(const Node* n) {  // one value everywhere: a constant or a single element, through views
-  while (n && op_kind(n->op) == OpKind::Movement && n->op != Op::Pad && !n->realized()) n = n->srcs[0].get();
-  return n && (n->op == Op::Const || numel(n->shape) == 1);
-}
-std::shared_ptr<const Layout> layout_of(const Kernel& k, const codegen::Lowered& L) {
-  std::shared_ptr<const Layout> lay;
-  for (const NodePtr& in : L.inputs)
-    if (in->buffer->layout() && in->shape == k.shape) {
-      lay = in->buffer->layout();
-      break;
-    }
-  if (!lay) return nullptr;  // the common case: nothing packed
-  bool full_reduce = k.kind == KernelKind::Reduce;  // over every axis (longer than 1)
-  for (size_t d = 0; d < k.shape.size() && full_reduce; ++d)
-    full_reduce = k.shape[d] == 1 || std::count(k.reduce_axes.begin(), k.reduce_axes.end(), int(d)) > 0;
-  if ((k.kind != KernelKind::Elementwise && !full_reduce) || k.shape != lay->shape) return nullptr;
-  for (const auto* list : {&k.nodes, &k.inlined})
-    for (const NodePtr& n : *list) {
-      const bool ok = is_elementwise(n->op)              ? n->shape == k.shape || numel(n->shape) == 1
-                      : op_kind(n->op) == OpKind::Reduce ? full_reduce && numel(n->shape) == 1
-                                                         : uniform(n.get());
-      if (!ok) return nullptr;
-    }
-  const View whole = View::contiguous(k.shape);
-  for (size_t i = 0; i < L.inputs.size(); ++i) {
-    const Node& in = *L.inputs[i];
-    if (numel(in.shape) == 1) continue;  // a single value
-    if (in.shape != k.shape || !same_view(in.view, whole) || !same_view(L.views[i], whole)) return nullptr;
-    if (in.buffer->layout() && !in.buffer->layout()->same_order(*lay)) return nullptr;
-  }
-  for (const NodePtr& o : L.outputs)
-    if (o->shape != k.shape && numel(o->shape) != 1) return nullptr;
-  return lay;
 }
 
 struct Planned {
@@ -238,28 +190,14 @@ void run_generated(const Kernel& k, Planned& p) {
     outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
     bufs.push_back(outs.back()->data());
   }
-  const std::shared_ptr<const Layout> lay = layout_of(k, L);
-  std::vector<BufferPtr> packed;  // packed copies of row-major inputs, for this call
-  for (const NodePtr& in : L.inputs) {
-    if (lay && !in->buffer->layout() && in->shape == lay->shape) {
-      packed.push_back(std::make_shared<Buffer>(in->device, in->dtype, numel(in->shape), /*zero_fill=*/false));
-      pack(*lay, in->buffer->data(), packed.back()->data(), dtype_size(in->dtype));
-      bufs.push_back(packed.back()->data());
-      continue;
-    }
-    if (!lay) to_row_major(*in);
-    bufs.push_back(in->buffer->data());
-  }
+  for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
   // Scratch from the host block cache too (a steady-state step allocates nothing from the system).
   std::optional<Buffer> scratch;  // (scratch_bytes) bytes
   if (p.compiled.scratch_bytes > 0)
     scratch.emplace(Device::cpu(), DType::uint8, p.compiled.scratch_bytes, /*zero_fill=*/false);
   p.compiled.fn(bufs.data(), scratch ? scratch->data() : nullptr, L.kernel.fparams.data(),
                 reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
-  for (size_t j = 0; j < L.outputs.size(); ++j) {
-    if (L.outputs[j]->shape == k.shape) outs[j]->set_layout(lay);  // not a reduction's result
-    L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
-  }
+  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
 }
 
 // Drops the executor's references held for kernel i, which never runs again: its members,

@@ -61,21 +61,12 @@ void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* d
 // oneDNN versions: false (doing nothing) when oneDNN cannot run this dtype / shape here. The weights
 // are reordered to oneDNN's blocked layout once per weights buffer: pass the Buffer holding `w` as
 // `w_owner` (null: reordered on every call). The Buffer's contents must not change while it lives.
-// If w_owner carries a Layout (Buffer::layout()), w is in that order (packed weights, below).
 bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
                        const std::shared_ptr<const Buffer>& w_owner = nullptr);
 bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g,
                             const std::shared_ptr<const Buffer>& w_owner = nullptr);
-// With `dw_layout` and packed weights on, dw may be left in the backward-weights primitive's own
-// layout (when that is a permutation of OHWI): *dw_layout is then that Layout, else null (OHWI).
-bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g,
-                              std::shared_ptr<const Layout>* dw_layout = nullptr);
-// Packed weights: conv weight gradients stay in oneDNN's layout, and so do the weights the
-// optimizer computes from them, so a training step reorders each conv's weights once (for the
-// backward-data primitive) instead of three times. On unless AETHER_CONV_PACKED_WEIGHTS=0; the
-// setter is for tests and measurements (process-wide).
-void set_conv_packed_weights(bool on);
-bool conv_packed_weights();
+// dw is computed in the primitive's layout and reordered to OHWI.
+bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
 
 // One post-op of a fused forward convolution, applied to y (N,OH,OW,O) in order.
 struct ConvPostOp {

@@ -1,15 +1,15 @@
 // The reference CPU backend: one primitive per kernel, plain loops, OpenMP where trivially safe.
 //
 // It is the oracle every faster path is tested against, so it favours clarity: every source is
-// read through its View (index arithmetic, masks read as 0) in row-major order (a packed Layout is
-// unpacked first, to_row_major), every result goes to a fresh dense row-major buffer, except
+// read through its View (index arithmetic, masks read as 0) in row-major order, every result goes
+// to a fresh dense row-major buffer, except
 // movement ops, which only make a new View of the source's buffer. Float math runs in the storage
 // type's natural precision (float for float32/float16/bfloat16, double for float64) except sums,
 // which accumulate in double. Library ops (matmul, conv, pooling) run the naive loops of
 // reference_matmul.cpp, reference_conv.cpp and reference_pool.cpp: never oneDNN.
 //
 // The same code with the library ops on their fast versions (oneDNN for matmul and conv, pool.cpp's
-// loops for pooling; conv weights read as they are, packed or not) is library_backend(): the fused
+// loops for pooling) is library_backend(): the fused
 // executor runs its library kernels, views and fallbacks on it.
 #include <algorithm>
 #include <chrono>
@@ -502,35 +502,25 @@ void library(Node& n, bool fast) {
   auto out = std::make_shared<Buffer>(n.device, n.dtype, numel(n.shape), /*zero_fill=*/false);
   const DType t = n.dtype;
   switch (n.op) {
-    // With `fast` the weights w may be packed (in oneDNN's layout, reads_layout()): oneDNN reads
-    // them as they are; the naive loop gets them row-major (the oracle always does).
     case Op::Conv2d: {  // srcs: x, w
       const auto g = conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep))) {
-        to_row_major(*n.srcs[1]);
-        w = dense(*n.srcs[1]);
+      if (!(use_onednn && cpu::conv2d_fwd_onednn(t, x.ptr, w.ptr, out->data(), g, w.keep)))
         cpu::conv2d_fwd_naive(t, x.ptr, w.ptr, out->data(), g);
-      }
       break;
     }
     case Op::Conv2dBwdData: {  // srcs: dy, w; node shape = x shape
       const auto g = conv_geom(n.shape, n.srcs[1]->shape, n.srcs[0]->shape, std::get<Conv2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]), w = dense(*n.srcs[1]);
-      if (!(use_onednn && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep))) {
-        to_row_major(*n.srcs[1]);
-        w = dense(*n.srcs[1]);
+      if (!(use_onednn && cpu::conv2d_bwd_data_onednn(t, dy.ptr, w.ptr, out->data(), g, w.keep)))
         cpu::conv2d_bwd_data_naive(t, dy.ptr, w.ptr, out->data(), g);
-      }
       break;
     }
-    case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape; dw may be left packed
+    case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape
       const auto g = conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
-      std::shared_ptr<const Layout> packed;
-      if (!(use_onednn && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g, &packed)))
+      if (!(use_onednn && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g)))
         cpu::conv2d_bwd_weight_naive(t, x.ptr, dy.ptr, out->data(), g);
-      out->set_layout(std::move(packed));
       break;
     }
     case Op::MaxPool2d: {
@@ -627,13 +617,6 @@ std::pair<double, double> node_cost(const Node& n) {
   return {bytes, flops};
 }
 
-// Whether node n reads source i as its buffer holds it even in a library's layout (Layout): with
-// `fast`, only the convolutions' weights; every other source (the oracle: every source) is made
-// row-major before n runs.
-bool reads_layout(const Node& n, size_t i, bool fast) {
-  return fast && (n.op == Op::Conv2d || n.op == Op::Conv2dBwdData) && i == 1;
-}
-
 class ReferenceBackend final : public Backend {
  public:
   explicit ReferenceBackend(bool fast) : fast_(fast) {}
@@ -644,8 +627,6 @@ class ReferenceBackend final : public Backend {
       for (const auto& s : n->srcs)
         AETHER_CHECK(s->realized(), "reference", "source ", s->id, " of ", op_name(n->op), " node ", n->id,
                      " is not realized (nodes out of order)");
-      for (size_t i = 0; i < n->srcs.size(); ++i)
-        if (!reads_layout(*n, i, fast_)) to_row_major(*n->srcs[i]);
       if (profiling_enabled()) {
         const auto [bytes, flops] = node_cost(*n);  // before: a computed node drops its sources
         const auto t0 = std::chrono::steady_clock::now();
