@@ -31,7 +31,7 @@
 #include "codegen/render.h"
 #include "codegen/snippets.h"
 #if AETHER_HAS_CUDA
-#include "codegen/nvrtc_compile.h"
+#include "backend/cuda/nvrtc_compile.h"
 #endif
 
 using namespace aether;

@@ -33,7 +33,7 @@
 #include "aether/codegen/compiler.h"
 #include "backend/cuda/library.h"
 #include "backend/cuda/library_common.h"
-#include "codegen/nvrtc_compile.h"
+#include "backend/cuda/nvrtc_compile.h"
 #endif
 
 using namespace aether;

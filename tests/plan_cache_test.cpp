@@ -1,4 +1,4 @@
-// The fused executor's plan cache (backend/cpu/fused.cpp, backend/graph_signature.*): a graph with the
+// The fused executor's plan cache (backend/executor.cpp, backend/graph_signature.*): a graph with the
 // structure of an earlier one reuses its schedule and kernels, re-bound to the new nodes, with the
 // new run-time parameters (float constants, random seeds). Checked bit for bit against the same
 // computation prepared from scratch (the cache cleared before every realize): a training loop with

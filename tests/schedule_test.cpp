@@ -272,7 +272,7 @@ TEST(Schedule, VerifierRejectsBrokenGroupings) {
   auto& members = bad.groups[size_t(bad.nodes[size_t(exp_index)].group)].members;
   members.erase(std::find(members.begin(), members.end(), exp_index));
   bad.nodes[size_t(exp_index)].group = int(bad.groups.size());
-  bad.groups.push_back({KernelKind::Elementwise, {exp_index}, {256, 256}, 65536, {}, false, true});
+  bad.groups.push_back({KernelKind::Elementwise, {exp_index}, {256, 256}, 65536, {}, false, true, {}});
   EXPECT_THROW(sched::verify(bad, "test"), Error);
   // A node in no group.
   sched::State lost = s;

@@ -1,4 +1,5 @@
-// Backend registry, execution mode switches, and realize(): topological order -> backend.
+// Execution mode switches, and realize(): the one executor on the targets' device (backend/runtime.h),
+// or the reference backend (AETHER_FUSE=0 on the CPU).
 #include "aether/backend/backend.h"
 
 #include <omp.h>
@@ -13,17 +14,12 @@
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
+#include "backend/runtime.h"
 #include "core/config.h"
-#if AETHER_HAS_CUDA
-#include "backend/cuda/bridge.h"
-#endif
 
 namespace aether {
 
 Backend& reference_backend();  // backend/cpu/reference.cpp: the oracle, never a library
-Backend& library_backend();    // the same with oneDNN / pool.cpp for library ops
-bool fused_executor_available();  // backend/cpu/fused.cpp
-void fused_execute(const std::vector<NodePtr>& targets);
 
 namespace {
 // AETHER_NUM_THREADS (core/config.h) sizes the process's one OpenMP pool (kernels, oneDNN, generated
@@ -110,17 +106,6 @@ CpuIsa cpu_isa() {
   return {cpu_isa_name(config().cpu_isa), codegen::kernel_isa(), cpu::onednn_isa()};
 }
 
-Backend& backend_for(Device device) {
-#if AETHER_HAS_CUDA
-  if (device.type == DeviceType::cuda) return cuda::backend();
-#endif
-  AETHER_CHECK(device.type == DeviceType::cpu, "backend", "no backend for device ", device.str(),
-               ": built without CUDA");
-  // AETHER_FUSE=0: the oracle. Fusion on but no kernel compiler: one primitive per kernel, with
-  // the library ops on oneDNN.
-  return fusion_enabled() ? library_backend() : reference_backend();
-}
-
 int debug_level() { return config().debug; }
 
 std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets) {
@@ -155,23 +140,14 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
     AETHER_CHECK(n->device == dev, "realize", "graph mixes devices: node ", n->id, " (", op_name(n->op), ", shape ",
                  to_string(n->shape), ") is on ", n->device.str(), ", node ", order.front()->id, " (",
                  op_name(order.front()->op), ") on ", dev.str(), "; move tensors with Tensor::to(device) first");
-#if AETHER_HAS_CUDA
-  if (dev.type == DeviceType::cuda) {  // the CUDA executor (backend/cuda/executor.cpp), always fused
-    std::vector<NodePtr> pending;
-    for (const auto& t : targets)
-      if (t && !t->realized()) pending.push_back(t);
-    return cuda::execute(pending);
-  }
-#endif
+  // AETHER_FUSE=0 on the CPU: the oracle, one primitive per kernel, never a library.
+  if (dev.type == DeviceType::cpu && !config().fuse) return reference_backend().execute(order);
   // Keep the targets alive; intermediate nodes die (and free their buffers) as soon as their last
   // consumer has run and dropped them, unless a tensor still holds them.
-  if (config().fuse && dev.type == DeviceType::cpu && fused_executor_available()) {
-    std::vector<NodePtr> pending;
-    for (const auto& t : targets)
-      if (t && !t->realized()) pending.push_back(t);
-    return fused_execute(pending);
-  }
-  backend_for(dev).execute(order);
+  std::vector<NodePtr> pending;
+  for (const auto& t : targets)
+    if (t && !t->realized()) pending.push_back(t);
+  execute(runtime_for(dev), pending);
 }
 
 }  // namespace aether

@@ -4,12 +4,15 @@
 #if !AETHER_HAS_CUDA
 #include "aether/backend/cuda.h"
 #include "aether/core/error.h"
+#include "backend/runtime.h"
 
 namespace aether {
 namespace {
 constexpr const char* kReason = "built without CUDA (configure with -DAETHER_CUDA=ON and the CUDA toolkit)";
 [[noreturn]] void unavailable(const char* what) { throw Error(detail::cat(what, ": ", kReason)); }
 }  // namespace
+
+DeviceRuntime* cuda_runtime() { return nullptr; }  // backend/runtime.h: no CUDA runtime in this build
 
 bool cuda_built() { return false; }
 int cuda_device_count() { return 0; }

@@ -1,5 +1,5 @@
 // codegen/disk_cache.h - the on-disk kernel cache's directory and file helpers, shared by the host
-// compiler (codegen/compiler.cpp: shared objects) and the CUDA backend (backend/cuda/ptx_cache.cpp: PTX).
+// compiler (codegen/compiler.cpp: shared objects) and the CUDA backend's PTX cache.
 //
 // The directory: AETHER_CACHE_DIR, else $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels,
 // created with mode 0700 and used only if it is safe (safe_dir: this user's, nobody else can write it

@@ -42,4 +42,14 @@ struct CudaPlan {
 std::string render_cuda(const ir::Kernel& k);
 std::string render_cuda(const ir::Kernel& k, CudaPlan* plan);
 
+// The renderer a device's runtime compiles (DeviceRuntime::target), and what it gives: the source and,
+// for CUDA, how to launch it.
+enum class Target { cpp, cuda };
+struct Rendered {
+  std::string name;    // ir::Kernel::name
+  std::string source;  // what the device's compiler takes
+  CudaPlan plan;       // Target::cuda only
+};
+Rendered render(Target target, const ir::Kernel& k);
+
 }  // namespace aether::codegen

@@ -13,9 +13,7 @@
 #include <vector>
 
 #include "aether/core/error.h"
-#if AETHER_HAS_CUDA
-#include "backend/cuda/bridge.h"  // device buffers
-#endif
+#include "core/device_memory.h"  // device buffers
 
 // Under AddressSanitizer cached blocks are poisoned, so a use after free is still reported.
 #if defined(__SANITIZE_ADDRESS__)
@@ -128,17 +126,16 @@ BlockCache& block_cache() {
 Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
     : device_(device), dtype_(dtype), numel_(numel) {
   AETHER_CHECK(numel >= 0, "Buffer", "negative element count ", numel);
-  if (device.type == DeviceType::cuda) {  // device memory from the CUDA caching allocator
-#if AETHER_HAS_CUDA
+  if (device.type != DeviceType::cpu) {  // device memory from the device's backend (its allocator)
+    DeviceMemory* m = device_memory(device.type);
+    if (!m)
+      throw Error(detail::cat("Buffer: device ", device.str(), " has no allocator: ", device_unavailable(device.type)));
     try {
-      if (nbytes() > 0) data_ = cuda::buffer_alloc(device.index, size_t(nbytes()), zero_fill);
+      if (nbytes() > 0) data_ = m->alloc(device.index, size_t(nbytes()), zero_fill);
     } catch (const Error& e) {
       throw Error(detail::cat("Buffer: cannot allocate ", nbytes(), " bytes on ", device.str(), ": ", e.what()));
     }
     return;
-#else
-    throw Error(detail::cat("Buffer: device ", device.str(), " has no allocator: built without CUDA"));
-#endif
   }
   const size_t bytes = size_t(nbytes());
   const size_t rounded = BlockCache::round(bytes);
@@ -165,12 +162,10 @@ Buffer::Buffer(DType dtype, int64_t numel, void* data, std::shared_ptr<const voi
 
 Buffer::~Buffer() {
   if (external()) return;  // owner_ releases the memory's owner
-#if AETHER_HAS_CUDA
-  if (device_.type == DeviceType::cuda) {
-    cuda::buffer_free(device_.index, data_);
+  if (device_.type != DeviceType::cpu) {  // only made when its memory is registered
+    if (data_) device_memory(device_.type)->free(device_.index, data_);
     return;
   }
-#endif
   block_cache().put(data_, BlockCache::round(size_t(nbytes())));
   g_live.fetch_sub(nbytes());
 }

@@ -6,18 +6,20 @@
 #include <optional>
 #include <ostream>
 
-#include "aether/backend/cuda.h"
 #include "aether/core/error.h"
 #include "core/config.h"
+#include "core/device_memory.h"
 
 namespace aether {
 
 Device Device::cuda(int index) {
-  // The reason comes from the CUDA runtime (backend/cuda/runtime.cpp): built without CUDA, no
+  // The reason comes from the CUDA backend's memory (core/device_memory.h): built without CUDA, no
   // driver, no GPU, or the index out of range (with the count).
-  const int count = cuda_device_count();
+  DeviceMemory* m = device_memory(DeviceType::cuda);
+  const int count = m ? m->count() : 0;
   if (count == 0)
-    throw Error(detail::cat("Device::cuda(", index, "): ", cuda_unavailable_reason(), "; available devices: cpu"));
+    throw Error(detail::cat("Device::cuda(", index, "): ", device_unavailable(DeviceType::cuda),
+                            "; available devices: cpu"));
   if (index < 0 || index >= count)
     throw Error(detail::cat("Device::cuda(", index, "): no such GPU: ", count, " CUDA device", count == 1 ? "" : "s",
                             " present (valid indices 0..", count - 1, ")"));

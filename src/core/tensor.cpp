@@ -11,9 +11,7 @@
 #include "aether/core/random.h"
 #include "aether/graph/autograd.h"
 #include "aether/graph/primitives.h"
-#if AETHER_HAS_CUDA
-#include "backend/cuda/bridge.h"  // copies between devices
-#endif
+#include "core/device_memory.h"  // copies between devices
 
 namespace aether {
 
@@ -146,11 +144,9 @@ void Tensor::copy_to(void* dst, DType dtype) const {
   if (bytes <= 0) return;
   const char* from = static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype);
   if (n.buffer->on_host()) return (void)std::memcpy(dst, from, size_t(bytes));
-#if AETHER_HAS_CUDA
-  cuda::copy_bytes(Device::cpu(), dst, n.buffer->device(), from, size_t(bytes));  // D2H, waits
-#else
-  throw Error(detail::cat("copy_to: ", str(), " is not in host memory"));
-#endif
+  DeviceMemory* m = device_memory(n.buffer->device().type);
+  AETHER_CHECK(m, "copy_to", str(), " is not in host memory and its device has no backend");
+  m->copy(Device::cpu(), dst, n.buffer->device(), from, size_t(bytes));  // D2H, waits
 }
 
 template <typename T>
@@ -216,7 +212,10 @@ void Tensor::assign(const Tensor& value) {
 
 Tensor Tensor::to(Device device) const {
   if (device == this->device()) return *this;
-#if AETHER_HAS_CUDA
+  // The copy is made by the memory of the device that is not the host (D2D: the destination's).
+  const DeviceType other = device.type != DeviceType::cpu ? device.type : this->device().type;
+  DeviceMemory* m = device_memory(other);
+  if (!m) throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", device_unavailable(other)));
   // Realize where the value is, make it dense there, then one H2D / D2H / D2D copy of its bytes. The
   // result is a new leaf (no history), like detach().
   try {
@@ -226,15 +225,12 @@ Tensor Tensor::to(Device device) const {
     auto buf = std::make_shared<Buffer>(device, dtype(), numel(), /*zero_fill=*/false);
     const size_t bytes = size_t(numel() * dtype_size(dtype()));
     if (bytes > 0)
-      cuda::copy_bytes(device, buf->data(), n.buffer->device(),
-                       static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype()), bytes);
+      m->copy(device, buf->data(), n.buffer->device(),
+              static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype()), bytes);
     return Tensor(make_load(std::move(buf), View::contiguous(shape())));
   } catch (const Error& e) {
     throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", e.what()));
   }
-#else
-  throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": built without CUDA"));
-#endif
 }
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {

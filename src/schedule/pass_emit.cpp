@@ -40,6 +40,8 @@ Schedule pass_emit(const State& s) {
     k.kind = grp.kind;
     k.shape = grp.full;
     k.reduce_axes = grp.axes;
+    for (const EpilogueStep& e : grp.epilogue)
+      k.epilogue.push_back({e.kind, e.operand >= 0 ? s.nodes[size_t(e.operand)].node : nullptr});
     std::vector<int> members = grp.members;
     std::sort(members.begin(), members.end(),
               [&](int a, int b) { return s.nodes[size_t(a)].topo < s.nodes[size_t(b)].topo; });

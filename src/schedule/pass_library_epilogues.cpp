@@ -1,5 +1,6 @@
-// Pass library_epilogues: a float32 CPU Conv2d library call absorbs the elementwise chain on its
-// output that oneDNN 2.6 runs as post-ops of the convolution, so the conv output is never stored:
+// Pass library_epilogues: a Conv2d library call absorbs the elementwise chain on its output that the
+// device's library runs with the convolution (LibraryCaps::conv_epilogue: on the CPU, float32, as
+// oneDNN 2.6's post-ops), so the conv output is never stored:
 //   y + b, y - b, y * s  with b, s per-output-channel (O) vectors broadcast over (N,OH,OW): conv bias,
 //                        eval-mode batch norm's shift and scale (binary post-ops, or the bias argument);
 //   y + r                with r a dense tensor of y's shape: a residual (sum post-op);
@@ -7,9 +8,10 @@
 // The chain starts at the conv output, which must have no other reader and not be a requested
 // output (the movement nodes viewing an operand join the kernel with it); every value inside the
 // chain but its last must be read only by the next step. The members of the elementwise group that
-// are not on the chain (e.g. the (C) batch-norm scale) stay a group of their own, stored. The
-// executor runs such a kernel as one oneDNN call, or node by node when oneDNN refuses
-// (backend/cpu/fused.cpp). Environment: AETHER_POSTOPS=0 disables this pass (to
+// are not on the chain (e.g. the (C) batch-norm scale) stay a group of their own, stored. The chain
+// is recorded as the kernel's epilogue (Kernel::epilogue: each step's op and the value it reads),
+// and the executor hands exactly that record to the device (DeviceRuntime::run_epilogue), which
+// runs it as one library call or says no (then node by node). Environment: AETHER_POSTOPS=0 disables this pass (to
 // measure the merge or debug it; config().postops at run time, core/config.h).
 #include <algorithm>
 #include <cstdlib>
@@ -73,18 +75,19 @@ struct Step {
   std::vector<int> nodes;  // the step's members; the last is its result
   int operand = -1;        // the stored value a binary step reads (-1: none)
   std::vector<int> views;  // movement members of the elementwise group between operand and step
+  EpilogueStep record;     // the op and the node it reads directly (a view of the operand)
 };
 
 // Whether `op` of the conv output y (N,OH,OW,O) reading node `src` (as its other operand) is a
 // post-op: a per-channel (O) vector, or (Add only) a dense tensor of y's shape. Sets the base read.
-bool operand_ok(const State& s, Op op, const Shape& y, int src, int e, int l,
+bool operand_ok(const State& s, Op op, const Shape& y, DType dtype, int src, int e, int l,
                 const std::vector<char>& on_chain, Step& st) {
   View v;
   const int base = view_base(s, src, v, e, &st.views);
   st.operand = base;
   if (base < 0 || v.shape != y || y.size() != 4) return false;
   const SNode& b = s.nodes[size_t(base)];
-  if (b.node->dtype != DType::float32 || on_chain[size_t(base)]) return false;
+  if (b.node->dtype != dtype || on_chain[size_t(base)]) return false;
   if (!b.leaf && (b.inlined || b.group < 0 || b.group == l)) return false;  // oneDNN reads a buffer
   const bool per_channel = v.strides[0] == 0 && v.strides[1] == 0 && v.strides[2] == 0 &&
                            (v.strides[3] == 1 || y[3] == 1) && !v.mask;
@@ -98,7 +101,7 @@ Step match_step(const State& s, int cur, int e, int l, const std::vector<char>& 
   const Shape& y = c.node->shape;
   auto in_e = [&](int i) {
     const SNode& n = s.nodes[size_t(i)];
-    const DType want = n.node->op == Op::CmpLe ? DType::boolean : DType::float32;
+    const DType want = n.node->op == Op::CmpLe ? DType::boolean : c.node->dtype;
     return !n.inlined && !n.leaf && n.group == e && n.node->dtype == want && n.node->shape == y;
   };
   for (int k : c.consumers)
@@ -109,14 +112,17 @@ Step match_step(const State& s, int cur, int e, int l, const std::vector<char>& 
     const auto& srcs = s.nodes[size_t(k)].srcs;
     if (srcs.size() != 2 || srcs[0] == srcs[1]) return {};
     const int other = srcs[0] == cur ? srcs[1] : srcs[0];
-    Step st{{k}, -1, {}};
+    Step st{{k}, -1, {}, {}};
+    using K = EpilogueOp::Kind;
     switch (n.op) {
       case Op::Max: return is_zero(s, other) ? st : Step{};
       case Op::Sub:
         if (srcs[0] != cur) return {};
         [[fallthrough]];
       case Op::Add:
-      case Op::Mul: return operand_ok(s, n.op, y, other, e, l, on_chain, st) ? st : Step{};
+      case Op::Mul:
+        st.record = {n.op == Op::Add ? K::Add : n.op == Op::Sub ? K::Sub : K::Mul, other};
+        return operand_ok(s, n.op, y, c.node->dtype, other, e, l, on_chain, st) ? st : Step{};
       default: return {};
     }
   }
@@ -127,7 +133,7 @@ Step match_step(const State& s, int cur, int e, int l, const std::vector<char>& 
     if (pn.node->op != Op::CmpLe || wn.node->op != Op::Where || pn.output) return {};
     if (pn.srcs[0] != cur || !is_zero(s, pn.srcs[1]) || pn.consumers != std::vector<int>{w}) return {};
     if (wn.srcs[0] != p || !is_zero(s, wn.srcs[1]) || wn.srcs[2] != cur) return {};
-    return {{p, w}, -1, {}};
+    return {{p, w}, -1, {}, {}};
   }
   return {};
 }
@@ -159,8 +165,8 @@ void pass_library_epilogues(State& s) {
       continue;
     const int ci = s.groups[l].members[0];
     const SNode& cn = s.nodes[size_t(ci)];
-    if (cn.node->op != Op::Conv2d || cn.node->dtype != DType::float32 ||
-        cn.node->device.type != DeviceType::cpu || cn.output || cn.consumers.empty())
+    if (cn.node->op != Op::Conv2d || !s.library.conv_epilogue_in(cn.node->dtype) || cn.output ||
+        cn.consumers.empty())
       continue;
     const int e = s.nodes[size_t(cn.consumers[0])].group;
     if (e < 0 || s.groups[size_t(e)].kind != KernelKind::Elementwise) continue;
@@ -168,6 +174,7 @@ void pass_library_epilogues(State& s) {
     std::vector<char> on_chain(s.nodes.size(), 0);
     on_chain[size_t(ci)] = 1;
     std::vector<int> chain, operands;
+    std::vector<EpilogueStep> record;
     int cur = ci;
     while (cur == ci || !s.nodes[size_t(cur)].output) {
       const Step st = match_step(s, cur, e, int(l), on_chain);
@@ -177,6 +184,7 @@ void pass_library_epilogues(State& s) {
       chain.insert(chain.end(), st.views.begin(), st.views.end());
       chain.insert(chain.end(), st.nodes.begin(), st.nodes.end());
       if (st.operand >= 0) operands.push_back(st.operand);
+      record.push_back(st.record);
       cur = st.nodes.back();
     }
     if (chain.empty()) continue;
@@ -207,6 +215,7 @@ void pass_library_epilogues(State& s) {
     }
     Group& gl = s.groups[l];
     gl.members.insert(gl.members.end(), chain.begin(), chain.end());
+    gl.epilogue = std::move(record);
     ge.members = rest;
     if (rest.empty()) {
       ge.alive = false;

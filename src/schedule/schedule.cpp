@@ -2,6 +2,7 @@
 // plus the Schedule's JSON form.
 #include "aether/schedule/schedule.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <iterator>
 #include <sstream>
@@ -21,10 +22,23 @@ const char* kernel_kind_name(KernelKind k) {
   return "?";
 }
 
+namespace {
+std::atomic<LibraryCaps (*)(Device)> g_caps_source{nullptr};
+}  // namespace
+
+void set_library_caps_source(LibraryCaps (*source)(Device)) { g_caps_source.store(source); }
+
+LibraryCaps library_caps(Device device) {
+  auto* source = g_caps_source.load();
+  return source ? source(device) : LibraryCaps{};
+}
+
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options) {
   check_config("schedule");  // a malformed AETHER_POSTOPS, AETHER_DEBUG, ... (core/config.h)
   sched::State s;
   sched::pass_collect(s, outputs, options);
+  if (options.library) s.library = *options.library;
+  else if (!outputs.empty() && outputs.front()) s.library = library_caps(outputs.front()->device);
   struct Pass {
     const char* name;
     void (*run)(sched::State&);

@@ -34,6 +34,12 @@ struct SNode {
   Side side = Side::Post;
 };
 
+// A Library group's epilogue step (Kernel::epilogue) in node indices: the op and the node it reads.
+struct EpilogueStep {
+  EpilogueOp::Kind kind = EpilogueOp::Kind::Relu;
+  int operand = -1;  // -1 for Relu
+};
+
 struct Group {
   KernelKind kind = KernelKind::Elementwise;
   std::vector<int> members;  // node indices
@@ -42,12 +48,14 @@ struct Group {
   std::vector<int> axes;     // reduce axes
   bool has_reduce = false;
   bool alive = true;  // false once merged into another group
+  std::vector<EpilogueStep> epilogue;  // Library only (pass library_epilogues)
 };
 
 struct State {
   std::vector<SNode> nodes;
   std::vector<int> topo;  // non-leaf nodes, sources before consumers
   std::vector<Group> groups;
+  LibraryCaps library;  // what the device's library calls absorb (ScheduleOptions::library)
 };
 
 // One distinct load of a group: a leaf or stored node seen through a chain of movement ops.
@@ -85,7 +93,8 @@ void pass_group(State& s);
 void pass_view_only(State& s);
 void pass_merge_siblings(State& s);
 void pass_merge_epilogues(State& s);
-// A float32 CPU conv absorbs the elementwise chain on its output that oneDNN runs as post-ops.
+// A conv absorbs the elementwise chain on its output that the device's library runs with it
+// (LibraryCaps), recorded as the group's epilogue.
 void pass_library_epilogues(State& s);
 Schedule pass_emit(const State& s);
 

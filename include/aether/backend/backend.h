@@ -21,9 +21,6 @@ class Backend {
   virtual void execute(const std::vector<Node*>& nodes) = 0;
 };
 
-// The backend that runs nodes on `device` under the current execution mode.
-Backend& backend_for(Device device);
-
 // Execution mode: the fused executor (the default: scheduler + generated kernels, see
 // aether/schedule/schedule.h and aether/codegen/) or the reference backend, one primitive at a time.
 // AETHER_FUSE=0 in the environment selects the reference at start-up; set_fusion() at run time.

@@ -43,7 +43,7 @@ class Buffer {
   bool external() const { return owner_ != nullptr; }
 
   // Bytes currently held by all live host buffers, and the high-water mark (process-wide); device
-  // memory is counted by the CUDA allocator (aether/backend/cuda.h: cuda_memory_stats).
+  // memory is counted by its backend's allocator (for CUDA: cuda_memory_stats).
   static int64_t live_bytes();
   static int64_t peak_bytes();
   // Sets the high-water mark to the bytes live now (to measure the peak of one step).

@@ -25,8 +25,10 @@
 // Library ops (matmul, conv, pools) are library calls of their own and split fusion.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,34 @@ enum class KernelKind : uint8_t {
   ViewOnly,     // movement ops over a stored value: no kernel, just a view
 };
 const char* kernel_kind_name(KernelKind k);
+
+// One step of a library call's epilogue, applied to the call's result y in order.
+struct EpilogueOp {
+  enum class Kind : uint8_t {
+    Add,   // y + operand
+    Sub,   // y - operand
+    Mul,   // y * operand
+    Relu,  // max(y, 0) (also where(y <= 0, 0, y))
+  };
+  Kind kind = Kind::Relu;
+  // The value the step reads, as the elementwise op reads it (a view of y's shape): a per-channel
+  // vector broadcast over the other dims, or (Add only) a dense value of y's shape, a residual.
+  NodePtr operand;  // null for Relu
+};
+
+// What a device's library calls can absorb (the device runtime's capabilities): the dtypes in which
+// a convolution runs an epilogue of per-channel adds / subtracts / multiplies, one residual add and
+// ReLUs as one call (oneDNN post-ops: {float32}); empty: none.
+struct LibraryCaps {
+  std::vector<DType> conv_epilogue;
+  bool conv_epilogue_in(DType t) const {
+    return std::find(conv_epilogue.begin(), conv_epilogue.end(), t) != conv_epilogue.end();
+  }
+};
+// The capabilities of `device`'s library calls, from its runtime (the backends register the source
+// of this answer at start-up; none registered: no capabilities).
+LibraryCaps library_caps(Device device);
+void set_library_caps_source(LibraryCaps (*source)(Device));
 
 // One distinct load of a kernel: a buffer seen through one view.
 struct KernelInput {
@@ -61,6 +91,9 @@ struct Kernel {
   Shape shape;                   // iteration shape (Reduce: the reduce input shape)
   std::vector<int> reduce_axes;  // Reduce only
   int64_t bytes_read = 0, bytes_written = 0;
+  // Library only: the elementwise chain on the call's result that the library call absorbs
+  // (schedule pass library_epilogues), in order; the last step's node is outputs[0].
+  std::vector<EpilogueOp> epilogue;
   bool generated() const { return kind == KernelKind::Elementwise || kind == KernelKind::Reduce; }
 };
 
@@ -82,6 +115,8 @@ struct Schedule {
 struct ScheduleOptions {
   // Nodes treated as realized buffers even if they are not (to schedule a graph's shape only).
   std::vector<NodePtr> assume_realized;
+  // What the device's library calls absorb; unset: library_caps() of the outputs' device.
+  std::optional<LibraryCaps> library;
 };
 
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options = {});

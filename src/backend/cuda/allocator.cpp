@@ -18,7 +18,6 @@
 #include <unordered_map>
 
 #include "aether/backend/cuda.h"
-#include "backend/cuda/bridge.h"
 #include "backend/cuda/library.h"
 #include "backend/cuda/runtime.h"
 

@@ -1,5 +1,5 @@
 // Internal: the CUDA library kernels (cuBLAS matmul, cuDNN convolution, pooling) that the CUDA
-// executor (backend/cuda/executor.cpp) calls for the graph's library ops. Built only with
+// runtime (backend/cuda/device_runtime.cpp) calls for the graph's library ops. Built only with
 // AETHER_CUDA. Every pointer is device memory holding a dense row-major buffer of `dtype`; shapes are
 // given in each comment and in the same geometry structs as the CPU kernels (backend/cpu/kernels.h).
 // Every call is enqueued on `stream` and returns without synchronising; errors throw aether::Error

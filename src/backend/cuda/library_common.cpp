@@ -8,7 +8,7 @@
 #include <memory>
 #include <utility>
 
-#include "codegen/nvrtc_compile.h"
+#include "backend/cuda/nvrtc_compile.h"
 #include "library_common.h"
 #include "backend/cuda/lazy_libs.h"
 

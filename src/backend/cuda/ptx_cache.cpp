@@ -10,7 +10,7 @@
 #include "aether/core/error.h"
 #include "backend/cuda/lazy_libs.h"
 #include "codegen/disk_cache.h"
-#include "codegen/nvrtc_compile.h"
+#include "backend/cuda/nvrtc_compile.h"
 
 namespace aether::cuda {
 namespace {
@@ -29,7 +29,7 @@ std::string ptx_for(const std::string& source, const std::string& arch, bool* fr
   *from_disk = false;
   int major = 0, minor = 0;
   AE_LAZY(nvrtcVersion)(&major, &minor);
-  // The options are nvrtc_compile's (codegen/nvrtc_compile.cpp): keep this line in step with them.
+  // The options are nvrtc_compile's (backend/cuda/nvrtc_compile.cpp): keep this line in step with them.
   // (v2: the key file starts with the PTX's SHA-256.)
   const std::string key = detail::cat("aether-ptx-cache-v2\nnvrtc ", major, ".", minor, "\n", arch,
                                       " --std=c++17 --fmad=false\n", source);

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "aether/backend/cuda.h"
-#include "backend/cuda/bridge.h"
 #include "backend/cuda/lazy_libs.h"
 
 namespace aether {

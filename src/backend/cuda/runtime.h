@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "aether/core/device.h"
 #include "aether/core/error.h"
 
 namespace aether::cuda {
@@ -38,6 +39,12 @@ void device_free(int device, void* ptr) noexcept;
 void copy_h2d(int device, void* dst, const void* src, size_t bytes);
 void copy_d2h(int device, void* dst, const void* src, size_t bytes);
 void copy_d2d(int dst_device, void* dst, int src_device, const void* src, size_t bytes);
+
+// A Buffer's memory (device_runtime.cpp's DeviceMemory): zeroed on the device's stream when `zero`.
+void* buffer_alloc(int device, size_t bytes, bool zero);
+void buffer_free(int device, void* ptr) noexcept;
+// Copies `bytes` between two buffers' memory on any devices (waits when the destination is the host).
+void copy_bytes(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes);
 
 // Whether `device`'s stream is capturing a CUDA graph now (then nothing may synchronise).
 bool capturing(int device);

@@ -1,4 +1,4 @@
-// codegen/nvrtc_compile.h - compiles CUDA C (from codegen::render_cuda) to PTX with NVRTC.
+// backend/cuda/nvrtc_compile.h - compiles the CUDA C that the CUDA renderer writes to PTX with NVRTC.
 //
 // Built only when the CMake option AETHER_CUDA is ON (then AETHER_HAS_CUDA=1 is defined for the
 // targets that link aether_nvrtc); needs the CUDA toolkit's libnvrtc, not a GPU.

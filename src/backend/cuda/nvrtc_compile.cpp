@@ -1,6 +1,6 @@
-// NVRTC front end for generated CUDA kernels (see nvrtc_compile.h). Compiled only into the internal
-// aether_nvrtc library when AETHER_CUDA is ON (CMakeLists.txt keeps it out of the aether glob).
-#include "nvrtc_compile.h"
+// NVRTC front end for generated CUDA kernels (see nvrtc_compile.h). Part of the CUDA backend:
+// compiled into libaether only when AETHER_CUDA is ON (CMakeLists.txt).
+#include "backend/cuda/nvrtc_compile.h"
 #include "backend/cuda/lazy_libs.h"
 
 #include <nvrtc.h>

@@ -1,44 +1,35 @@
-// The CUDA executor: realizes a graph whose nodes all live on one GPU.
-//
-// schedule() groups the graph into kernels (as for the fused CPU executor, backend/cpu/fused.cpp);
-// they run in the schedule's order on the device's one stream, each lowered just before it runs (so
-// every input is realized and its real view is known):
-//  * Elementwise / Reduce: lower -> render_cuda -> NVRTC (PTX for the device's compute_XY, cached
-//    in memory by source and on disk, ptx_cache.cpp) -> cudaLibraryLoadData -> cudaLaunchKernel per
-//    CudaPlan, with the plan's scratch from the caching allocator.
-//  * Library (Matmul, Conv2d*, MaxPool2d*, AvgPool2d*): cuBLAS / cuDNN / pooling (library.h) on
-//    dense inputs (a strided input is first copied dense by a generated Copy kernel).
-//  * ViewOnly: movement ops make a new View of the source's device buffer, as on the reference
-//    backend; a Reshape that cannot regroup the dims in place copies once with a generated kernel.
-//  * What lowering cannot express yet (16-bit floats, random numbers), and stray Const sources: the
-//    nodes are mirrored on the host (their realized inputs copied D2H), run on the reference backend,
-//    and the results copied H2D. Each such kernel counts in cuda_host_fallbacks() (Const sources of
-//    one element are not counted) and is reported at AETHER_DEBUG >= 1.
+// The CUDA device runtime (backend/runtime.h): memory from the caching allocator (allocator.cpp),
+// generated kernels compiled by NVRTC (PTX for the device's compute_XY, cached in memory by source
+// and on disk, ptx_cache.cpp), loaded with cudaLibraryLoadData and launched with cudaLaunchKernel on
+// the device's one stream; library calls on cuBLASLt / cuDNN / the pooling kernels (library.h) on
+// dense inputs (a strided input is first copied dense by a generated Copy kernel); movement ops as
+// new views of the source's device buffer (a Reshape that cannot regroup the dims in place copies
+// once); and what the IR cannot express yet mirrored on the host: the realized inputs copied D2H,
+// the nodes run on the reference backend, the results copied H2D. Each such run counts in
+// cuda_host_fallbacks() (Const sources are not counted) and is reported at AETHER_DEBUG >= 1.
+// Scheduling, lowering, rendering and the plan cache are the one executor's (backend/executor.cpp).
 // Nothing waits for the GPU here: launches and copies to the device are queued on the stream; only
 // reading a value on the host (Tensor::to(cpu), to_vector, item, a host fallback) synchronises.
 #if AETHER_HAS_CUDA
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <unordered_map>
 
 #include "aether/backend/backend.h"
 #include "aether/backend/cuda.h"
 #include "aether/graph/primitives.h"
-#include "aether/schedule/schedule.h"
-#include "backend/cuda/bridge.h"
 #include "backend/cuda/library.h"
 #include "backend/cuda/ptx_cache.h"
 #include "backend/cuda/runtime.h"
-#include "codegen/lower.h"
+#include "backend/runtime.h"
 #include "codegen/render.h"
 
 namespace aether {
 
-Backend& reference_backend();  // backend/cpu/reference.cpp
+Backend& reference_backend();  // backend/cpu/reference.cpp: the host fallback
 
 namespace cuda {
 namespace {
@@ -242,130 +233,117 @@ void movement(Node& n) {
 
 NodePtr alias(Node* n) { return NodePtr(NodePtr(), n); }  // non-owning: the caller keeps n alive
 
-// One node whose sources are realized, outside a generated kernel.
-void realize_node(Node& n, int device) {
-  if (n.realized()) return;
-  check_on(n, device, "cuda");
-  if (is_movement(n.op) && n.srcs[0]->realized()) return movement(n);
-  if (is_library(n.op)) return library(n, device);
-  if (n.op == Op::Const) return host_compute({alias(&n)}, device, false, "");
-  host_compute({alias(&n)}, device, true, detail::cat(op_name(n.op), " outside a generated kernel"));
-}
-void realize_in_order(const std::vector<NodePtr>& nodes, int device) {
-  for (Node* n : unrealized_in_order(nodes)) realize_node(*n, device);
-}
-
-// ---- generated kernels ----------------------------------------------------------------------------------
-void run_generated(const Kernel& k, int device) {
-  std::string why;
-  auto leaf = [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; };
-  auto lowered = codegen::lower(k, leaf, &why);
-  std::string source;
-  codegen::CudaPlan plan;
-  if (lowered) {
-    try {
-      source = codegen::render_cuda(lowered->kernel, &plan);
-    } catch (const Error& e) {  // a renderer gap: run on the host, say why
-      why = e.what();
-      lowered.reset();
+// Nodes one primitive at a time: views of realized values and library calls on the device; the rest
+// (what the kernel IR cannot express yet, stray constants) mirrored on the host, a run of them at a
+// time, and copied back.
+void run_nodes_on(const std::vector<Node*>& order) {
+  if (order.empty()) return;
+  const int device = order.front()->device.index;
+  set_device(device);
+  std::vector<NodePtr> host;  // waiting for the host, in order
+  bool counted = false;       // host holds a node that counts as a fallback (not a Const)
+  auto flush = [&] {
+    if (host.empty()) return;
+    host_compute(host, device, counted, detail::cat(op_name(host.back()->op), " outside a generated kernel"));
+    host.clear();
+    counted = false;
+  };
+  for (Node* n : order) {
+    if (n->realized()) continue;
+    check_on(*n, device, "cuda");
+    const bool device_side = is_library(n->op) || is_movement(n->op);
+    if (device_side) {
+      flush();  // its sources may be waiting
+      if (is_movement(n->op) && n->srcs[0]->realized()) {
+        movement(*n);
+        continue;
+      }
+      if (is_library(n->op)) {
+        library(*n, device);
+        continue;
+      }
     }
+    counted = counted || n->op != Op::Const;
+    host.push_back(alias(n));
   }
-  const std::vector<NodePtr>& targets = k.outputs.empty() ? k.nodes : k.outputs;
-  if (!lowered) return host_compute(targets, device, true, why);
-  if (debug_level() >= 3) std::fprintf(stderr, "%s\n", source.c_str());
-  const Module& m = module_for(device, source, plan);
-  const codegen::Lowered& L = *lowered;
-  const ir::Kernel& K = L.kernel;
-
-  std::vector<BufferPtr> outs;
-  for (const NodePtr& o : L.outputs) {
-    check_on(*o, device, "cuda");
-    outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
-  }
-  // Arguments by value in ir::Kernel::bufs order (outputs and inputs as lowering numbered them),
-  // then fparams, iparams and the scratch pointer.
-  std::vector<void*> ptrs(K.bufs.size(), nullptr);
-  size_t next_out = 0, next_in = 0;
-  for (size_t b = 0; b < K.bufs.size(); ++b) {
-    if (K.bufs[b].output) {
-      ptrs[b] = outs.at(next_out++)->data();
-    } else {
-      const Node& in = *L.inputs.at(next_in++);
-      check_on(in, device, "cuda");
-      ptrs[b] = in.buffer->data();
-    }
-  }
-  void* scratch = plan.scratch_bytes > 0 ? device_alloc(device, size_t(plan.scratch_bytes)) : nullptr;
-  std::vector<void*> args;
-  for (void*& p : ptrs) args.push_back(&p);
-  std::vector<double> fp(K.fparams.begin(), K.fparams.end());
-  std::vector<unsigned long long> ip(K.iparams.begin(), K.iparams.end());
-  for (double& f : fp) args.push_back(&f);
-  for (unsigned long long& i : ip) args.push_back(&i);
-  args.push_back(&scratch);
-  const cudaStream_t st = stream(device);
-  try {
-    for (const codegen::CudaLaunch& l : plan.launches) {
-      const void* fn = reinterpret_cast<const void*>(m.entries.at(l.entry));
-      AETHER_CUDA_CHECK(cudaLaunchKernel(fn, dim3(unsigned(l.grid)), dim3(unsigned(l.block)), args.data(), 0, st));
-      ++g_launches;
-    }
-  } catch (...) {
-    device_free(device, scratch);
-    throw;
-  }
-  device_free(device, scratch);  // stream-ordered: later work that reuses it runs after these launches
-  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+  flush();
 }
 
-class CudaBackend final : public Backend {
+// ---- compiled kernels -----------------------------------------------------------------------------
+// A loaded module: its entry points in launch order, each with its grid and block.
+struct CudaProgram final : Program {
+  struct Launch {
+    cudaKernel_t fn = nullptr;
+    codegen::CudaLaunch how;
+  };
+  std::vector<Launch> launches;
+};
+
+// ---- the runtime ----------------------------------------------------------------------------------------
+class CudaMemory final : public DeviceMemory {
  public:
-  const char* name() const override { return "cuda"; }
-  Device device() const override { return Device::cuda(0); }
-  void execute(const std::vector<Node*>& nodes) override {
-    std::vector<NodePtr> targets;
-    for (Node* n : nodes) targets.push_back(alias(n));
-    cuda::execute(targets);
+  int count() override { return cuda_device_count(); }
+  std::string unavailable() override { return cuda_unavailable_reason(); }
+  void* alloc(int index, size_t bytes, bool zero) override { return buffer_alloc(index, bytes, zero); }
+  void free(int index, void* ptr) noexcept override { buffer_free(index, ptr); }
+  void copy(Device dst_device, void* dst, Device src_device, const void* src, size_t bytes) override {
+    copy_bytes(dst_device, dst, src_device, src, bytes);
   }
 };
 
-}  // namespace
-
-void execute(const std::vector<NodePtr>& targets) {
-  if (targets.empty()) return;
-  const int device = targets.front()->device.index;
-  set_device(device);
-  const Schedule s = schedule(targets);
-  const int debug = debug_level();
-  if (debug >= 2) std::fprintf(stderr, "aether cuda schedule: %s\n", s.to_json().dump().c_str());
-  for (size_t i = 0; i < s.kernels.size(); ++i) {
-    const Kernel& k = s.kernels[i];
-    const auto t0 = std::chrono::steady_clock::now();
-    switch (k.kind) {
-      case KernelKind::Elementwise:
-      case KernelKind::Reduce: run_generated(k, device); break;
-      case KernelKind::Library:
-      case KernelKind::ViewOnly: realize_in_order(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes
-                                                                                                         : k.outputs,
-                                                  device);
-        break;
+class CudaRuntime final : public DeviceRuntime {
+ public:
+  DeviceType type() const override { return DeviceType::cuda; }
+  DeviceMemory* memory() override { return &memory_; }
+  void synchronize(int index) override { cuda_synchronize(index); }
+  codegen::Target target() const override { return codegen::Target::cuda; }
+  bool can_compile() override { return true; }  // NVRTC is loaded on first use; its errors are thrown
+  std::vector<ProgramPtr> compile(int index, const std::vector<codegen::Rendered>& kernels) override {
+    std::vector<ProgramPtr> out;
+    for (const codegen::Rendered& r : kernels) {
+      const Module& m = module_for(index, r.source, r.plan);
+      auto p = std::make_shared<CudaProgram>();
+      p->scratch_bytes = r.plan.scratch_bytes;
+      for (const codegen::CudaLaunch& l : r.plan.launches) p->launches.push_back({m.entries.at(l.entry), l});
+      out.push_back(std::move(p));
     }
-    if (debug >= 1) {
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      std::fprintf(stderr, "aether cuda kernel %3zu %-10s %-24s %9.3f ms (host, launch only)\n", i,
-                   kernel_kind_name(k.kind), op_name(k.nodes.empty() ? Op::Load : k.nodes.back()->op), ms);
+    return out;
+  }
+  // Arguments by value in ir::Kernel::bufs order, then fparams, iparams and the scratch pointer.
+  void launch(int index, const Program& prog, const std::vector<void*>& bufs, void* scratch,
+              const std::vector<double>& fparams, const std::vector<uint64_t>& iparams) override {
+    const auto& p = static_cast<const CudaProgram&>(prog);
+    set_device(index);
+    std::vector<void*> ptrs(bufs);  // cudaLaunchKernel takes the address of each argument
+    std::vector<double> fp(fparams);
+    std::vector<unsigned long long> ip(iparams.begin(), iparams.end());
+    std::vector<void*> args;
+    for (void*& b : ptrs) args.push_back(&b);
+    for (double& f : fp) args.push_back(&f);
+    for (unsigned long long& i : ip) args.push_back(&i);
+    args.push_back(&scratch);
+    const cudaStream_t st = stream(index);
+    for (const CudaProgram::Launch& l : p.launches) {
+      AETHER_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(l.fn), dim3(unsigned(l.how.grid)),
+                                         dim3(unsigned(l.how.block)), args.data(), 0, st));
+      ++g_launches;
     }
   }
-  // Targets that are views of stored values (or realized by no kernel) are made real here.
-  realize_in_order(targets, device);
-}
+  void run_nodes(const std::vector<Node*>& order) override { run_nodes_on(order); }
+  bool run_epilogue(const Kernel&) override { return false; }
+  LibraryCaps capabilities() const override { return {}; }  // cuDNN's fused conv epilogues: not yet
 
-Backend& backend() {
-  static CudaBackend b;
-  return b;
-}
+ private:
+  CudaMemory memory_;
+};
 
+}  // namespace
 }  // namespace cuda
+
+DeviceRuntime* cuda_runtime() {
+  static cuda::CudaRuntime r;
+  return &r;
+}
 
 int64_t cuda_host_fallbacks() { return cuda::g_fallbacks.load(); }
 CudaCodegenStats cuda_codegen_stats() {

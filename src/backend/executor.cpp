@@ -1,18 +1,22 @@
-// The fused CPU executor: schedule -> lower each generated kernel to the IR -> render C++ ->
-// compile (in parallel, disk-cached) -> run, with library calls (oneDNN), views and fallbacks on
-// library_backend() (the reference backend's code with the fast library kernels).
+// The one executor (backend/runtime.h): schedule -> memory-aware order -> lower each generated
+// kernel to the IR -> render for the device's target -> compile (together; disk-cached) -> run, with
+// library calls, views and fallbacks through the device's run_nodes. The same code for every device:
+// only DeviceRuntime's calls differ between the CPU and a GPU.
 //
-// Lowering happens for the whole schedule before anything runs (so the kernels compile in
-// parallel): a value stored by an earlier kernel is assumed to be dense, and just before a kernel
-// runs its inputs' real views are checked against what it was compiled for (re-lowered if not).
-// A kernel the IR cannot express yet runs its nodes on library_backend() (a "fallback").
-// A conv library kernel with a post-op chain (schedule pass library_epilogues) runs as one oneDNN
-// convolution with post-ops (run_conv_postops), or node by node when oneDNN refuses.
+// Lowering happens for the whole schedule before anything runs (so the kernels compile together):
+// a value stored by an earlier kernel is assumed to be dense, and just before a kernel runs its
+// inputs' real views are checked against what it was compiled for (re-lowered if not). A kernel the
+// IR cannot express yet runs its nodes through run_nodes (a "fallback"). A library kernel with an
+// epilogue (schedule pass library_epilogues) runs as one library call (run_epilogue), or node by
+// node when the library refuses.
 //
 // Memory (backend/liveness.h): the kernels run in an order that frees values early (memory_order),
 // and after each kernel the executor drops its own references to the nodes no later kernel uses, so
 // an intermediate value is freed after its last reader, not at the end of the whole schedule, and
-// its block goes back to the host block cache for the next kernels.
+// its block goes back to the device's block cache for the next kernels.
+//
+// The plan cache: a graph with the structure of an earlier one (graph_signature, which includes the
+// device) reuses its schedule, lowered kernels, programs and liveness, re-bound to the new nodes.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -30,16 +34,14 @@
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "aether/schedule/schedule.h"
-#include "backend/cpu/kernels.h"
 #include "backend/graph_signature.h"
 #include "backend/liveness.h"
+#include "backend/runtime.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "core/config.h"
 
 namespace aether {
-
-Backend& library_backend();  // backend/cpu/reference.cpp
 
 namespace {
 
@@ -47,114 +49,13 @@ bool same_view(const View& a, const View& b) {
   return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset && a.mask == b.mask;
 }
 
-// Runs the unrealized ancestors of `targets` (and the targets) on library_backend(): the
-// reference backend's code, with library ops on oneDNN / pool.cpp.
-void reference_realize(const std::vector<NodePtr>& targets) {
-  const std::vector<Node*> order = unrealized_in_order(targets);
-  if (!order.empty()) library_backend().execute(order);
-}
-
-bool is_zero_const(const Node* n) {
-  while (n && op_kind(n->op) == OpKind::Movement && !n->realized()) n = n->srcs[0].get();
-  const double* d = n ? std::get_if<double>(&n->arg) : nullptr;
-  return n && n->op == Op::Const && d && *d == 0.0;
-}
-
-const char* elements(const Node& n) {
-  return static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(n.dtype);
-}
-
-// A library kernel holding a float32 Conv2d and its post-op chain (schedule pass library_epilogues):
-// one oneDNN convolution with post-ops writing the chain's last node. False (nothing computed but
-// the kernel's inputs) when anything is not as expected or oneDNN refuses: the caller then runs
-// the nodes one at a time on the reference backend.
-bool run_conv_postops(const Kernel& k) {
-  if (library_impl() != LibraryImpl::onednn || k.outputs.size() != 1) return false;
-  const NodePtr& conv = k.nodes[0];
-  if (conv->op != Op::Conv2d || conv->dtype != DType::float32) return false;
-  struct Step {
-    cpu::ConvPostOp::Kind kind;
-    NodePtr operand;  // null for Relu
-  };
-  std::vector<Step> steps;
-  const Node* prev = conv.get();
-  const Node* cmp = nullptr;  // ReLU's y <= 0, waiting for its where()
-  for (size_t i = 1; i < k.nodes.size(); ++i) {
-    const Node& m = *k.nodes[i];
-    if (op_kind(m.op) == OpKind::Movement) continue;  // a view of an operand
-    if (m.op == Op::CmpLe && !cmp && m.srcs[0].get() == prev && is_zero_const(m.srcs[1].get())) {
-      cmp = &m;
-      continue;
-    }
-    using K = cpu::ConvPostOp::Kind;
-    if (m.op == Op::Where && cmp && m.srcs[0].get() == cmp && is_zero_const(m.srcs[1].get()) &&
-        m.srcs[2].get() == prev) {
-      steps.push_back({K::Relu, nullptr});
-      cmp = nullptr;
-    } else if (m.op == Op::Max && m.srcs[0].get() == prev && is_zero_const(m.srcs[1].get())) {
-      steps.push_back({K::Relu, nullptr});
-    } else if (m.op == Op::Max && m.srcs[1].get() == prev && is_zero_const(m.srcs[0].get())) {
-      steps.push_back({K::Relu, nullptr});
-    } else if ((m.op == Op::Add || m.op == Op::Mul) && (m.srcs[0].get() == prev || m.srcs[1].get() == prev)) {
-      steps.push_back({m.op == Op::Add ? K::Add : K::Mul, m.srcs[m.srcs[0].get() == prev ? 1 : 0]});
-    } else if (m.op == Op::Sub && m.srcs[0].get() == prev) {
-      steps.push_back({K::Sub, m.srcs[1]});
-    } else {
-      return false;
-    }
-    prev = &m;
-  }
-  if (cmp || prev != k.outputs[0].get()) return false;
-  // Inputs: x, w and the operands, as realized values (views of stored buffers).
-  std::vector<NodePtr> need{conv->srcs[0], conv->srcs[1]};
-  for (const Step& st : steps)
-    if (st.operand) need.push_back(st.operand);
-  reference_realize(need);
-  const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
-  if (!x.view.is_contiguous() || !w.view.is_contiguous()) return false;
-  // y (N,OH,OW,O); per-channel operands seen as (O) with strides (0,0,0,1).
-  const Shape& ys = conv->shape;
-  std::vector<cpu::ConvPostOp> ops;
-  const Node* residual = nullptr;
-  for (const Step& st : steps) {
-    if (!st.operand) {
-      ops.push_back({st.kind, nullptr});
-      continue;
-    }
-    const Node& o = *st.operand;
-    if (o.dtype != DType::float32 || o.shape != ys) return false;
-    const View& v = o.view;
-    const bool channel = v.ndim() == 4 && v.strides[0] == 0 && v.strides[1] == 0 && v.strides[2] == 0 &&
-                         (v.strides[3] == 1 || ys[3] == 1) && !v.mask;
-    if (channel) {
-      const bool bias = st.kind == cpu::ConvPostOp::Kind::Add && ops.empty();
-      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : st.kind, elements(o)});
-    } else if (st.kind == cpu::ConvPostOp::Kind::Add && !residual && o.view.is_contiguous()) {
-      residual = &o;  // the sum post-op adds what y holds before the conv writes it
-      ops.push_back({cpu::ConvPostOp::Kind::Sum, nullptr});
-    } else {
-      return false;
-    }
-  }
-  const Node& out = *k.outputs[0];
-  // y (N,OH,OW,O)
-  auto y = std::make_shared<Buffer>(out.device, out.dtype, numel(out.shape), /*zero_fill=*/false);
-  if (residual) std::memcpy(y->data(), elements(*residual), size_t(y->nbytes()));
-  const cpu::ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1],
-                        w.shape[2], ys[1], ys[2], std::get<Conv2dArg>(conv->arg)};
-  if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, elements(x), elements(w), y->data(), g, ops, w.buffer))
-    return false;
-  k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
-  return true;
-}
 
 struct Planned {
   std::optional<codegen::Lowered> lowered;
-  std::string source;
-  codegen::CompiledKernel compiled;
+  ProgramPtr program;  // null: not compiled (the kernel runs through run_nodes)
 };
 
-void run_generated(const Kernel& k, Planned& p) {
+void run_generated(DeviceRuntime& rt, const Kernel& k, Planned& p) {
   codegen::Lowered& l = *p.lowered;
   // The inputs must be realized with the views the kernel was compiled for.
   bool views_ok = true;
@@ -167,36 +68,37 @@ void run_generated(const Kernel& k, Planned& p) {
     std::string why;
     auto relowered =
         codegen::lower(k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    p.program = nullptr;
     if (relowered) {
-      auto c = codegen::compile_kernels({codegen::render_cpp(relowered->kernel)});
-      if (c[0].fn) {
-        p.lowered = std::move(relowered);
-        p.compiled = c[0];
-      } else {
-        p.compiled.fn = nullptr;
+      try {
+        p.program = rt.compile(k.outputs.front()->device.index,
+                               {codegen::render(rt.target(), relowered->kernel)})[0];
+      } catch (const Error&) {  // a renderer gap
+        p.program = nullptr;
       }
-    } else {
-      p.compiled.fn = nullptr;
+      if (p.program) p.lowered = std::move(relowered);
     }
-    if (!p.compiled.fn) {
+    if (!p.program) {
       codegen::note_fallback();
-      return reference_realize(k.outputs);
+      return run_unrealized(rt, k.outputs);
     }
   }
   codegen::Lowered& L = *p.lowered;
-  std::vector<void*> bufs;
+  const ir::Kernel& K = L.kernel;
+  const Device device = L.outputs.front()->device;
+  // Buffers in ir::Kernel::bufs order: the outputs and the inputs, as lowering numbered them.
   std::vector<BufferPtr> outs;
-  for (const NodePtr& o : L.outputs) {
+  for (const NodePtr& o : L.outputs)
     outs.push_back(std::make_shared<Buffer>(o->device, o->dtype, numel(o->shape), /*zero_fill=*/false));
-    bufs.push_back(outs.back()->data());
-  }
-  for (const NodePtr& in : L.inputs) bufs.push_back(in->buffer->data());
-  // Scratch from the host block cache too (a steady-state step allocates nothing from the system).
+  std::vector<void*> bufs(K.bufs.size(), nullptr);
+  size_t next_out = 0, next_in = 0;
+  for (size_t b = 0; b < K.bufs.size(); ++b)
+    bufs[b] = K.bufs[b].output ? outs.at(next_out++)->data() : L.inputs.at(next_in++)->buffer->data();
+  // Scratch from the device's block cache too (a steady-state step allocates nothing from the system).
   std::optional<Buffer> scratch;  // (scratch_bytes) bytes
-  if (p.compiled.scratch_bytes > 0)
-    scratch.emplace(Device::cpu(), DType::uint8, p.compiled.scratch_bytes, /*zero_fill=*/false);
-  p.compiled.fn(bufs.data(), scratch ? scratch->data() : nullptr, L.kernel.fparams.data(),
-                reinterpret_cast<const unsigned long long*>(L.kernel.iparams.data()));
+  if (p.program->scratch_bytes > 0)
+    scratch.emplace(device, DType::uint8, p.program->scratch_bytes, /*zero_fill=*/false);
+  rt.launch(device.index, *p.program, bufs, scratch ? scratch->data() : nullptr, K.fparams, K.iparams);
   for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
 }
 
@@ -207,14 +109,10 @@ void release_kernel(Kernel& k, Planned& p) {
   k.outputs = {};
   k.inlined = {};
   k.inputs = {};
+  k.epilogue = {};
   p = Planned{};
 }
 
-}  // namespace
-
-bool fused_executor_available() { return codegen::host_compiler_available(); }
-
-namespace {
 
 // Everything a run needs: the schedule (kernels in run order), each kernel's lowered and compiled
 // form, and the liveness of the values it refers to.
@@ -224,10 +122,12 @@ struct Prepared {
   Liveness live;
 };
 
-Prepared prepare(const std::vector<NodePtr>& targets) {
+Prepared prepare(DeviceRuntime& rt, const std::vector<NodePtr>& targets) {
   Prepared P;
   Schedule& s = P.s;
-  s = schedule(targets);
+  ScheduleOptions options;
+  options.library = rt.capabilities();  // what the device's library calls absorb
+  s = schedule(targets, options);
   reorder_kernels(s, memory_order(s, targets));  // kernel i below: the i-th to run
   const int debug = debug_level();
   if (debug >= 2) std::fprintf(stderr, "aether schedule: %s\n", s.to_json().dump().c_str());
@@ -241,35 +141,37 @@ Prepared prepare(const std::vector<NodePtr>& targets) {
   };
   std::vector<Planned>& plan = P.plan;
   plan.resize(s.kernels.size());
-  std::vector<std::string> sources;
+  std::vector<codegen::Rendered> sources;
   std::vector<size_t> source_of;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const Kernel& k = s.kernels[i];
     if (k.generated()) {
       std::string why;
       plan[i].lowered = codegen::lower(k, leaf, &why);
+      std::optional<codegen::Rendered> r;
       if (plan[i].lowered) {
         try {
-          plan[i].source = codegen::render_cpp(plan[i].lowered->kernel);
-        } catch (const Error& e) {  // a renderer gap: run this kernel on the reference, say why
+          r = codegen::render(rt.target(), plan[i].lowered->kernel);
+        } catch (const Error& e) {  // a renderer gap: run this kernel through run_nodes, say why
           why = e.what();
           plan[i].lowered.reset();
         }
       }
       if (plan[i].lowered) {
-        if (debug >= 3) std::fprintf(stderr, "%s\n", plan[i].source.c_str());
-        sources.push_back(plan[i].source);
+        if (debug >= 3) std::fprintf(stderr, "%s\n", r->source.c_str());
+        sources.push_back(std::move(*r));
         source_of.push_back(i);
       } else if (debug >= 1) {
-        std::fprintf(stderr, "aether: kernel %zu runs on the reference backend: %s\n", i, why.c_str());
+        std::fprintf(stderr, "aether: kernel %zu runs one node at a time: %s\n", i, why.c_str());
       }
     }
     if (k.kind != KernelKind::ViewOnly)
       for (const NodePtr& o : k.outputs) stored.insert(o.get());
   }
-  const auto compiled = codegen::compile_kernels(sources);
-  for (size_t j = 0; j < compiled.size(); ++j) plan[source_of[j]].compiled = compiled[j];
-  for (Planned& pl : plan) pl.source = {};
+  if (!sources.empty()) {
+    const auto programs = rt.compile(targets.front()->device.index, sources);
+    for (size_t j = 0; j < programs.size(); ++j) plan[source_of[j]].program = programs[j];
+  }
   P.live = liveness(s, targets);
   return P;
 }
@@ -285,13 +187,14 @@ struct CachedKernel {
   std::vector<int> nodes, outputs, inlined;
   Shape shape;
   std::vector<int> reduce_axes;
+  std::vector<std::pair<EpilogueOp::Kind, int>> epilogue;  // Kernel::epilogue (operand -1: none)
   bool lowered = false;
   ir::Kernel kernel;
   std::vector<int> inputs, lowered_outputs;  // Lowered::inputs / outputs
   std::vector<View> views;
   std::vector<int> fparam_src;  // position of the Const node giving fparams[j]
   std::vector<int> iparam_src;  // position of the Rand node giving iparams[2j], iparams[2j + 1]
-  codegen::CompiledKernel compiled;
+  ProgramPtr program;
 };
 struct CachedPlan {
   std::vector<uint64_t> words;
@@ -332,14 +235,15 @@ std::optional<CachedPlan> capture(const Prepared& P, const GraphSignature& g) {
     ck.inlined = positions(k.inlined);
     ck.shape = k.shape;
     ck.reduce_axes = k.reduce_axes;
-    if (pl.lowered && pl.compiled.fn) {
+    for (const EpilogueOp& e : k.epilogue) ck.epilogue.emplace_back(e.kind, e.operand ? at(e.operand.get()) : -1);
+    if (pl.lowered && pl.program) {
       const codegen::Lowered& l = *pl.lowered;
       ck.lowered = true;
       ck.kernel = l.kernel;
       ck.inputs = positions(l.inputs);
       ck.lowered_outputs = positions(l.outputs);
       ck.views = l.views;
-      ck.compiled = pl.compiled;
+      ck.program = pl.program;
       std::vector<const Node*> members;
       for (const NodePtr& n : k.nodes) members.push_back(n.get());
       for (const NodePtr& n : k.inlined) members.push_back(n.get());
@@ -394,6 +298,7 @@ Prepared instantiate(const CachedPlan& c, const GraphSignature& g) {
     k.inlined = nodes(ck.inlined);
     k.shape = ck.shape;
     k.reduce_axes = ck.reduce_axes;
+    for (const auto& [kind, p] : ck.epilogue) k.epilogue.push_back({kind, p >= 0 ? node(p) : nullptr});
     P.s.kernels.push_back(std::move(k));
     if (!ck.lowered) continue;
     codegen::Lowered l;
@@ -409,7 +314,7 @@ Prepared instantiate(const CachedPlan& c, const GraphSignature& g) {
     l.outputs = nodes(ck.lowered_outputs);
     l.views = ck.views;
     P.plan[i].lowered = std::move(l);
-    P.plan[i].compiled = ck.compiled;
+    P.plan[i].program = ck.program;
   }
   P.s.inlined = nodes(c.inlined);
   for (const auto& r : c.release_after) {
@@ -426,7 +331,7 @@ std::list<CachedPlan> g_plans;  // most recently used first
 int64_t g_plan_hits = 0, g_plan_misses = 0;
 
 // Runs a prepared plan: each kernel in order, releasing what no later kernel needs.
-void run(Prepared& P, const std::vector<NodePtr>& targets) {
+void run(DeviceRuntime& rt, Prepared& P, const std::vector<NodePtr>& targets) {
   Schedule& s = P.s;
   std::vector<Planned>& plan = P.plan;
   const Liveness& live = P.live;
@@ -448,26 +353,25 @@ void run(Prepared& P, const std::vector<NodePtr>& targets) {
     std::string name;
     bool ran_generated = false, fused_conv = false;
     double moved = 0;  // bytes the generated kernel read and wrote (its buffers, once each)
-    if (k.generated() && plan[i].lowered && plan[i].compiled.fn) {
+    if (k.generated() && plan[i].lowered && plan[i].program) {
       name = plan[i].lowered->kernel.name;
       if (profiling_enabled())
         for (const ir::Buf& b : plan[i].lowered->kernel.bufs) moved += double(b.numel * int64_t(dtype_size(b.dtype)));
-      run_generated(k, plan[i]);
-      ran_generated = plan[i].compiled.fn != nullptr;
+      run_generated(rt, k, plan[i]);
+      ran_generated = plan[i].program != nullptr;
     } else {
       if (k.generated()) codegen::note_fallback();
       name = k.generated() ? "reference" : op_name(k.nodes.back()->op);
-      fused_conv = k.kind == KernelKind::Library && k.nodes.size() > 1 && run_conv_postops(k);
+      fused_conv = k.kind == KernelKind::Library && !k.epilogue.empty() && rt.run_epilogue(k);
       if (fused_conv) name = "Conv2d+postops";
-      if (!fused_conv)
-        reference_realize(k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
+      if (!fused_conv) run_unrealized(rt, k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
     }
     if (debug >= 1 || profiling_enabled()) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (debug >= 1)
         std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind), name.c_str(),
                      sec * 1e3);
-      // Library calls, views and fallbacks ran on the reference backend, which records each node.
+      // Library calls, views and fallbacks ran through run_nodes, which records each node.
       if (profiling_enabled() && (ran_generated || fused_conv))
         record_op_time(name.c_str(), sec, numel(k.shape), moved, 0);
     }
@@ -478,16 +382,22 @@ void run(Prepared& P, const std::vector<NodePtr>& targets) {
                    live.release_after[i].size(), static_cast<long long>(Buffer::live_bytes()));
   }
   // Targets that are views of stored values (or realized by no kernel) are made real here.
-  reference_realize(targets);
+  run_unrealized(rt, targets);
 }
-
 
 }  // namespace
 
-void fused_execute(const std::vector<NodePtr>& targets) {
+void run_unrealized(DeviceRuntime& rt, const std::vector<NodePtr>& targets) {
+  const std::vector<Node*> order = unrealized_in_order(targets);
+  if (!order.empty()) rt.run_nodes(order);
+}
+
+void execute(DeviceRuntime& rt, const std::vector<NodePtr>& targets) {
+  if (targets.empty()) return;
+  if (!rt.can_compile()) return run_unrealized(rt, targets);  // no compiler: one primitive per kernel
   if (!plan_cache_enabled()) {
-    Prepared P = prepare(targets);
-    return run(P, targets);
+    Prepared P = prepare(rt, targets);
+    return run(rt, P, targets);
   }
   GraphSignature g = graph_signature(targets);
   std::optional<Prepared> P;
@@ -506,7 +416,7 @@ void fused_execute(const std::vector<NodePtr>& targets) {
       std::lock_guard<std::mutex> lock(g_plans_mu);
       ++g_plan_misses;
     }
-    P = prepare(targets);
+    P = prepare(rt, targets);
     if (auto c = capture(*P, g)) {
       std::lock_guard<std::mutex> lock(g_plans_mu);
       g_plans.push_front(std::move(*c));
@@ -514,7 +424,7 @@ void fused_execute(const std::vector<NodePtr>& targets) {
     }
   }
   g = {};  // its node list would keep every value of the graph alive to the end of the run
-  run(*P, targets);
+  run(rt, *P, targets);
 }
 
 PlanCacheStats plan_cache_stats() {

@@ -1,0 +1,27 @@
+// The device runtimes of this build (backend/runtime.h), and their memories registered with the core
+// (core/device_memory.h) at start-up, before any Buffer of theirs can be made.
+#include "aether/core/error.h"
+#include "backend/runtime.h"
+
+namespace aether {
+namespace {
+LibraryCaps caps_of(Device device) {
+  if (device.type == DeviceType::cpu) return cpu_runtime().capabilities();
+  DeviceRuntime* r = device.type == DeviceType::cuda ? cuda_runtime() : nullptr;
+  return r ? r->capabilities() : LibraryCaps{};
+}
+[[maybe_unused]] const bool g_registered = [] {
+  if (DeviceRuntime* r = cuda_runtime()) register_device_memory(DeviceType::cuda, r->memory());
+  set_library_caps_source(caps_of);
+  return true;
+}();
+}  // namespace
+
+DeviceRuntime& runtime_for(Device device) {
+  if (device.type == DeviceType::cpu) return cpu_runtime();
+  DeviceRuntime* r = device.type == DeviceType::cuda ? cuda_runtime() : nullptr;
+  AETHER_CHECK(r, "backend", "no backend for device ", device.str(), ": ", device_unavailable(device.type));
+  return *r;
+}
+
+}  // namespace aether
