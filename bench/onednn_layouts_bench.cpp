@@ -1,5 +1,6 @@
 // Which weights layout each of oneDNN's three training passes runs fast with, on this CPU, for the
-// convolutions of the cifarnet step (batch 64 or AETHER_BENCH_BATCH, NHWC activations, 3x3, stride 1, pad 1, float32).
+// convolutions of the cifarnet step (batch 64 or AETHER_BENCH_BATCH, NHWC activations, 3x3, stride 1, pad 1,
+// float32).
 //
 // aether keeps conv weights OHWI and hands oneDNN a blocked copy (cached per weights buffer, so
 // evaluation and prediction reorder once). In training the weights change every step, and the
@@ -14,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-
 #include <dnnl.hpp>
 #include <string>
 #include <unordered_map>
@@ -28,7 +28,7 @@ struct Layer {
   int64_t C, O, H;  // input channels, output channels, height = width
 };
 // cifarnet's distinct convolutions (src/model/presets.cpp).
-constexpr Layer kLayers[] = {{3, 32, 32},    {32, 64, 32},   {64, 64, 16},  {64, 128, 16},
+constexpr Layer kLayers[] = {{3, 32, 32},   {32, 64, 32},  {64, 64, 16}, {64, 128, 16},
                              {128, 128, 8}, {128, 256, 8}, {256, 256, 4}};
 // The batch: 64, or AETHER_BENCH_BATCH.
 const int64_t kBatch = [] {
@@ -37,7 +37,8 @@ const int64_t kBatch = [] {
 }();
 
 // Weights layouts tried: 0 = oneDNN's own choice for the pass (format_tag::any), then fixed ones.
-constexpr tag kLayouts[] = {tag::any, tag::ohwi, tag::OIhw16i16o /* ABcd16b16a */, tag::OIhw16o16i /* ABcd16a16b */};
+constexpr tag kLayouts[] = {tag::any, tag::ohwi, tag::OIhw16i16o /* ABcd16b16a */,
+                            tag::OIhw16o16i /* ABcd16a16b */};
 const char* const kLayoutNames[] = {"any", "ohwi", "ABcd16b16a", "ABcd16a16b"};
 const char* const kPassNames[] = {"fwd", "bwd_data", "bwd_weights"};
 
@@ -52,14 +53,17 @@ struct Descs {
 };
 Descs descs(const Layer& l) {
   const auto f32 = memory::data_type::f32;
-  return {memory::desc({kBatch, l.C, l.H, l.H}, f32, tag::nhwc), memory::desc({kBatch, l.O, l.H, l.H}, f32, tag::nhwc),
+  return {memory::desc({kBatch, l.C, l.H, l.H}, f32, tag::nhwc),
+          memory::desc({kBatch, l.O, l.H, l.H}, f32, tag::nhwc),
           memory::desc({l.O, l.C, 3, 3}, f32, tag::any)};
 }
-memory::desc weights(const Layer& l, tag t) { return memory::desc({l.O, l.C, 3, 3}, memory::data_type::f32, t); }
+memory::desc weights(const Layer& l, tag t) {
+  return memory::desc({l.O, l.C, 3, 3}, memory::data_type::f32, t);
+}
 
 dnnl::convolution_forward::primitive_desc fwd_pd(const Descs& d, const memory::desc& w) {
-  return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil,
-           d.pad, d.pad},
+  return {{dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides,
+           d.dil, d.pad, d.pad},
           engine()};
 }
 
@@ -79,19 +83,26 @@ void BM_Conv(benchmark::State& state) {
     if (pass == 0) {
       prim = dnnl::convolution_forward(fpd);
       impl = fpd.impl_info_str();
-      args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, memory(fpd.weights_desc(), engine())}, {DNNL_ARG_DST, dst}};
+      args = {
+          {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, memory(fpd.weights_desc(), engine())}, {DNNL_ARG_DST, dst}};
     } else if (pass == 1) {
       const dnnl::convolution_backward_data::primitive_desc pd(
-          {dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(), fpd);
+          {dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(),
+          fpd);
       prim = dnnl::convolution_backward_data(pd);
       impl = pd.impl_info_str();
-      args = {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), engine())}, {DNNL_ARG_DIFF_SRC, src}};
+      args = {{DNNL_ARG_DIFF_DST, dst},
+              {DNNL_ARG_WEIGHTS, memory(pd.weights_desc(), engine())},
+              {DNNL_ARG_DIFF_SRC, src}};
     } else {
       const dnnl::convolution_backward_weights::primitive_desc pd(
-          {dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(), fpd);
+          {dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(),
+          fpd);
       prim = dnnl::convolution_backward_weights(pd);
       impl = pd.impl_info_str();
-      args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), engine())}};
+      args = {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_DIFF_DST, dst},
+              {DNNL_ARG_DIFF_WEIGHTS, memory(pd.diff_weights_desc(), engine())}};
     }
   } catch (const dnnl::error& e) {
     state.SkipWithError((std::string("oneDNN refuses: ") + e.what()).c_str());
@@ -106,8 +117,9 @@ void BM_Conv(benchmark::State& state) {
     prim.execute(s, args);
     s.wait();
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * kBatch * l.H * l.H * l.O * l.C * 9 * double(state.iterations()),
-                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * kBatch * l.H * l.H * l.O * l.C * 9 * double(state.iterations()),
+                         benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_Conv)
     ->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3}})
@@ -123,11 +135,13 @@ void BM_Reorder(benchmark::State& state) {
   memory::desc target = fpd.weights_desc();
   if (state.range(1) == 1)
     target = dnnl::convolution_backward_data::primitive_desc(
-                 {dnnl::algorithm::convolution_direct, d.src, d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(), fpd)
+                 {dnnl::algorithm::convolution_direct, d.src, d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad},
+                 engine(), fpd)
                  .weights_desc();
   if (state.range(1) == 2)
     target = dnnl::convolution_backward_weights::primitive_desc(
-                 {dnnl::algorithm::convolution_direct, d.src, d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad}, engine(), fpd)
+                 {dnnl::algorithm::convolution_direct, d.src, d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad},
+                 engine(), fpd)
                  .diff_weights_desc();
   memory from(weights(l, tag::ohwi), engine()), to(target, engine());
   dnnl::reorder r(from, to);
@@ -139,6 +153,9 @@ void BM_Reorder(benchmark::State& state) {
   }
   state.SetBytesProcessed(int64_t(state.iterations()) * 2 * l.O * l.C * 9 * 4);
 }
-BENCHMARK(BM_Reorder)->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2}})->ArgNames({"layer", "pass"})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Reorder)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2}})
+    ->ArgNames({"layer", "pass"})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -54,9 +54,8 @@ void BM_Matmul(benchmark::State& state) {
     Tensor c = a.matmul(b).realize();
     benchmark::DoNotOptimize(c.node()->buffer->data());
   }
-  state.counters["GFLOP/s"] =
-      benchmark::Counter(double(2 * n * n * n) * double(state.iterations()), benchmark::Counter::kIsRate,
-                         benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(double(2 * n * n * n) * double(state.iterations()),
+                                                 benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
   set_library_impl(LibraryImpl::onednn);
 }
 BENCHMARK(BM_Matmul)->Args({256, 1})->Args({256, 0})->Args({1024, 1})->Unit(benchmark::kMillisecond);

@@ -17,11 +17,16 @@ int main(int argc, char** argv) try {
   uint64_t seed = 42;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--dataset") dataset = v;
-    else if (k == "--epochs") epochs = std::stoll(v);
-    else if (k == "--limit") limit = std::stoll(v);
-    else if (k == "--seed") seed = std::stoull(v);
-    else throw Error("unknown option " + k);
+    if (k == "--dataset")
+      dataset = v;
+    else if (k == "--epochs")
+      epochs = std::stoll(v);
+    else if (k == "--limit")
+      limit = std::stoll(v);
+    else if (k == "--seed")
+      seed = std::stoull(v);
+    else
+      throw Error("unknown option " + k);
   }
   const auto dir = data::resolve_data_dir(dataset);
   data::Dataset train = data::load_dataset(dataset, dir, data::Split::train);
@@ -35,8 +40,11 @@ int main(int argc, char** argv) try {
   Model model;
   manual_seed(seed);
   using std::make_shared;
-  model.add(make_shared<nn::Conv2d>(train.c, 32, Size2(3, 3), Conv2dOptions{.stride = Size2(1, 1), .padding = "same"}))
-      .add(make_shared<nn::BatchNorm2d>(32, 1.0 - 0.9, 1e-5))  // Aether-ML's momentum 0.9, as the Python layer turns it
+  model
+      .add(make_shared<nn::Conv2d>(train.c, 32, Size2(3, 3),
+                                   Conv2dOptions{.stride = Size2(1, 1), .padding = "same"}))
+      .add(make_shared<nn::BatchNorm2d>(32, 1.0 - 0.9,
+                                        1e-5))  // Aether-ML's momentum 0.9, as the Python layer turns it
       .add(make_shared<nn::ReLU>())
       .add(make_shared<nn::MaxPool2d>(Size2(2, 2), Size2(2, 2), Size2(0, 0)))
       .add(make_shared<nn::GlobalAvgPool2d>())

@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache clang
+  # the format check of scripts/test.sh (every tracked C++ file as .clang-format says)
+  clang-format
   # libFuzzer (clang's runtime; not part of the clang package) for the fuzz targets in fuzz/
   libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -7,12 +7,12 @@
 #include <unistd.h>
 
 #include <array>
-#include <set>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -52,8 +52,8 @@ CliResult run(const std::string& args) {
 
 // No crash signs in any output.
 void expect_no_crash(const CliResult& r) {
-  for (const char* bad : {"terminate called", "what():", "Aborted", "Segmentation", "core dumped", "AddressSanitizer",
-                          "runtime error:", "#0 0x"})
+  for (const char* bad : {"terminate called", "what():", "Aborted", "Segmentation", "core dumped",
+                          "AddressSanitizer", "runtime error:", "#0 0x"})
     EXPECT_EQ(r.out.find(bad), std::string::npos) << "found '" << bad << "' in:\n" << r.out;
 }
 
@@ -68,9 +68,12 @@ void expect_clear_error(const CliResult& r, const std::vector<std::string>& part
     EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "more than one line:\n" << r.out;
   }
   EXPECT_EQ(r.out.rfind("aether: error: ", 0), 0u) << r.out;
-  for (const auto& p : parts) EXPECT_NE(r.out.find(p), std::string::npos) << "missing '" << p << "' in:\n" << r.out;
+  for (const auto& p : parts)
+    EXPECT_NE(r.out.find(p), std::string::npos) << "missing '" << p << "' in:\n" << r.out;
 }
-void expect_one_line_error(const CliResult& r, const std::vector<std::string>& parts) { expect_clear_error(r, parts); }
+void expect_one_line_error(const CliResult& r, const std::vector<std::string>& parts) {
+  expect_clear_error(r, parts);
+}
 
 struct TempDir {
   fs::path path;
@@ -209,10 +212,11 @@ TEST(Cli, MissingDataDir) {
   // The message lists every directory tried, one per line, and how to get the data.
   expect_clear_error(run("train --dataset fashion-mnist --model mlp --data-dir /nonexistent"),
                      {"fashion-mnist", "/nonexistent", "--data-dir"}, true);
-  expect_clear_error(run("train --dataset cifar10 --data-dir /nonexistent"), {"cifar-10", "/nonexistent"}, true);
-  expect_clear_error(run("data verify fashion-mnist --data-dir /nonexistent"), {"/nonexistent"}, true);
-  expect_clear_error(run("evaluate --checkpoint /nonexistent/m.aether --data-dir /nonexistent"), {"/nonexistent"},
+  expect_clear_error(run("train --dataset cifar10 --data-dir /nonexistent"), {"cifar-10", "/nonexistent"},
                      true);
+  expect_clear_error(run("data verify fashion-mnist --data-dir /nonexistent"), {"/nonexistent"}, true);
+  expect_clear_error(run("evaluate --checkpoint /nonexistent/m.aether --data-dir /nonexistent"),
+                     {"/nonexistent"}, true);
   expect_one_line_error(run("train --dataset mnist-ish --data-dir /nonexistent"), {"mnist-ish"});
 }
 
@@ -221,7 +225,8 @@ TEST(Cli, NotACheckpoint) {
   const std::string f = tmp.file("notes.txt");
   std::ofstream(f) << "just some text, not a checkpoint\n";
   expect_one_line_error(run("evaluate --checkpoint '" + f + "'"), {f});
-  expect_one_line_error(run("evaluate --checkpoint '" + tmp.file("missing.aether") + "'"), {"missing.aether"});
+  expect_one_line_error(run("evaluate --checkpoint '" + tmp.file("missing.aether") + "'"),
+                        {"missing.aether"});
   expect_one_line_error(run("predict --checkpoint '" + f + "' /dev/null"), {f});
 }
 
@@ -230,26 +235,31 @@ TEST(Cli, BadDevicePrecisionAndResume) {
   if (aether::cuda_device_count() == 0)
     expect_one_line_error(run("train --model mlp --device cuda --epochs 1 --max-steps-per-epoch 1 --quiet"),
                           {"CUDA"});
-  expect_one_line_error(run("train --model mlp --precision float16 --epochs 1 --max-steps-per-epoch 1 --quiet"),
-                        {"float16", "not yet supported"});
+  expect_one_line_error(
+      run("train --model mlp --precision float16 --epochs 1 --max-steps-per-epoch 1 --quiet"),
+      {"float16", "not yet supported"});
   expect_one_line_error(run("train --model nope-net --epochs 1 --quiet"), {"nope-net"});
   // --resume honours --device and --precision too (it used to keep training on the CPU).
   TempDir tmp;
   const std::string ck = tmp.file("m.aether");
   ASSERT_EQ(run("train --model mlp --epochs 1 --max-steps-per-epoch 1 --quiet --save '" + ck + "'").code, 0);
   if (aether::cuda_device_count() == 0)
-    expect_one_line_error(run("train --resume '" + ck + "' --device cuda --epochs 2 --max-steps-per-epoch 1 --quiet"),
-                          {"CUDA"});
-  expect_one_line_error(run("train --resume '" + ck + "' --precision float16 --epochs 2 --max-steps-per-epoch 1 --quiet"),
-                        {"float16", "not yet supported"});
+    expect_one_line_error(
+        run("train --resume '" + ck + "' --device cuda --epochs 2 --max-steps-per-epoch 1 --quiet"),
+        {"CUDA"});
+  expect_one_line_error(
+      run("train --resume '" + ck + "' --precision float16 --epochs 2 --max-steps-per-epoch 1 --quiet"),
+      {"float16", "not yet supported"});
 }
 
 TEST(Cli, MiniTrainingEvaluatePredict) {
   if (!fs::exists(fs::path(kFashionDir) / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no " << kFashionDir;
   TempDir tmp;
   const std::string ck = tmp.file("m.aether"), js = tmp.file("m.json");
-  const CliResult t = run("train --dataset fashion-mnist --model mlp --epochs 1 --max-steps-per-epoch 3 --batch-size 32 "
-                    "--save '" + ck + "' --metrics-json '" + js + "' --quiet");
+  const CliResult t =
+      run("train --dataset fashion-mnist --model mlp --epochs 1 --max-steps-per-epoch 3 --batch-size 32 "
+          "--save '" +
+          ck + "' --metrics-json '" + js + "' --quiet");
   ASSERT_EQ(t.code, 0) << t.out;
   expect_no_crash(t);
   EXPECT_NE(t.out.find("test accuracy"), std::string::npos) << t.out;
@@ -277,7 +287,7 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   EXPECT_NEAR(ej.at("test_accuracy").get<double>(), j.at("test_accuracy").get<double>(), 1e-9);
 
   const CliResult p = run("predict --checkpoint '" + ck + "' " + std::string(kFashionDir) +
-                    "/t10k-images-idx3-ubyte.gz --limit 3");
+                          "/t10k-images-idx3-ubyte.gz --limit 3");
   ASSERT_EQ(p.code, 0) << p.out;
   expect_no_crash(p);
   int lines = 0;
@@ -299,9 +309,9 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   }
 
   // A checkpoint with the wrong kind of input for predict: a clear error.
-  expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + std::string(kFashionDir) +
-                            "/t10k-labels-idx1-ubyte.gz'"),
-                        {"t10k-labels"});
+  expect_one_line_error(
+      run("predict --checkpoint '" + ck + "' '" + std::string(kFashionDir) + "/t10k-labels-idx1-ubyte.gz'"),
+      {"t10k-labels"});
 }
 
 TEST(Cli, ScheduleJsonTableAndDot) {

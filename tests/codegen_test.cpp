@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "test_values.h"
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
@@ -24,6 +23,7 @@
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
 #include "codegen/lower.h"
+#include "test_values.h"
 
 using namespace aether;
 using namespace aether::optim;
@@ -67,9 +67,9 @@ const std::vector<Case>& cases() {
       {"permuted, sliced, flipped and padded views",
        [] {
          const Tensor x = input({16, 24}, 6), y = input({24, 16}, 7);
-         const Tensor t = x.transpose(0, 1) * y;                         // (24, 16)
-         const Tensor s = x.slice(1, 1, 23, 3).flip({0}) + 1.0;          // (16, 8)
-         const Tensor p = (x + 1.0).pad({{1, 2}, {0, 3}}).exp();         // (19, 27): exp(0) = 1 in the pad
+         const Tensor t = x.transpose(0, 1) * y;                  // (24, 16)
+         const Tensor s = x.slice(1, 1, 23, 3).flip({0}) + 1.0;   // (16, 8)
+         const Tensor p = (x + 1.0).pad({{1, 2}, {0, 3}}).exp();  // (19, 27): exp(0) = 1 in the pad
          return std::vector<Tensor>{t, s, p, p.sum({0})};
        }},
       {"reshape of computed values into finer dims",
@@ -80,13 +80,15 @@ const std::vector<Case>& cases() {
       {"reshape of computed values into coarser dims (an iteration dim would need splitting: not affine)",
        [] {
          const Tensor x = input({8, 6, 4}, 10), z = input({48, 4}, 11);
-         return std::vector<Tensor>{(x + 1.0).reshape({48, 4}) * z, (x + 1.0).transpose(0, 1).reshape({3, 64})};
+         return std::vector<Tensor>{(x + 1.0).reshape({48, 4}) * z,
+                                    (x + 1.0).transpose(0, 1).reshape({3, 64})};
        },
        true},
       {"reductions over axes",
        [] {
          const Tensor x = input({32, 16, 8}, 11);
-         return std::vector<Tensor>{x.sum(), x.sum({0}), x.sum({1}, true), x.max({2}), x.mean({0, 2}), x.min({1})};
+         return std::vector<Tensor>{x.sum(),    x.sum({0}),     x.sum({1}, true),
+                                    x.max({2}), x.mean({0, 2}), x.min({1})};
        }},
       {"sibling reduces and their epilogues",
        [] {
@@ -112,18 +114,27 @@ const std::vector<Case>& cases() {
          const Tensor a = Tensor::from_vector<int32_t>({2147483647, -7, 9, 0, -2147483647 - 1, 5}, {6});
          const Tensor b = Tensor::from_vector<int32_t>({1, 2, 0, 0, -1, -3}, {6});
          const Tensor f = Tensor::from_vector<float>({1e10f, -1e10f, NAN, 2.7f, -2.7f, 255.9f}, {6});
-         return std::vector<Tensor>{a + b, a * b, a / b, -a, a.maximum(b), f.cast(DType::int32),
-                                    f.cast(DType::uint8), f.cast(DType::int64), a.cast(DType::int64).sum(),
+         return std::vector<Tensor>{a + b,
+                                    a * b,
+                                    a / b,
+                                    -a,
+                                    a.maximum(b),
+                                    f.cast(DType::int32),
+                                    f.cast(DType::uint8),
+                                    f.cast(DType::int64),
+                                    a.cast(DType::int64).sum(),
                                     a.sum()};
        }},
       {"comparisons, where and bool",
        [] {
          const Tensor x = input({40, 30}, 17), y = input({40, 30}, 18);
-         return std::vector<Tensor>{where(x.lt(y), x, y * 2.0), x.ge(y), x.eq(x), x.gt(Tensor::scalar(0.0)).cast(DType::float32).sum()};
+         return std::vector<Tensor>{where(x.lt(y), x, y * 2.0), x.ge(y), x.eq(x),
+                                    x.gt(Tensor::scalar(0.0)).cast(DType::float32).sum()};
        }},
       {"float64",
        [] {
-         const Tensor x = input({50, 20}, 19).cast(DType::float64), y = input({50, 20}, 20).cast(DType::float64);
+         const Tensor x = input({50, 20}, 19).cast(DType::float64),
+                      y = input({50, 20}, 20).cast(DType::float64);
          return std::vector<Tensor>{((x * y).abs() + 1.0).log(), (x * y).sum({0})};
        }},
       {"random numbers",
@@ -138,15 +149,21 @@ const std::vector<Case>& cases() {
        }},
       {"16-bit floats: every op rounds like the reference, casts round once",
        [] {
-         const Tensor x = input({16, 24}, 21).cast(DType::float16), y = input({16, 24}, 26).cast(DType::float16);
+         const Tensor x = input({16, 24}, 21).cast(DType::float16),
+                      y = input({16, 24}, 26).cast(DType::float16);
          const Tensor b = input({16, 24}, 27).cast(DType::bfloat16);
          const Tensor d = input({16, 24}, 28, -70000, 70000).cast(DType::float64);
          return std::vector<Tensor>{(x * y + 0.1).cast(DType::float32),  // rounded after the mul and the add
                                     ((x - y).exp() / (y.abs() + 1.0)).sqrt(),
-                                    (b * b * 3.0 - b).log(),             // log of negatives: NaN
-                                    x.sum({0}), b.sum(), x.max({1}), x.gt(y),
-                                    d.cast(DType::float16), d.cast(DType::bfloat16),  // overflow to inf
-                                    (x * 1000.0).cast(DType::int32), (x + b.cast(DType::float16)).cast(DType::float64)};
+                                    (b * b * 3.0 - b).log(),  // log of negatives: NaN
+                                    x.sum({0}),
+                                    b.sum(),
+                                    x.max({1}),
+                                    x.gt(y),
+                                    d.cast(DType::float16),
+                                    d.cast(DType::bfloat16),  // overflow to inf
+                                    (x * 1000.0).cast(DType::int32),
+                                    (x + b.cast(DType::float16)).cast(DType::float64)};
        }},
       {"relu backward with a float16 output and a float32 gradient keeps float32",
        [] {
@@ -241,7 +258,8 @@ TEST(Codegen, IrListsLoadsAccumulationsAndStores) {
   ASSERT_EQ(sch.kernels.size(), 1u);
   std::string why;
   const auto lowered = codegen::lower(
-      sch.kernels[0], [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+      sch.kernels[0], [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; },
+      &why);
   ASSERT_TRUE(lowered) << why;
   const std::string ir = ir::to_string(lowered->kernel);
   EXPECT_NE(ir.find("reducing axes 0"), std::string::npos) << ir;
@@ -256,7 +274,8 @@ namespace {
 // Run by the parent in a child process: computes a few kernels, checks them, prints the stats.
 TEST(CodegenChild, Run) {
   if (!std::getenv("AETHER_CODEGEN_CHILD")) GTEST_SKIP() << "only run as a child of the cache tests";
-  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {4}), y = Tensor::from_vector<float>({5, 6, 7, 8}, {4});
+  const Tensor x = Tensor::from_vector<float>({1, 2, 3, 4}, {4}),
+               y = Tensor::from_vector<float>({5, 6, 7, 8}, {4});
   const Tensor e = (x + y) * 2.0;
   const Tensor s = (x * y).sum();
   realize({e, s});
@@ -273,8 +292,8 @@ struct ChildResult {
   bool passed = false;
 };
 ChildResult child(const std::string& env) {
-  const std::string cmd = "AETHER_FUSE=1 AETHER_CODEGEN_CHILD=1 " + env + " /proc/" + std::to_string(getpid()) +
-                          "/exe --gtest_filter=CodegenChild.Run 2>&1";
+  const std::string cmd = "AETHER_FUSE=1 AETHER_CODEGEN_CHILD=1 " + env + " /proc/" +
+                          std::to_string(getpid()) + "/exe --gtest_filter=CodegenChild.Run 2>&1";
   ChildResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -283,8 +302,8 @@ ChildResult child(const std::string& env) {
   const int status = pclose(p);
   r.passed = status == 0 && r.out.find("[  PASSED  ] 1 test") != std::string::npos;
   if (auto at = r.out.find("stats compiled="); at != std::string::npos)
-    std::sscanf(r.out.c_str() + at, "stats compiled=%lld disk_hits=%lld failures=%lld", &r.compiled, &r.disk_hits,
-                &r.failures);
+    std::sscanf(r.out.c_str() + at, "stats compiled=%lld disk_hits=%lld failures=%lld", &r.compiled,
+                &r.disk_hits, &r.failures);
   return r;
 }
 struct TempDir {
@@ -354,8 +373,8 @@ TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
   const std::string keeping = "keeping compiled kernels in ";
   const auto at = r.out.find(keeping);
   ASSERT_NE(at, std::string::npos) << r.out;
-  const std::string fallback = r.out.substr(at + keeping.size(), r.out.find(' ', at + keeping.size()) -
-                                                                      (at + keeping.size()));
+  const std::string fallback =
+      r.out.substr(at + keeping.size(), r.out.find(' ', at + keeping.size()) - (at + keeping.size()));
   EXPECT_EQ(fallback.rfind("/tmp/aether-kernels-", 0), 0u) << fallback;
   EXPECT_GE(r.compiled, 1);
   EXPECT_FALSE(fs::exists(fallback)) << fallback << " was left behind";
@@ -381,10 +400,14 @@ TEST(Codegen, OptimizerUpdatesEachParameterInOneKernel) {
     std::vector<Tensor> params{input({64, 32}, 40).set_requires_grad(), input({32}, 41).set_requires_grad(),
                                input({10, 64}, 42).set_requires_grad()};
     std::unique_ptr<Optimizer> opt;
-    if (adam) opt = std::make_unique<AdamW>(params, AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
-    else opt = std::make_unique<SGD>(params, SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4});
+    if (adam)
+      opt = std::make_unique<AdamW>(params, AdamOptions{.lr = 1e-3, .weight_decay = 0.01});
+    else
+      opt = std::make_unique<SGD>(
+          params, SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 5e-4});
     for (int step = 0; step < 3; ++step) {
-      for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(input(params[i].shape(), uint32_t(50 + step * 3 + i)));
+      for (size_t i = 0; i < params.size(); ++i)
+        params[i].set_grad(input(params[i].shape(), uint32_t(50 + step * 3 + i)));
       plan_cache_clear();  // prepare the step's plan (and look its kernels up) afresh, to count them
       const auto before = codegen::codegen_stats();
       opt->step();

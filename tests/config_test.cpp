@@ -45,8 +45,7 @@ TEST(Config, DefaultsWhenNothingIsSet) {
   const Parsed p({});
   const Config& c = p.c;
   EXPECT_TRUE(c.errors.empty()) << c.errors;
-  EXPECT_TRUE(c.fuse && c.onednn && c.postops && c.plan_cache &&
-              c.conv_weight_cache);
+  EXPECT_TRUE(c.fuse && c.onednn && c.postops && c.plan_cache && c.conv_weight_cache);
   EXPECT_FALSE(c.pool_library || c.profile || c.cuda_graphs || c.cuda_verbose);
   EXPECT_EQ(c.debug, 0);
   EXPECT_EQ(c.num_threads, 0);
@@ -67,8 +66,9 @@ TEST(Config, CpuIsaIsOneOfItsWords) {
   for (const char* bad : {"avx", "avx-512", "avx2 ", "1", "x86-64-v3"}) {
     const Parsed p(std::map<std::string, std::string>{{"AETHER_CPU_ISA", bad}});
     EXPECT_EQ(p.c.cpu_isa, kCpuIsaNative) << bad;  // the default stays
-    EXPECT_NE(p.c.errors.find(std::string("AETHER_CPU_ISA=") + bad + " is not a choice it knows: expected native, "
-                                                                         "avx2 or avx512"),
+    EXPECT_NE(p.c.errors.find(std::string("AETHER_CPU_ISA=") + bad +
+                              " is not a choice it knows: expected native, "
+                              "avx2 or avx512"),
               std::string::npos)
         << p.c.errors;
   }

@@ -176,10 +176,10 @@ TEST(ConvPostOps, DoesNotMergeWhatItMustNot) {
   const Tensor bn = batch_norm(h, b, b, Tensor(), Tensor(), /*training=*/true).out.relu();
   EXPECT_EQ(library_sizes(schedule({bn})), std::vector<size_t>{1});
   // Operands that are neither per channel nor a dense tensor of the output's shape.
-  EXPECT_EQ(library_sizes(schedule({h + make({7, 1}, 20)})), std::vector<size_t>{1});  // per column
-  EXPECT_EQ(library_sizes(schedule({h * 2.0})), std::vector<size_t>{1});                // a scalar
+  EXPECT_EQ(library_sizes(schedule({h + make({7, 1}, 20)})), std::vector<size_t>{1});        // per column
+  EXPECT_EQ(library_sizes(schedule({h * 2.0})), std::vector<size_t>{1});                     // a scalar
   EXPECT_EQ(library_sizes(schedule({h * make({2, 7, 7, 8}, 21)})), std::vector<size_t>{1});  // dense mul
-  EXPECT_EQ(library_sizes(schedule({make({8}, 22) - h})), std::vector<size_t>{1});  // b - y
+  EXPECT_EQ(library_sizes(schedule({make({8}, 22) - h})), std::vector<size_t>{1});           // b - y
   // An intermediate value of the chain also requested: the ReLU reads it in the same elementwise
   // kernel, which then would read the conv kernel's output: nothing merges.
   const Tensor hb = h + b;

@@ -625,10 +625,10 @@ std::vector<Case> random_cases(size_t count, uint64_t seed) {
   return cs;
 }
 std::string describe(const Case& c) {
-  return detail::cat(c.name, " x (", c.N, ",", c.H, ",", c.W, ",", c.C, ") w (", c.O, ",", c.KH, ",", c.KW, ",",
-                     c.C / c.a.groups, ") stride ", c.a.stride_h, "x", c.a.stride_w, " pad ", c.a.pad_top, ",",
-                     c.a.pad_bottom, ",", c.a.pad_left, ",", c.a.pad_right, " dil ", c.a.dil_h, "x", c.a.dil_w,
-                     " groups ", c.a.groups);
+  return detail::cat(c.name, " x (", c.N, ",", c.H, ",", c.W, ",", c.C, ") w (", c.O, ",", c.KH, ",", c.KW,
+                     ",", c.C / c.a.groups, ") stride ", c.a.stride_h, "x", c.a.stride_w, " pad ",
+                     c.a.pad_top, ",", c.a.pad_bottom, ",", c.a.pad_left, ",", c.a.pad_right, " dil ",
+                     c.a.dil_h, "x", c.a.dil_w, " groups ", c.a.groups);
 }
 }  // namespace
 
@@ -648,7 +648,8 @@ TEST(ConvOracle, FusedOnednnMatchesReferenceF32) {
     const Shape xs{c.N, c.H, c.W, c.C}, ws{c.O, c.KH, c.KW, r.Cg}, ys{c.N, r.OH, r.OW, c.O};
     const auto xv = uniform(size_t(numel(xs)), seed++), wv = uniform(size_t(numel(ws)), seed++),
                dyv = uniform(size_t(numel(ys)), seed++);
-    auto run = [&](const std::vector<double>& xd, const std::vector<double>& wd, const std::vector<double>& dyd) {
+    auto run = [&](const std::vector<double>& xd, const std::vector<double>& wd,
+                   const std::vector<double>& dyd) {
       const Tensor x = f32_tensor(xd, xs), w = f32_tensor(wd, ws), dy = f32_tensor(dyd, ys);
       return std::vector<std::vector<double>>{f32_values(prim::conv2d(x, w, c.a)),
                                               f32_values(prim::conv2d_bwd_data(dy, w, xs, c.a)),

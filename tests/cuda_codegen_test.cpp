@@ -19,7 +19,6 @@
 #include <unordered_set>
 #include <vector>
 
-#include "test_values.h"
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
 #include "aether/codegen/compiler.h"
@@ -30,6 +29,7 @@
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/snippets.h"
+#include "test_values.h"
 #if AETHER_HAS_CUDA
 #include "backend/cuda/nvrtc_compile.h"
 #endif
@@ -461,8 +461,8 @@ TEST(cuda_codegen, ConstantsAndInfinitiesUseDeviceSpellings) {
   // Only the four bit casts (ae_fbits, ae_bitsf, ae_dbits, ae_bitsd: an intrinsic vs a builtin) are
   // spelled per language.
   auto without_bit_casts = [](std::string s) {
-    for (const char* fn :
-         {"ae_fbits(float f)", "ae_bitsf(unsigned int u)", "ae_dbits(double f)", "ae_bitsd(unsigned long long u)"}) {
+    for (const char* fn : {"ae_fbits(float f)", "ae_bitsf(unsigned int u)", "ae_dbits(double f)",
+                           "ae_bitsd(unsigned long long u)"}) {
       const size_t at = s.find(fn);
       EXPECT_NE(at, std::string::npos) << fn;
       if (at == std::string::npos) continue;

@@ -93,7 +93,8 @@ std::vector<double> small_ints(int64_t n, uint32_t seed) {
 }
 
 // |got - want| <= tol * (scale + |want|) everywhere; reports the first few mismatches.
-void expect_close(const HostBuf& got, const HostBuf& want, double tol, double scale, const std::string& what) {
+void expect_close(const HostBuf& got, const HostBuf& want, double tol, double scale,
+                  const std::string& what) {
   ASSERT_EQ(got.numel(), want.numel()) << what;
   int bad = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {
@@ -112,7 +113,8 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
     ADD_FAILURE() << "expected aether::Error";
   } catch (const Error& e) {
     for (const auto& p : parts)
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << "missing \"" << p << "\" in: " << e.what();
+      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
+          << "missing \"" << p << "\" in: " << e.what();
   }
 }
 
@@ -142,7 +144,8 @@ cpu::ConvGeom conv_geom(int64_t N, int64_t H, int64_t W, int64_t C, int64_t O, i
   g.OW = conv_out_size(W, KW, a.stride_w, a.pad_left, a.pad_right, a.dil_w);
   return g;
 }
-Conv2dArg conv_arg(int64_t stride, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dil, int64_t groups) {
+Conv2dArg conv_arg(int64_t stride, int64_t pt, int64_t pl, int64_t pb, int64_t pr, int64_t dil,
+                   int64_t groups) {
   Conv2dArg a;
   a.stride_h = a.stride_w = stride;
   a.pad_top = pt, a.pad_left = pl, a.pad_bottom = pb, a.pad_right = pr;
@@ -176,8 +179,8 @@ cpu::PoolGeom pool_geom(int64_t N, int64_t H, int64_t W, int64_t C, Pool2dArg a)
   g.OW = conv_out_size(W, a.kernel_w, a.stride_w, a.pad_left, a.pad_right, 1);
   return g;
 }
-Pool2dArg pool_arg(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t pb, int64_t pr,
-                   bool include_pad) {
+Pool2dArg pool_arg(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, int64_t pl, int64_t pb,
+                   int64_t pr, bool include_pad) {
   Pool2dArg a;
   a.kernel_h = kh, a.kernel_w = kw, a.stride_h = sh, a.stride_w = sw;
   a.pad_top = pt, a.pad_left = pl, a.pad_bottom = pb, a.pad_right = pr;
@@ -192,7 +195,8 @@ std::vector<PoolCase> pool_cases() {
   return {
       {"2x2 stride 2", pool_geom(2, 8, 6, 5, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false))},
       {"3x3 stride 2 overlapping, pad 1", pool_geom(2, 7, 9, 3, pool_arg(3, 3, 2, 2, 1, 1, 1, 1, false))},
-      {"3x3 stride 1 pad 1, count_include_pad", pool_geom(1, 5, 6, 4, pool_arg(3, 3, 1, 1, 1, 1, 1, 1, true))},
+      {"3x3 stride 1 pad 1, count_include_pad",
+       pool_geom(1, 5, 6, 4, pool_arg(3, 3, 1, 1, 1, 1, 1, 1, true))},
       {"asymmetric pad", pool_geom(2, 6, 7, 3, pool_arg(3, 2, 2, 1, 0, 1, 2, 0, false))},
       {"asymmetric pad, count_include_pad", pool_geom(2, 6, 7, 3, pool_arg(3, 2, 2, 1, 2, 0, 1, 1, true))},
       {"global 4x4", pool_geom(3, 4, 4, 7, pool_arg(4, 4, 4, 4, 0, 0, 0, 0, false))},
@@ -215,13 +219,15 @@ std::string no_gpu_reason() {
   }();
   return why;
 }
-#define REQUIRE_GPU()                                   \
-  do {                                                  \
-    const std::string why_ = no_gpu_reason();           \
-    if (!why_.empty()) GTEST_SKIP() << why_;            \
+#define REQUIRE_GPU()                         \
+  do {                                        \
+    const std::string why_ = no_gpu_reason(); \
+    if (!why_.empty()) GTEST_SKIP() << why_;  \
   } while (0)
 
-void cuda_ok(cudaError_t e, const char* what) { ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e); }
+void cuda_ok(cudaError_t e, const char* what) {
+  ASSERT_EQ(e, cudaSuccess) << what << ": " << cudaGetErrorString(e);
+}
 
 cudaStream_t test_stream() {
   static cudaStream_t s = [] {
@@ -265,10 +271,12 @@ TEST(cuda_library, KernelSourceCompilesWithNvrtcForEveryFloatDtype) {
     for (const char* arch : {"compute_90", "compute_75"}) {
       std::string ptx;
       ASSERT_TRUE(codegen::nvrtc_compile(cuda::lib::kernels_source(t), arch, &ptx))
-          << dtype_name(t) << " " << arch << ":\n" << ptx;
+          << dtype_name(t) << " " << arch << ":\n"
+          << ptx;
       for (int k = 0; k < cuda::lib::kNumKerns; ++k) {
         const std::string entry = std::string(".entry ") + cuda::lib::kern_name(cuda::lib::Kern(k));
-        EXPECT_NE(ptx.find(entry), std::string::npos) << entry << " missing for " << dtype_name(t) << " " << arch;
+        EXPECT_NE(ptx.find(entry), std::string::npos)
+            << entry << " missing for " << dtype_name(t) << " " << arch;
       }
       // NVRTC passes inline PTX (the float16 conversions) through unchecked: assemble the PTX too,
       // as the driver will, when the toolkit's ptxas is here.
@@ -276,10 +284,10 @@ TEST(cuda_library, KernelSourceCompilesWithNvrtcForEveryFloatDtype) {
       if (std::string(arch) == "compute_90" && std::ifstream(ptxas).good()) {
         const std::string base = ::testing::TempDir() + "cuda_library_" + dtype_name(t);
         std::ofstream(base + ".ptx") << ptx;
-        const std::string cmd =
-            std::string(ptxas) + " -arch=sm_90 " + base + ".ptx -o " + base + ".cubin > " + base + ".log 2>&1";
-        EXPECT_EQ(std::system(cmd.c_str()), 0) << "ptxas rejected the PTX for " << dtype_name(t) << ": see "
-                                               << base << ".log";
+        const std::string cmd = std::string(ptxas) + " -arch=sm_90 " + base + ".ptx -o " + base +
+                                ".cubin > " + base + ".log 2>&1";
+        EXPECT_EQ(std::system(cmd.c_str()), 0)
+            << "ptxas rejected the PTX for " << dtype_name(t) << ": see " << base << ".log";
       }
     }
 }
@@ -346,8 +354,8 @@ struct HostKernels {
 };
 
 HostKernels host_kernels(DType t) {
-  const std::string types = t == DType::float64 ? "typedef double T;\ntypedef double A;\n"
-                                                : "typedef float T;\ntypedef float A;\n";
+  const std::string types =
+      t == DType::float64 ? "typedef double T;\ntypedef double A;\n" : "typedef float T;\ntypedef float A;\n";
   const std::string src = types + kHostPrelude + cuda::lib::kernels_body() + kHostEntry;
   const auto compiled = codegen::compile_kernels({src});
   EXPECT_TRUE(compiled[0].fn) << compiled[0].error;
@@ -356,13 +364,14 @@ HostKernels host_kernels(DType t) {
 
 cuda::lib::PoolParams pool_params(const cpu::PoolGeom& g) {
   const Pool2dArg& a = g.arg;
-  return {g.N,        g.H,        g.W,       g.C,        g.OH,        g.OW,        a.kernel_h, a.kernel_w,
-          a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.count_include_pad};
+  return {g.N,       g.H,        g.W,          g.C,         g.OH,
+          g.OW,      a.kernel_h, a.kernel_w,   a.stride_h,  a.stride_w,
+          a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.count_include_pad};
 }
 cuda::lib::ConvParams conv_params(const cpu::ConvGeom& g) {
   const Conv2dArg& a = g.arg;
-  return {g.N, g.H, g.W, g.C, g.O, g.KH, g.KW, g.OH, g.OW, a.stride_h, a.stride_w, a.pad_top, a.pad_left,
-          a.dil_h, a.dil_w, a.groups};
+  return {g.N,  g.H,        g.W,        g.C,       g.O,        g.KH,    g.KW,    g.OH,
+          g.OW, a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dil_h, a.dil_w, a.groups};
 }
 
 }  // namespace
@@ -418,8 +427,9 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
       expect_close(dw, want_dw, tol, 1, what + " bwd weight");
       // The asymmetric-padding route: pad x explicitly, convolve without padding, crop the data gradient.
       const Conv2dArg& a = g.arg;
-      cuda::lib::PadParams pp{g.N, g.H, g.W, g.C, g.H + a.pad_top + a.pad_bottom, g.W + a.pad_left + a.pad_right,
-                              a.pad_top, a.pad_left};
+      cuda::lib::PadParams pp{
+          g.N,       g.H,       g.W, g.C, g.H + a.pad_top + a.pad_bottom, g.W + a.pad_left + a.pad_right,
+          a.pad_top, a.pad_left};
       HostBuf xp = garbage(t, g.N * pp.HP * pp.WP * g.C);
       hk.run(Kern::pad, {(void*)x.bytes.data(), xp.bytes.data(), &pp});
       cpu::ConvGeom gp = g;
@@ -455,7 +465,8 @@ TEST(cuda_library, BadCallsThrowBeforeTouchingADevice) {
   expect_error([&] { cuda::conv2d_bwd_weight(nullptr, DType::float32, nullptr, nullptr, nullptr, bad); },
                {"conv2d_bwd_weight", "inconsistent geometry"});
   cpu::PoolGeom pg = pool_geom(1, 4, 4, 2, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false));
-  expect_error([&] { cuda::maxpool2d_fwd(nullptr, DType::uint8, nullptr, nullptr, pg); }, {"max_pool2d", "uint8"});
+  expect_error([&] { cuda::maxpool2d_fwd(nullptr, DType::uint8, nullptr, nullptr, pg); },
+               {"max_pool2d", "uint8"});
   pg.OW = 3;
   expect_error([&] { cuda::avgpool2d_bwd(nullptr, DType::float32, nullptr, nullptr, pg); },
                {"avg_pool2d_bwd", "inconsistent geometry"});
@@ -468,14 +479,16 @@ TEST(cuda_library, MatmulMatchesCpu) {
   struct Shape4 {
     int64_t B, M, K, N;
   };
-  const std::vector<Shape4> shapes = {{1, 1, 1, 1}, {3, 5, 7, 4}, {2, 33, 65, 17}, {1, 64, 128, 96},
+  const std::vector<Shape4> shapes = {{1, 1, 1, 1},  {3, 5, 7, 4}, {2, 33, 65, 17}, {1, 64, 128, 96},
                                       {4, 16, 1, 8}, {2, 3, 0, 5}, {1, 257, 31, 3}};
   uint32_t seed = 100;
   for (DType t : kFloatTypes)
     for (const Shape4& s : shapes) {
       const std::string what = std::string("matmul ") + dtype_name(t) + " (" + std::to_string(s.B) + "," +
-                               std::to_string(s.M) + "," + std::to_string(s.K) + "," + std::to_string(s.N) + ")";
-      const HostBuf a = host_buf(t, uniform(s.B * s.M * s.K, seed++)), b = host_buf(t, uniform(s.B * s.K * s.N, seed++));
+                               std::to_string(s.M) + "," + std::to_string(s.K) + "," + std::to_string(s.N) +
+                               ")";
+      const HostBuf a = host_buf(t, uniform(s.B * s.M * s.K, seed++)),
+                    b = host_buf(t, uniform(s.B * s.K * s.N, seed++));
       HostBuf want = zeros(t, s.B * s.M * s.N);
       cpu::matmul_naive(t, a.bytes.data(), b.bytes.data(), want.bytes.data(), s.B, s.M, s.K, s.N);
       DevBuf da(a), db(b), dc(garbage(t, s.B * s.M * s.N));
@@ -499,7 +512,8 @@ TEST(cuda_library, MatmulOfUnalignedViews) {
                  static_cast<char*>(dc.p) + es, B, M, K, N);
     HostBuf got = dc.get(t);
     got.bytes.erase(got.bytes.begin(), got.bytes.begin() + es);
-    expect_close(got, want, tol_of(t), std::sqrt(double(K)), std::string("unaligned matmul ") + dtype_name(t));
+    expect_close(got, want, tol_of(t), std::sqrt(double(K)),
+                 std::string("unaligned matmul ") + dtype_name(t));
   }
 }
 

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "test_values.h"
 #include "aether/aether.h"
 #include "aether/backend/cuda.h"
 #include "aether/graph/autograd.h"
@@ -21,6 +20,7 @@
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
+#include "test_values.h"
 
 using namespace aether;
 
@@ -34,9 +34,10 @@ bool dry_run() {
 }
 Device target() { return dry_run() ? Device::cpu() : Device::cuda(0); }
 
-#define REQUIRE_GPU()                                                                                         \
-  do {                                                                                                        \
-    if (!dry_run() && cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason(); \
+#define REQUIRE_GPU()                                               \
+  do {                                                              \
+    if (!dry_run() && cuda_device_count() == 0)                     \
+      GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason(); \
   } while (0)
 
 using testing_values::input;
@@ -46,7 +47,8 @@ using Graph = std::function<std::vector<Tensor>(std::vector<Tensor>& inputs)>;
 
 // Runs `g` on the CPU inputs and on their copies on cuda:0 (leaves there too, requires_grad kept),
 // and compares every output: |gpu - cpu| <= atol + rtol * |cpu|, shapes and dtypes equal.
-void expect_matches_cpu(const std::vector<Tensor>& inputs, const Graph& g, double rtol = 1e-5, double atol = 1e-5) {
+void expect_matches_cpu(const std::vector<Tensor>& inputs, const Graph& g, double rtol = 1e-5,
+                        double atol = 1e-5) {
   const Device gpu = target();
   std::vector<Tensor> cin, gin;
   for (const Tensor& x : inputs) {
@@ -69,7 +71,8 @@ void expect_matches_cpu(const std::vector<Tensor>& inputs, const Graph& g, doubl
     ASSERT_EQ(w.size(), v.size());
     int bad = 0;
     for (size_t j = 0; j < w.size() && bad < 5; ++j) {
-      const bool ok = (std::isnan(w[j]) && std::isnan(v[j])) || std::fabs(v[j] - w[j]) <= atol + rtol * std::fabs(w[j]);
+      const bool ok =
+          (std::isnan(w[j]) && std::isnan(v[j])) || std::fabs(v[j] - w[j]) <= atol + rtol * std::fabs(w[j]);
       if (!ok) {
         ++bad;
         ADD_FAILURE() << "element " << j << ": cuda " << v[j] << ", cpu " << w[j];
@@ -87,28 +90,44 @@ Tensor leaf(const Shape& s, uint32_t seed, float lo = -2, float hi = 2) {
 TEST(CudaOps, Elementwise) {
   REQUIRE_GPU();
   const int64_t before = cuda_host_fallbacks();
-  expect_matches_cpu({input({64, 48}, 1), input({64, 48}, 2), input({1, 48}, 3)}, [](std::vector<Tensor>& in) {
-    const Tensor &x = in[0], &y = in[1], &b = in[2];
-    return std::vector<Tensor>{((x + y) * 0.5).exp() - y / (x.abs() + 1.0),
-                               (x * b).sin() + (y.abs() + 0.1).log() + (x.abs()).sqrt(),
-                               x.maximum(y), where(x < y, x, b), (x > 0.5).cast(DType::int32),
-                               x.cast(DType::float64) * 3.0, x.transpose(0, 1).relu(), x.clamp(-1, 1)};
-  });
+  expect_matches_cpu({input({64, 48}, 1), input({64, 48}, 2), input({1, 48}, 3)},
+                     [](std::vector<Tensor>& in) {
+                       const Tensor &x = in[0], &y = in[1], &b = in[2];
+                       return std::vector<Tensor>{((x + y) * 0.5).exp() - y / (x.abs() + 1.0),
+                                                  (x * b).sin() + (y.abs() + 0.1).log() + (x.abs()).sqrt(),
+                                                  x.maximum(y),
+                                                  where(x < y, x, b),
+                                                  (x > 0.5).cast(DType::int32),
+                                                  x.cast(DType::float64) * 3.0,
+                                                  x.transpose(0, 1).relu(),
+                                                  x.clamp(-1, 1)};
+                     });
   EXPECT_EQ(cuda_host_fallbacks(), before) << "float32 elementwise ops ran on the host";
 }
 
 TEST(CudaOps, Reductions) {
   REQUIRE_GPU();
-  expect_matches_cpu({input({32, 17, 40}, 4)}, [](std::vector<Tensor>& in) {
-    const Tensor& x = in[0];
-    return std::vector<Tensor>{x.sum(),          x.sum({0, 2}),       x.max({1}, true), x.mean({2}),
-                               x.var({0}, false, 1), x.argmax(2),     (x - x.mean({2}, true)).exp().sum({2}),
-                               x.min({0, 1})};
-  }, 1e-5, 1e-4);
+  expect_matches_cpu(
+      {input({32, 17, 40}, 4)},
+      [](std::vector<Tensor>& in) {
+        const Tensor& x = in[0];
+        return std::vector<Tensor>{x.sum(),
+                                   x.sum({0, 2}),
+                                   x.max({1}, true),
+                                   x.mean({2}),
+                                   x.var({0}, false, 1),
+                                   x.argmax(2),
+                                   (x - x.mean({2}, true)).exp().sum({2}),
+                                   x.min({0, 1})};
+      },
+      1e-5, 1e-4);
   // A long reduction split over several blocks (the combine pass).
-  expect_matches_cpu({input({1 << 20}, 5)}, [](std::vector<Tensor>& in) {
-    return std::vector<Tensor>{in[0].sum(), in[0].max(), (in[0] * in[0]).mean()};
-  }, 1e-5, 1e-3);
+  expect_matches_cpu(
+      {input({1 << 20}, 5)},
+      [](std::vector<Tensor>& in) {
+        return std::vector<Tensor>{in[0].sum(), in[0].max(), (in[0] * in[0]).mean()};
+      },
+      1e-5, 1e-3);
 }
 
 TEST(CudaOps, BatchNormTrainingForwardBackward) {
@@ -130,58 +149,68 @@ TEST(CudaOps, BatchNormTrainingForwardBackward) {
 TEST(CudaOps, ReluBackwardFloat16OutputFloat32Gradient) {
   REQUIRE_GPU();
   // One select: out > 0 ? dy : 0, with the output float16 and the gradient float32 (kept float32).
-  expect_matches_cpu({input({4, 33}, 12).cast(DType::float16), input({4, 33}, 13)}, [](std::vector<Tensor>& in) {
-    const Tensor out = in[0].relu();  // float16
-    const Tensor dx = where(out > 0.0, in[1], 0.0);
-    EXPECT_EQ(dx.dtype(), DType::float32);
-    return std::vector<Tensor>{out, dx};
-  }, 0, 0);
+  expect_matches_cpu(
+      {input({4, 33}, 12).cast(DType::float16), input({4, 33}, 13)},
+      [](std::vector<Tensor>& in) {
+        const Tensor out = in[0].relu();  // float16
+        const Tensor dx = where(out > 0.0, in[1], 0.0);
+        EXPECT_EQ(dx.dtype(), DType::float32);
+        return std::vector<Tensor>{out, dx};
+      },
+      0, 0);
 }
 
 TEST(CudaOps, Matmul) {
   REQUIRE_GPU();
-  expect_matches_cpu({leaf({3, 17, 31}, 14), leaf({31, 9}, 15), input({3, 17, 9}, 16)}, [](std::vector<Tensor>& in) {
-    const Tensor c = matmul(in[0], in[1]);  // batch broadcast of b
-    const auto g = gradients((c * in[2]).sum(), {in[0], in[1]});
-    return std::vector<Tensor>{c, matmul(in[0].transpose(1, 2), in[0]), g[0], g[1]};
-  }, 1e-4, 1e-4);
+  expect_matches_cpu(
+      {leaf({3, 17, 31}, 14), leaf({31, 9}, 15), input({3, 17, 9}, 16)},
+      [](std::vector<Tensor>& in) {
+        const Tensor c = matmul(in[0], in[1]);  // batch broadcast of b
+        const auto g = gradients((c * in[2]).sum(), {in[0], in[1]});
+        return std::vector<Tensor>{c, matmul(in[0].transpose(1, 2), in[0]), g[0], g[1]};
+      },
+      1e-4, 1e-4);
 }
 
 TEST(CudaOps, ConvolutionForwardBackward) {
   REQUIRE_GPU();
-  expect_matches_cpu({leaf({2, 9, 9, 4}, 17), leaf({6, 3, 3, 4}, 18, -0.5, 0.5), leaf({6}, 19),
-                      input({2, 5, 5, 6}, 20)},
-                     [](std::vector<Tensor>& in) {
-                       const Tensor y = conv2d(in[0], in[1], in[2], {.stride = 2, .padding = 1});  // (2,5,5,6)
-                       const auto g = gradients((y * in[3]).sum(), {in[0], in[1], in[2]});
-                       const Tensor same = conv2d(in[0], in[1], Tensor(), {.padding = "same"});
-                       return std::vector<Tensor>{y, g[0], g[1], g[2], same};
-                     },
-                     1e-4, 1e-4);
+  expect_matches_cpu(
+      {leaf({2, 9, 9, 4}, 17), leaf({6, 3, 3, 4}, 18, -0.5, 0.5), leaf({6}, 19), input({2, 5, 5, 6}, 20)},
+      [](std::vector<Tensor>& in) {
+        const Tensor y = conv2d(in[0], in[1], in[2], {.stride = 2, .padding = 1});  // (2,5,5,6)
+        const auto g = gradients((y * in[3]).sum(), {in[0], in[1], in[2]});
+        const Tensor same = conv2d(in[0], in[1], Tensor(), {.padding = "same"});
+        return std::vector<Tensor>{y, g[0], g[1], g[2], same};
+      },
+      1e-4, 1e-4);
 }
 
 TEST(CudaOps, Pooling) {
   REQUIRE_GPU();
-  expect_matches_cpu({leaf({2, 8, 8, 3}, 21), input({2, 4, 4, 3}, 22), input({2, 3, 3, 3}, 23)},
-                     [](std::vector<Tensor>& in) {
-                       const Tensor m = max_pool2d(in[0], 2);                   // (2,4,4,3)
-                       const Tensor a = avg_pool2d(in[0], 3, 2, 1);             // (2,4,4,3)
-                       const Tensor a2 = avg_pool2d(in[0], 3, 3);               // (2,2,2,3)
-                       const auto gm = gradients((m * in[1]).sum(), {in[0]});
-                       const auto ga = gradients((a * in[1]).sum(), {in[0]});
-                       return std::vector<Tensor>{m, a, a2, gm[0], ga[0], global_max_pool2d(in[0])};
-                     },
-                     1e-5, 1e-5);
+  expect_matches_cpu(
+      {leaf({2, 8, 8, 3}, 21), input({2, 4, 4, 3}, 22), input({2, 3, 3, 3}, 23)},
+      [](std::vector<Tensor>& in) {
+        const Tensor m = max_pool2d(in[0], 2);        // (2,4,4,3)
+        const Tensor a = avg_pool2d(in[0], 3, 2, 1);  // (2,4,4,3)
+        const Tensor a2 = avg_pool2d(in[0], 3, 3);    // (2,2,2,3)
+        const auto gm = gradients((m * in[1]).sum(), {in[0]});
+        const auto ga = gradients((a * in[1]).sum(), {in[0]});
+        return std::vector<Tensor>{m, a, a2, gm[0], ga[0], global_max_pool2d(in[0])};
+      },
+      1e-5, 1e-5);
 }
 
 TEST(CudaOps, SoftmaxCrossEntropy) {
   REQUIRE_GPU();
   const std::vector<int64_t> labels{3, 0, 9, 4, 4, 1, 7, 2};
-  expect_matches_cpu({leaf({8, 10}, 24, -4, 4), Tensor::from_vector(labels)}, [](std::vector<Tensor>& in) {
-    const Tensor loss = cross_entropy(in[0], in[1], 0.1);
-    const auto g = gradients(loss, {in[0]});
-    return std::vector<Tensor>{softmax(in[0]), loss, g[0], accuracy(in[0], in[1])};
-  }, 1e-5, 1e-6);
+  expect_matches_cpu(
+      {leaf({8, 10}, 24, -4, 4), Tensor::from_vector(labels)},
+      [](std::vector<Tensor>& in) {
+        const Tensor loss = cross_entropy(in[0], in[1], 0.1);
+        const auto g = gradients(loss, {in[0]});
+        return std::vector<Tensor>{softmax(in[0]), loss, g[0], accuracy(in[0], in[1])};
+      },
+      1e-5, 1e-6);
 }
 
 // A few SGD (momentum) steps of a small cifarnet-like net, the same weights and batches on both
@@ -234,7 +263,8 @@ TEST(CudaOps, CifarnetLikeTrainingStepsMatchCpu) {
   for (size_t i = 0; i < cp.size(); ++i) {
     EXPECT_EQ(gp[i].device(), gpu);
     const auto a = cp[i].to_vector<double>(), b = gp[i].to_vector<double>();
-    for (size_t j = 0; j < a.size(); ++j) ASSERT_NEAR(b[j], a[j], 1e-3 * std::fabs(a[j]) + 1e-4) << "param " << i;
+    for (size_t j = 0; j < a.size(); ++j)
+      ASSERT_NEAR(b[j], a[j], 1e-3 * std::fabs(a[j]) + 1e-4) << "param " << i;
   }
   for (auto& [name, slot] : gpu_opt.named_state()) EXPECT_EQ(slot->device(), gpu) << name;
 }

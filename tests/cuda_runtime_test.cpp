@@ -16,8 +16,8 @@ using namespace aether;
 
 namespace {
 
-#define REQUIRE_GPU()                                                                          \
-  do {                                                                                         \
+#define REQUIRE_GPU()                                                                           \
+  do {                                                                                          \
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason(); \
   } while (0)
 
@@ -50,8 +50,10 @@ TEST(CudaRuntime, UnavailableReasonIsConsistent) {
   if (n == 0) {
     const std::string why = cuda_unavailable_reason();
     EXPECT_FALSE(why.empty());
-    if (!cuda_built()) EXPECT_TRUE(contains(why, "built without CUDA")) << why;
-    else EXPECT_TRUE(contains(why, "no CUDA")) << why;  // no CUDA driver / no CUDA GPU / ...
+    if (!cuda_built())
+      EXPECT_TRUE(contains(why, "built without CUDA")) << why;
+    else
+      EXPECT_TRUE(contains(why, "no CUDA")) << why;  // no CUDA driver / no CUDA GPU / ...
   } else {
     EXPECT_EQ(cuda_unavailable_reason(), "");
   }
@@ -238,7 +240,8 @@ TEST(CudaRuntime, ModuleToMovesParametersAndKeepsThemTrainable) {
   EXPECT_EQ(lin.weight.to_vector<float>(), before);
 }
 
-// ---- NVRTC and the PTX disk cache (no GPU needed) -----------------------------------------------------------
+// ---- NVRTC and the PTX disk cache (no GPU needed)
+// -----------------------------------------------------------
 #if AETHER_HAS_CUDA
 #include <sys/stat.h>
 #include <unistd.h>
@@ -255,8 +258,9 @@ TEST(CudaRuntime, PtxIsCompiledOnceThenLoadedFromTheDiskCache) {
   const std::string dir = ::testing::TempDir() + "aether-ptx-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
   config().cache_dir.set(dir);  // as AETHER_CACHE_DIR=dir (the environment is read once, at start-up)
-  const std::string src = "extern \"C\" __global__ void aether_kernel(float* p, double fp0, void* scratch) {\n"
-                          "  p[threadIdx.x] = float(fp0) * 2.0f;\n}\n";
+  const std::string src =
+      "extern \"C\" __global__ void aether_kernel(float* p, double fp0, void* scratch) {\n"
+      "  p[threadIdx.x] = float(fp0) * 2.0f;\n}\n";
   bool from_disk = true;
   const std::string ptx = cuda::ptx_for(src, "compute_90", &from_disk);
   EXPECT_FALSE(from_disk);

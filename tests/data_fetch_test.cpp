@@ -8,9 +8,9 @@
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
 #include "aether/data/dataset.h"
+#include "data/fixtures.h"
 #include "fetch/fetch.h"
 #include "fetch/tar.h"
-#include "data/fixtures.h"
 
 using namespace aether::data;
 using namespace aether::data::test_util;

@@ -147,7 +147,8 @@ TEST(Executor, ConvEpilogueIsTheSchedulersRecord) {
   EXPECT_EQ(epilogue_kernels, 1u);
   expect_near(on(with, f), want);
   ASSERT_EQ(with.epilogue_calls, 1);
-  EXPECT_EQ(with.epilogues[0], (std::vector<EpilogueOp::Kind>{EpilogueOp::Kind::Add, EpilogueOp::Kind::Relu}));
+  EXPECT_EQ(with.epilogues[0],
+            (std::vector<EpilogueOp::Kind>{EpilogueOp::Kind::Add, EpilogueOp::Kind::Relu}));
   EXPECT_EQ(with.launches, 0) << "bias and ReLU ran as a generated kernel, not in the conv";
 
   plan_cache_clear();

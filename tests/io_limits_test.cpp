@@ -365,30 +365,42 @@ TEST(ModuleConfigLimits, QuotedConfigsAreShort) {
 // not a json::type_error through std::terminate, undefined behaviour converting 1e300, a silently
 // truncated 3.5, or an allocation of terabytes.
 TEST(ModuleConfigLimits, FieldsAreTypedAndSizesBounded) {
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json{{"type", 5}}); }),
+  EXPECT_ERROR(error_of([&] {
+                 nn::module_from_config(json{{"type", 5}});
+               }),
                "module_from_config: \"type\" must be a string, got 5");
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json{{"type", "Linear"}, {"in", 3.5}, {"out", 2}}); }),
+  EXPECT_ERROR(error_of([&] {
+                 nn::module_from_config(json{{"type", "Linear"}, {"in", 3.5}, {"out", 2}});
+               }),
                "\"in\" must be a whole number, got 3.5");
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 1e300}}); }),
+  EXPECT_ERROR(error_of([&] {
+                 nn::module_from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 1e300}});
+               }),
                "\"out\" must be a whole number, got 1e+300");
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json{{"type", "Linear"}, {"in", -3}, {"out", 2}}); }),
+  EXPECT_ERROR(error_of([&] {
+                 nn::module_from_config(json{{"type", "Linear"}, {"in", -3}, {"out", 2}});
+               }),
                "\"in\" = -3 is outside [0, 16777216]");
   EXPECT_ERROR(error_of([&] {
                  nn::module_from_config(json{{"type", "Linear"}, {"in", 1 << 20}, {"out", 1 << 20}});
                }),
                "would hold 1.09951e+12 parameters; at most 2147483648 are allowed per layer");
-  const json conv = {{"type", "Conv2d"}, {"in", 65536}, {"out", 65536}, {"kernel", {64, 64}},  {"stride", 1},
-                     {"dilation", 1},    {"groups", 1},  {"padding", "same"}, {"bias", true}};
+  const json conv = {{"type", "Conv2d"},   {"in", 65536},       {"out", 65536},
+                     {"kernel", {64, 64}}, {"stride", 1},       {"dilation", 1},
+                     {"groups", 1},        {"padding", "same"}, {"bias", true}};
   EXPECT_ERROR(error_of([&] { nn::module_from_config(conv); }), "parameters; at most 2147483648");
   json bad_pad = conv;
   bad_pad["in"] = 3, bad_pad["out"] = 4, bad_pad["kernel"] = 3, bad_pad["padding"] = json::array({1, 1});
   EXPECT_ERROR(error_of([&] { nn::module_from_config(bad_pad); }),
                "\"padding\" must be \"same\", \"valid\" or [top, bottom, left, right], got [1,1]");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "BatchNorm2d"}, {"channels", 4}, {"momentum", "x"}, {"eps", 1e-5}});
+                 nn::module_from_config(
+                     json{{"type", "BatchNorm2d"}, {"channels", 4}, {"momentum", "x"}, {"eps", 1e-5}});
                }),
                "\"momentum\" must be a finite number, got \"x\"");
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json{{"type", "GELU"}, {"tanh_approx", 1}}); }),
+  EXPECT_ERROR(error_of([&] {
+                 nn::module_from_config(json{{"type", "GELU"}, {"tanh_approx", 1}});
+               }),
                "\"tanh_approx\" must be true or false, got 1");
   // The same fields, well formed, still build the layers.
   bad_pad["padding"] = json::array({1, 1, 1, 1});

@@ -7,8 +7,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "test_paths.h"
-
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +16,7 @@
 
 #include "aether/aether.h"
 #include "aether/io/safetensors.h"
+#include "test_paths.h"
 
 using namespace aether;
 namespace fs = std::filesystem;

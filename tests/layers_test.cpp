@@ -3,6 +3,8 @@
 // statistics in training and evaluation, dropout masks, residual gradients, module naming and
 // bookkeeping, the summary table, config round trips, and finite-difference gradient checks in
 // float64 through a small Sequential.
+#include "aether/nn/layers.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,7 +15,6 @@
 #include <vector>
 
 #include "aether/aether.h"
-#include "aether/nn/layers.h"
 #include "aether/nn/module.h"
 #include "nn_test_util.h"
 
@@ -73,7 +74,8 @@ TEST(LinearLayer, ShapesAndValues) {
   const Tensor y = lin(f64(x, {2, 3}));
   EXPECT_EQ(y.shape(), (Shape{2, 2}));
   // y[r][o] = sum_i x[r][i] w[o][i] + b[o]
-  expect_close(y.to_vector<double>(), {1 - 3 + 0.5, -1 - 0.25 - 2, 2 + 6 + 12 + 0.5, -2 + 1.5 + 1 - 2}, 1e-12, 0);
+  expect_close(y.to_vector<double>(), {1 - 3 + 0.5, -1 - 0.25 - 2, 2 + 6 + 12 + 0.5, -2 + 1.5 + 1 - 2}, 1e-12,
+               0);
   // Leading batch axes are kept: (2, 5, 3) -> (2, 5, 2).
   EXPECT_EQ(lin(Tensor::zeros({2, 5, 3}, DType::float64)).shape(), (Shape{2, 5, 2}));
   nn::Linear nb(3, 4, false);
@@ -172,7 +174,8 @@ BnRef ref_bn_train(const std::vector<double>& x, int64_t c, const std::vector<do
       const double d = x[size_t(i * c + k)] - r.mean[size_t(k)];
       r.var_biased[size_t(k)] += d * d / double(m);
     }
-  for (int64_t k = 0; k < c; ++k) r.var_unbiased.push_back(r.var_biased[size_t(k)] * double(m) / double(m - 1));
+  for (int64_t k = 0; k < c; ++k)
+    r.var_unbiased.push_back(r.var_biased[size_t(k)] * double(m) / double(m - 1));
   r.out.resize(x.size());
   for (int64_t i = 0; i < m; ++i)
     for (int64_t k = 0; k < c; ++k)
@@ -189,8 +192,10 @@ TEST(BatchNormLayer, TrainUpdatesRunningStatsEvalUsesThem) {
     const int64_t c = 3;
     const double mom = 0.25, eps = 1e-3;
     std::shared_ptr<nn::BatchNorm> bn;
-    if (dims == 1) bn = mk<nn::BatchNorm1d>(c, mom, eps);
-    else bn = mk<nn::BatchNorm2d>(c, mom, eps);
+    if (dims == 1)
+      bn = mk<nn::BatchNorm1d>(c, mom, eps);
+    else
+      bn = mk<nn::BatchNorm2d>(c, mom, eps);
     EXPECT_EQ(bn->type_name(), dims == 1 ? "BatchNorm1d" : "BatchNorm2d");
     EXPECT_EQ(bn->running_mean.to_vector<double>(), (std::vector<double>{0, 0, 0}));
     EXPECT_EQ(bn->running_var.to_vector<double>(), (std::vector<double>{1, 1, 1}));
@@ -349,7 +354,8 @@ TEST(DropoutLayers, TrainEvalAndReproducible) {
       const float first = s1[size_t((n * 64) * 16 + c)];
       EXPECT_TRUE(first == 0.0f || first == 2.0f);
       dropped += first == 0.0f;
-      for (int p = 1; p < 64; ++p) ASSERT_EQ(s1[size_t((n * 64 + p) * 16 + c)], first) << n << " " << c << " " << p;
+      for (int p = 1; p < 64; ++p)
+        ASSERT_EQ(s1[size_t((n * 64 + p) * 16 + c)], first) << n << " " << c << " " << p;
     }
   EXPECT_GT(dropped, 10);
   EXPECT_LT(dropped, 54);
@@ -382,7 +388,8 @@ TEST(ResidualLayer, AddsInputAndGradientFlowsToBoth) {
   y.sum().backward();
   std::vector<double> gx(6), gw(9);
   for (int r = 0; r < 2; ++r)
-    for (int i = 0; i < 3; ++i) gx[size_t(r * 3 + i)] = 1 + w[size_t(i)] + w[size_t(3 + i)] + w[size_t(6 + i)];
+    for (int i = 0; i < 3; ++i)
+      gx[size_t(r * 3 + i)] = 1 + w[size_t(i)] + w[size_t(3 + i)] + w[size_t(6 + i)];
   for (int o = 0; o < 3; ++o)
     for (int i = 0; i < 3; ++i) gw[size_t(o * 3 + i)] = xv[size_t(i)] + xv[size_t(3 + i)];
   expect_close(x.grad().to_vector<double>(), gx, 1e-14, 0, "grad x");
@@ -402,13 +409,13 @@ std::shared_ptr<nn::Sequential> small_net() {
   body->add(mk<nn::Conv2d>(4, 4, 3, Conv2dOptions{.padding = "same"}, false)).add(mk<nn::BatchNorm2d>(4));
   auto net = mk<nn::Sequential>();
   net->add(mk<nn::Conv2d>(1, 4, 3, Conv2dOptions{.padding = "same"}))  // 0: 36 + 4
-      .add(mk<nn::BatchNorm2d>(4))                                    // 1: 8 (+ 8 buffers)
-      .add(mk<nn::ReLU>())                                            // 2
-      .add(mk<nn::Residual>(body))                                    // 3: 144 + 8 (+ 8 buffers)
-      .add(mk<nn::MaxPool2d>(2))                                      // 4
-      .add(mk<nn::Dropout>(0.1))                                      // 5
-      .add(mk<nn::Flatten>())                                         // 6
-      .add(mk<nn::Linear>(4 * 4 * 4, 10));                            // 7: 640 + 10
+      .add(mk<nn::BatchNorm2d>(4))                                     // 1: 8 (+ 8 buffers)
+      .add(mk<nn::ReLU>())                                             // 2
+      .add(mk<nn::Residual>(body))                                     // 3: 144 + 8 (+ 8 buffers)
+      .add(mk<nn::MaxPool2d>(2))                                       // 4
+      .add(mk<nn::Dropout>(0.1))                                       // 5
+      .add(mk<nn::Flatten>())                                          // 6
+      .add(mk<nn::Linear>(4 * 4 * 4, 10));                             // 7: 640 + 10
   return net;
 }
 }  // namespace
@@ -419,9 +426,9 @@ TEST(ModuleBookkeeping, NamesCountsAndModes) {
   for (auto& [n, t] : net->named_parameters()) pnames.push_back(n);
   for (auto& [n, t] : net->named_buffers()) bnames.push_back(n);
   EXPECT_EQ(pnames, (std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias", "3.body.0.weight",
-                                               "3.body.1.weight", "3.body.1.bias", "7.weight", "7.bias"}));
+                                              "3.body.1.weight", "3.body.1.bias", "7.weight", "7.bias"}));
   EXPECT_EQ(bnames, (std::vector<std::string>{"1.running_mean", "1.running_var", "3.body.1.running_mean",
-                                               "3.body.1.running_var"}));
+                                              "3.body.1.running_var"}));
   EXPECT_EQ(net->num_parameters(), 40 + 8 + 144 + 8 + 650);
   EXPECT_EQ(net->parameters().size(), 9u);
   for (auto& t : net->parameters()) EXPECT_TRUE(t.requires_grad());
@@ -451,7 +458,9 @@ TEST(ModuleBookkeeping, SummaryTable) {
   const auto before_mean = net->named_buffers()[0].second->to_vector<float>();
   const auto before_var = net->named_buffers()[1].second->to_vector<float>();
   const std::string s = nn::summary(*net, {1, 8, 8, 1});
-  auto has = [&](const std::string& part) { EXPECT_NE(s.find(part), std::string::npos) << "missing: " << part << "\n" << s; };
+  auto has = [&](const std::string& part) {
+    EXPECT_NE(s.find(part), std::string::npos) << "missing: " << part << "\n" << s;
+  };
   has("Layer");
   has("Output shape");
   has("Params");
@@ -492,7 +501,8 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
   std::vector<nn::ModulePtr> layers{
       mk<nn::Linear>(5, 3),
       mk<nn::Linear>(5, 3, false),
-      mk<nn::Conv2d>(4, 8, Size2{3, 5}, Conv2dOptions{.stride = {2, 1}, .padding = "same", .dilation = {1, 2}}),
+      mk<nn::Conv2d>(4, 8, Size2{3, 5},
+                     Conv2dOptions{.stride = {2, 1}, .padding = "same", .dilation = {1, 2}}),
       mk<nn::Conv2d>(4, 8, 3, Conv2dOptions{.padding = {0, 1, 2, 1}, .groups = 4}, false),
       mk<nn::BatchNorm1d>(7, 0.3, 1e-4),
       mk<nn::BatchNorm2d>(6, 0.1, 1e-5, false),
@@ -533,7 +543,11 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
     EXPECT_EQ((*back)(x).to_vector<double>(), (*layers[i])(x).to_vector<double>()) << layers[i]->describe();
   }
   expect_error([] { nn::module_from_config({{"type", "Nope"}}); }, {"module_from_config", "Nope"});
-  expect_error([] { nn::module_from_config({{"type", "Linear"}, {"in", 3}}); }, {"module_from_config", "Linear"});
+  expect_error(
+      [] {
+        nn::module_from_config({{"type", "Linear"}, {"in", 3}});
+      },
+      {"module_from_config", "Linear"});
   expect_error([] { nn::module_from_config(nlohmann::json::array()); }, {"module_from_config"});
 }
 
@@ -550,7 +564,8 @@ TEST(LayerGradients, SequentialMatchesFiniteDifferencesFloat64) {
   auto named = net->named_parameters();
   std::vector<std::pair<std::vector<double>, Shape>> inputs;
   uint32_t seed = 40;
-  for (auto& [n, t] : named) inputs.emplace_back(det_values(size_t(t->numel()), seed++, -0.8, 0.8), t->shape());
+  for (auto& [n, t] : named)
+    inputs.emplace_back(det_values(size_t(t->numel()), seed++, -0.8, 0.8), t->shape());
   const Shape xs{2, 4, 4, 2};
   const Tensor x = f64(det_values(size_t(numel(xs)), 99, -1, 1), xs);
   const Tensor labels = Tensor::from_vector<int64_t>({0, 2});
@@ -562,7 +577,8 @@ TEST(LayerGradients, SequentialMatchesFiniteDifferencesFloat64) {
   nn_test::expect_grad_matches_fd(f, inputs, 1e-6, 1e-6);
   // And through the loss, wrt the input as well, with autograd on the module's own tensors.
   Tensor xin = f64(det_values(size_t(numel(xs)), 98, -1, 1), xs).set_requires_grad();
-  for (size_t i = 0; i < named.size(); ++i) *named[i].second = f64(inputs[i].first, inputs[i].second).set_requires_grad();
+  for (size_t i = 0; i < named.size(); ++i)
+    *named[i].second = f64(inputs[i].first, inputs[i].second).set_requires_grad();
   const Tensor loss = cross_entropy((*net)(xin), labels);
   loss.backward();
   for (auto& [n, t] : named) {

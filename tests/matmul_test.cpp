@@ -258,8 +258,8 @@ TEST(MatmulErrors, Messages) {
 // operand, in float32. Tolerance: the float32 summation bound of oracle_util.h with K products per
 // element and S computed by the oracle from |a| and |b|.
 TEST(MatmulOracle, FusedOnednnMatchesReferenceF32) {
-  using oracle_test::abs_of, oracle_test::expect_within_sum_bound, oracle_test::f32_tensor, oracle_test::f32_values,
-      oracle_test::with_fusion;
+  using oracle_test::abs_of, oracle_test::expect_within_sum_bound, oracle_test::f32_tensor,
+      oracle_test::f32_values, oracle_test::with_fusion;
   struct S {
     int64_t B, M, K, N;
   };
@@ -296,6 +296,7 @@ TEST(MatmulOracle, FusedOnednnMatchesReferenceF32) {
     const auto exact = naive_bmm(af, bf, s.B, s.M, s.K, s.N);
     // (Both sum in double; the oracle rounds once to float32: half an ulp, 2^-24 relative.)
     for (size_t i = 0; i < exact.size(); ++i)
-      ASSERT_NEAR(want[0][i], exact[i], std::ldexp(std::abs(exact[i]), -23) + 1e-12) << what << " oracle element " << i;
+      ASSERT_NEAR(want[0][i], exact[i], std::ldexp(std::abs(exact[i]), -23) + 1e-12)
+          << what << " oracle element " << i;
   }
 }

@@ -3,6 +3,8 @@
 // finalizing and the summary; training lowers the loss; evaluate/predict shapes and
 // probabilities; error messages; save/load round trips; bit-identical resume from a checkpoint;
 // corrupt checkpoints.
+#include "aether/model/model.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -18,7 +20,6 @@
 #include "aether/aether.h"
 #include "aether/core/random.h"
 #include "aether/io/checkpoint.h"
-#include "aether/model/model.h"
 
 using namespace aether;
 namespace fs = std::filesystem;
@@ -100,8 +101,8 @@ struct TempDir {
   fs::path path;
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("aether_model_test_" + std::to_string(::getpid()) + "_" + info->name());
+    path =
+        fs::temp_directory_path() / ("aether_model_test_" + std::to_string(::getpid()) + "_" + info->name());
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -289,7 +290,8 @@ TEST(ModelTrain, AdamMlpOnFlatInput) {
   EXPECT_EQ(m.predict(d).shape(), (Shape{64, 2}));
 }
 
-// ---- save / load ---------------------------------------------------------------------------------------------
+// ---- save / load
+// ---------------------------------------------------------------------------------------------
 TEST(ModelSaveLoad, RoundTripGivesIdenticalPredictionsAndState) {
   TempDir tmp;
   manual_seed(5);
@@ -415,7 +417,8 @@ TEST(ModelSaveLoad, CorruptCheckpointsThrowClearErrors) {
   expect_error([&] { Model::load(mismatch); }, {mismatch, real.model[0].first, "(3, 3)"});
 }
 
-// ---- hooks the Python package uses -------------------------------------------------------------------------
+// ---- hooks the Python package uses
+// -------------------------------------------------------------------------
 TEST(ModelTrain, OnBatchSeesEveryStepAndItsExceptionStopsTrainingKeepingTheCheckpoint) {
   manual_seed(4);
   const data::Dataset d = tiny_dataset();

@@ -114,8 +114,10 @@ struct RefAdam {
     if (m.empty()) m.assign(p.size(), 0), v.assign(p.size(), 0);
     for (size_t j = 0; j < p.size(); ++j) {
       double g = grad[j];
-      if (decoupled) p[j] *= 1 - lr * wd;
-      else g += wd * p[j];
+      if (decoupled)
+        p[j] *= 1 - lr * wd;
+      else
+        g += wd * p[j];
       m[j] = b1 * m[j] + (1 - b1) * g;
       v[j] = b2 * v[j] + (1 - b2) * g * g;
       const double mh = m[j] / (1 - std::pow(b1, t)), vh = v[j] / (1 - std::pow(b2, t));
@@ -126,7 +128,8 @@ struct RefAdam {
 
 }  // namespace
 
-// ---- SGD ----------------------------------------------------------------------------------------------------
+// ---- SGD
+// ----------------------------------------------------------------------------------------------------
 TEST(SGD, Plain) {
   Params p;
   optim::SGD opt(p.ts, {.lr = 0.1});
@@ -195,7 +198,8 @@ TEST(SGD, LrChangesApplyToTheNextStepAndMissingGradsAreSkipped) {
   EXPECT_NEAR(now[3], before[3] - 0.5 * 2, 1e-14);
 }
 
-// ---- Adam / AdamW ----------------------------------------------------------------------------------------------
+// ---- Adam / AdamW
+// ----------------------------------------------------------------------------------------------
 TEST(Adam, ThreeSteps) {
   Params p;
   optim::Adam opt(p.ts, {.lr = 0.01, .beta1 = 0.8, .beta2 = 0.95, .eps = 1e-6});
@@ -229,7 +233,8 @@ TEST(AdamW, DecoupledWeightDecay) {
   EXPECT_GT(std::abs(p.flat()[3] - q.flat()[3]), 1e-6);
 }
 
-// ---- state -----------------------------------------------------------------------------------------------------
+// ---- state
+// -----------------------------------------------------------------------------------------------------
 TEST(OptimizerState, NamedStateAndRestore) {
   Params p;
   optim::Adam opt(p.ts, {.lr = 0.01, .weight_decay = 0.01});
@@ -290,7 +295,8 @@ TEST(OptimizerState, SgdMomentumStateNames) {
   EXPECT_EQ(opt.config().at("type"), "SGD");
 }
 
-// ---- errors ------------------------------------------------------------------------------------------------------
+// ---- errors
+// ------------------------------------------------------------------------------------------------------
 TEST(OptimizerErrors, BadOptions) {
   Params p;
   expect_error([&] { optim::SGD(p.ts, {.lr = -0.1}); }, {"learning rate", "-0.1"});
@@ -309,7 +315,8 @@ TEST(OptimizerErrors, BadOptions) {
   expect_error([&] { optim::SGD(frozen, {.lr = 0.1}); }, {"optimizer", "parameter 0", "grad"});
 }
 
-// ---- clipping ----------------------------------------------------------------------------------------------------
+// ---- clipping
+// ----------------------------------------------------------------------------------------------------
 TEST(ClipGradNorm, TotalNormAndScaledGradients) {
   Params p(DType::float32);
   p.ts[0].set_grad(Tensor::from_vector<float>({3, 4, 0}, {3}));
@@ -333,7 +340,8 @@ TEST(ClipGradNorm, TotalNormAndScaledGradients) {
   EXPECT_EQ(optim::clip_grad_norm(none, 1).item<double>(), 0.0);
 }
 
-// ---- schedules -----------------------------------------------------------------------------------------------------
+// ---- schedules
+// -----------------------------------------------------------------------------------------------------
 TEST(Schedules, StepLR) {
   optim::StepLR s(0.1, 3, 0.5);
   for (int64_t k : {0, 1, 2}) EXPECT_DOUBLE_EQ(s.lr(k), 0.1);
@@ -373,7 +381,8 @@ namespace {
 // torch.optim.lr_scheduler.OneCycleLR (anneal_strategy="cos", three_phase=False) get_lr():
 //   phases: [end_step = pct_start * total - 1: initial -> max], [end_step = total - 1: max -> min]
 //   pct = (step - start_step) / (end_step - start_step);  cos: end + (start - end) / 2 * (cos(pi pct) + 1)
-double torch_one_cycle(double max_lr, int64_t total, double pct_start, double div, double final_div, int64_t step) {
+double torch_one_cycle(double max_lr, int64_t total, double pct_start, double div, double final_div,
+                       int64_t step) {
   const double initial = max_lr / div, min_lr = initial / final_div;
   auto anneal = [](double start, double end, double pct) {
     return end + (start - end) / 2.0 * (std::cos(std::numbers::pi * pct) + 1);
@@ -386,14 +395,16 @@ double torch_one_cycle(double max_lr, int64_t total, double pct_start, double di
 
 TEST(Schedules, OneCycleLRMatchesTorchFormulas) {
   optim::OneCycleLR s(1.0, 100, 0.3, 25, 1e4);
-  EXPECT_NEAR(s.lr(0), 0.04, 1e-15);  // max / div_factor
-  EXPECT_DOUBLE_EQ(s.lr(29), 1.0);    // the peak at pct_start * total - 1
-  EXPECT_NEAR(s.lr(99), 4e-6, 1e-18);  // initial / final_div_factor at total - 1
+  EXPECT_NEAR(s.lr(0), 0.04, 1e-15);               // max / div_factor
+  EXPECT_DOUBLE_EQ(s.lr(29), 1.0);                 // the peak at pct_start * total - 1
+  EXPECT_NEAR(s.lr(99), 4e-6, 1e-18);              // initial / final_div_factor at total - 1
   EXPECT_NEAR(s.lr(64), (1.0 + 4e-6) / 2, 1e-15);  // half way down
-  for (int64_t k = 0; k < 100; ++k) EXPECT_NEAR(s.lr(k), torch_one_cycle(1.0, 100, 0.3, 25, 1e4, k), 1e-15) << k;
+  for (int64_t k = 0; k < 100; ++k)
+    EXPECT_NEAR(s.lr(k), torch_one_cycle(1.0, 100, 0.3, 25, 1e4, k), 1e-15) << k;
   // A peak between steps (pct_start * total = 2.5) and other factors.
   optim::OneCycleLR t(0.2, 10, 0.25, 10, 100);
-  for (int64_t k = 0; k < 10; ++k) EXPECT_NEAR(t.lr(k), torch_one_cycle(0.2, 10, 0.25, 10, 100, k), 1e-15) << k;
+  for (int64_t k = 0; k < 10; ++k)
+    EXPECT_NEAR(t.lr(k), torch_one_cycle(0.2, 10, 0.25, 10, 100, k), 1e-15) << k;
   EXPECT_NEAR(t.lr(0), 0.02, 1e-15);
   EXPECT_NEAR(t.lr(9), 0.0002, 1e-17);
   // Monotone up to the peak, then down.
@@ -421,7 +432,10 @@ TEST(Schedules, ConfigRoundTrip) {
     for (int64_t k = 0; k <= 45; ++k) EXPECT_EQ(back->lr(k), s->lr(k)) << c.dump() << " step " << k;
   }
   expect_error([] { optim::schedule_from_config({{"type", "wiggly"}}); }, {"schedule_from_config", "wiggly"});
-  expect_error([] { optim::schedule_from_config({{"type", "step"}, {"base", 0.1}}); },
-               {"schedule_from_config", "step"});
+  expect_error(
+      [] {
+        optim::schedule_from_config({{"type", "step"}, {"base", 0.1}});
+      },
+      {"schedule_from_config", "step"});
   expect_error([] { optim::schedule_from_config(nlohmann::json::array()); }, {"schedule_from_config"});
 }

@@ -118,9 +118,9 @@ TEST(PlanCache, ConstantsAreParametersAndTheirEqualitiesArePartOfTheKey) {
     const auto xs = x.to_vector<double>();
     for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], xs[i] * a + xs[i] * b) << a << " " << b;
   };
-  run(0.5, 0.5);              // one shared parameter
-  run(0.5, 0.25);             // two: must not reuse the plan above
-  run(0.3, 0.7);              // same structure as the last: reused, with the new values
+  run(0.5, 0.5);   // one shared parameter
+  run(0.5, 0.25);  // two: must not reuse the plan above
+  run(0.3, 0.7);   // same structure as the last: reused, with the new values
   EXPECT_GE(plan_cache_stats().entries, 2);
   // Prepared from scratch, constants equal to 6 digits stay two parameters (the lowering once keyed
   // them by their 6-digit decimal form and merged them).

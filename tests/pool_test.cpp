@@ -240,7 +240,11 @@ TEST(PoolGrad, MaxTilingWindowsFiniteDifferences) {  // the generated path (stri
   check_pool_grad(
       {2, 5, 7, 3}, [](const Tensor& x) { return max_pool2d(x, 2); }, 4);  // rows/cols left over
   check_pool_grad(
-      {1, 6, 6, 2}, [](const Tensor& x) { return max_pool2d(x, {3, 2}); }, 5);
+      {1, 6, 6, 2},
+      [](const Tensor& x) {
+        return max_pool2d(x, {3, 2});
+      },
+      5);
 }
 
 TEST(PoolGrad, AvgFiniteDifferences) {
@@ -354,14 +358,17 @@ TEST(MaxPoolWindows, MatchesTheLibraryOpBitForBit) {
     Shape x;
     int64_t kh, kw;
   };
-  const Case cases[] = {{{2, 6, 8, 5}, 2, 2}, {{3, 7, 9, 4}, 3, 2}, {{1, 4, 4, 17}, 4, 4},
-                        {{2, 5, 5, 3}, 1, 1}, {{1, 9, 4, 2}, 2, 4}};
+  const Case cases[] = {{{2, 6, 8, 5}, 2, 2},
+                        {{3, 7, 9, 4}, 3, 2},
+                        {{1, 4, 4, 17}, 4, 4},
+                        {{2, 5, 5, 3}, 1, 1},
+                        {{1, 9, 4, 2}, 2, 4}};
   uint32_t seed = 1;
   for (DType t : {DType::float64, DType::float32, DType::float16, DType::bfloat16})
     for (const Case& c : cases)
       for (bool specials : {false, true}) {
-        const std::string what = detail::cat(dtype_name(t), " x ", to_string(c.x), " window ", c.kh, "x", c.kw,
-                                             specials ? " with NaN/-inf" : "");
+        const std::string what = detail::cat(dtype_name(t), " x ", to_string(c.x), " window ", c.kh, "x",
+                                             c.kw, specials ? " with NaN/-inf" : "");
         const Pool2dArg arg = tile_arg(c.kh, c.kw);
         ASSERT_TRUE(prim::pool_windows_tile(arg));
         Tensor x = tie_heavy(c.x, t, seed++, specials);
@@ -373,7 +380,8 @@ TEST(MaxPoolWindows, MatchesTheLibraryOpBitForBit) {
         Tensor xg = x.detach();
         xg.set_requires_grad();
         const Tensor dx = gradients(max_pool2d(xg, {c.kh, c.kw}), {xg}, dy)[0];
-        expect_same(dx.to_vector<double>(), prim::maxpool2d_bwd(x, dy, arg).to_vector<double>(), "backward " + what);
+        expect_same(dx.to_vector<double>(), prim::maxpool2d_bwd(x, dy, arg).to_vector<double>(),
+                    "backward " + what);
       }
 }
 
@@ -424,8 +432,8 @@ TEST(PoolOracle, FastPathsMatchReference) {
     const bool tile = i % 3 == 0;  // stride = kernel, no padding: the generated path for max
     const int64_t sh = tile ? kh : r(1, 3), sw = tile ? kw : r(1, 3);
     const int64_t ph = tile ? 0 : r(0, kh - 1), pw = tile ? 0 : r(0, kw - 1);
-    const Shape xs{r(1, 3), r(std::max<int64_t>(kh - 2 * ph, 1), 13), r(std::max<int64_t>(kw - 2 * pw, 1), 13),
-                   r(1, 7)};
+    const Shape xs{r(1, 3), r(std::max<int64_t>(kh - 2 * ph, 1), 13),
+                   r(std::max<int64_t>(kw - 2 * pw, 1), 13), r(1, 7)};
     Pool2dArg arg;
     arg.kernel_h = kh;
     arg.kernel_w = kw;
@@ -437,15 +445,17 @@ TEST(PoolOracle, FastPathsMatchReference) {
     for (DType t : {DType::float32, DType::float64})
       for (int kind = 0; kind < 3; ++kind) {  // max, avg, avg with count_include_pad
         arg.count_include_pad = kind == 2;
-        const std::string what = detail::cat(kind == 0 ? "max" : "avg", kind == 2 ? " (count_include_pad)" : "", " ",
-                                             dtype_name(t), " x ", to_string(xs), " kernel ", kh, "x", kw,
-                                             " stride ", sh, "x", sw, " pad ", ph, "x", pw);
+        const std::string what = detail::cat(
+            kind == 0 ? "max" : "avg", kind == 2 ? " (count_include_pad)" : "", " ", dtype_name(t), " x ",
+            to_string(xs), " kernel ", kh, "x", kw, " stride ", sh, "x", sw, " pad ", ph, "x", pw);
         // Inputs and results cross to the host in their own dtype: a Cast would be one more
         // generated kernel to compile for every shape.
         auto make = [&](const std::vector<double>& v, const Shape& s) {
           return t == DType::float32 ? f32_tensor(v, s) : Tensor::from_vector(v, s);
         };
-        auto values = [&](const Tensor& v) { return t == DType::float32 ? f32_values(v) : v.to_vector<double>(); };
+        auto values = [&](const Tensor& v) {
+          return t == DType::float32 ? f32_values(v) : v.to_vector<double>();
+        };
         const Tensor x = make(xv, xs);
         const Shape ys = prim::pool2d_shape("pool", x, arg);
         const Tensor dy = make(uniform(size_t(numel(ys)), seed++), ys);

@@ -122,8 +122,10 @@ TEST(ScheduleGraphs, CifarnetStepIsThePresetsTrainingStep) {
   int64_t updated = 0, buffers = 0;
   for (size_t i = 2; i < g.outputs.size(); ++i) {
     const std::string& n = g.output_names[i];
-    if (n.find("running_") != std::string::npos) ++buffers;
-    else if (n.find(".momentum") == std::string::npos) updated += g.outputs[i].numel();
+    if (n.find("running_") != std::string::npos)
+      ++buffers;
+    else if (n.find(".momentum") == std::string::npos)
+      updated += g.outputs[i].numel();
   }
   EXPECT_EQ(buffers, 14);
   EXPECT_EQ(updated, 1166506);

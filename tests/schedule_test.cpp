@@ -403,8 +403,8 @@ TEST(Schedule, ConvBatchNormReluTrainingStep) {
   const auto grads = gradients(out, {x, w, g, beta}, dy);
   ScheduleOptions opt;
   opt.assume_realized = {x.node(), w.node(), g.node(), beta.node(), rm.node(), rv.node(), dy.node()};
-  const Schedule s = schedule(
-      {out, bn.new_running_mean, bn.new_running_var, grads[0], grads[1], grads[2], grads[3]}, opt);
+  const Schedule s =
+      schedule({out, bn.new_running_mean, bn.new_running_var, grads[0], grads[1], grads[2], grads[3]}, opt);
   std::cout << "conv -> batch norm -> relu training: " << s.kernel_count << " kernels, " << s.library_calls
             << " library calls, " << s.big_buffer_passes << " big-buffer passes\n";
   // The convolutions stay library calls: forward, backward-data (x.grad), backward-weight (w.grad).

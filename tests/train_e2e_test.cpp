@@ -22,7 +22,9 @@ void sgd_step(std::vector<Tensor>& params, double lr) {
   }
   realize(params);
 }
-Tensor param(const Shape& s, double scale) { return (Tensor::randn(s) * scale).realize().detach().set_requires_grad(); }
+Tensor param(const Shape& s, double scale) {
+  return (Tensor::randn(s) * scale).realize().detach().set_requires_grad();
+}
 }  // namespace
 
 TEST(TrainE2E, MlpLossFalls) {
@@ -61,14 +63,15 @@ TEST(TrainE2E, CnnLossFalls) {
   for (int i = 0; i < n; ++i) {
     const int c = i % 2;
     for (int r = 0; r < 8; ++r)
-      for (int q = 0; q < 8; ++q) xs.push_back(((q < 4) == (c == 0) ? 1.0f : 0.0f) + 0.3f * noise[size_t(i * 64 + r * 8 + q)]);
+      for (int q = 0; q < 8; ++q)
+        xs.push_back(((q < 4) == (c == 0) ? 1.0f : 0.0f) + 0.3f * noise[size_t(i * 64 + r * 8 + q)]);
     ys.push_back(c);
   }
   const Tensor x = Tensor::from_vector(xs, {n, 8, 8, 1}), y = Tensor::from_vector(ys);
   // conv 3x3 1->4 "same" (no bias) -> batch norm (affine) -> relu -> max pool 2 -> flatten -> linear 64->2
-  std::vector<Tensor> params{param({4, 3, 3, 1}, 0.3), Tensor::ones({4}).realize().detach().set_requires_grad(),
-                             Tensor::zeros({4}).realize().detach().set_requires_grad(), param({2, 64}, 0.1),
-                             param({2}, 0.1)};
+  std::vector<Tensor> params{
+      param({4, 3, 3, 1}, 0.3), Tensor::ones({4}).realize().detach().set_requires_grad(),
+      Tensor::zeros({4}).realize().detach().set_requires_grad(), param({2, 64}, 0.1), param({2}, 0.1)};
   Tensor running_mean = Tensor::zeros({4}), running_var = Tensor::ones({4});
   double first = 0, last = 0;
   for (int step = 0; step < 20; ++step) {
@@ -101,9 +104,9 @@ std::pair<std::vector<double>, std::vector<float>> cnn_run(bool fused) {
   std::vector<int64_t> ys;
   for (int i = 0; i < n; ++i) ys.push_back(i % 3);
   const Tensor y = Tensor::from_vector(ys);
-  std::vector<Tensor> params{param({4, 3, 3, 1}, 0.3), Tensor::ones({4}).realize().detach().set_requires_grad(),
-                             Tensor::zeros({4}).realize().detach().set_requires_grad(), param({3, 64}, 0.1),
-                             param({3}, 0.1)};
+  std::vector<Tensor> params{
+      param({4, 3, 3, 1}, 0.3), Tensor::ones({4}).realize().detach().set_requires_grad(),
+      Tensor::zeros({4}).realize().detach().set_requires_grad(), param({3, 64}, 0.1), param({3}, 0.1)};
   Tensor running_mean = Tensor::zeros({4}), running_var = Tensor::ones({4});
   std::vector<double> losses;
   for (int step = 0; step < 15; ++step) {
@@ -133,5 +136,6 @@ TEST(TrainE2E, FusedAndReferenceTrainingAgree) {
   for (size_t i = 0; i < ref_loss.size(); ++i) EXPECT_NEAR(fused_loss[i], ref_loss[i], 1e-4) << "step " << i;
   EXPECT_LT(ref_loss.back(), ref_loss.front());
   ASSERT_EQ(ref_params.size(), fused_params.size());
-  for (size_t i = 0; i < ref_params.size(); ++i) EXPECT_NEAR(fused_params[i], ref_params[i], 1e-4) << "param " << i;
+  for (size_t i = 0; i < ref_params.size(); ++i)
+    EXPECT_NEAR(fused_params[i], ref_params[i], 1e-4) << "param " << i;
 }

@@ -36,7 +36,8 @@ DatasetPtr dataset_from_arrays(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu
   d->name = name;
   const size_t nd = x.ndim();
   if (nd < 2 || nd > 4)
-    throw nb::value_error(("aether: " + name + ": images must be (N, H, W, C), (N, H, W) or (N, features), got " +
+    throw nb::value_error(("aether: " + name +
+                           ": images must be (N, H, W, C), (N, H, W) or (N, features), got " +
                            std::to_string(nd) + " dimensions")
                               .c_str());
   d->n = int64_t(x.shape(0));
@@ -52,9 +53,9 @@ DatasetPtr dataset_from_arrays(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu
     d->float_images = static_cast<const float*>(x.data());
     d->keep_alive = keep_alive(x_obj);
   } else {
-    throw nb::type_error(("aether: " + name + ": images must be uint8 or float32, got " +
-                          std::string(dtype_name(dt)))
-                             .c_str());
+    throw nb::type_error(
+        ("aether: " + name + ": images must be uint8 or float32, got " + std::string(dtype_name(dt)))
+            .c_str());
   }
   if (targets) {
     if (int64_t(targets->shape(0)) != d->n)
@@ -80,7 +81,10 @@ DatasetPtr dataset_from_arrays(nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu
 void bind_data(nb::module_& m) {
   nb::class_<data::Dataset>(m, "Dataset", "images (N,H,W,C) and labels (N) or targets (N,K), on the host")
       .def_ro("name", &data::Dataset::name)
-      .def_prop_ro("shape", [](const data::Dataset& d) { return std::vector<int64_t>{d.n, d.h, d.w, d.c}; })
+      .def_prop_ro("shape",
+                   [](const data::Dataset& d) {
+                     return std::vector<int64_t>{d.n, d.h, d.w, d.c};
+                   })
       .def_ro("num_classes", &data::Dataset::num_classes)
       .def_ro("class_names", &data::Dataset::class_names)
       .def("__len__", [](const data::Dataset& d) { return d.n; });
@@ -90,22 +94,24 @@ void bind_data(nb::module_& m) {
       [](const std::string& name, const std::string& split, const std::string& dir) {
         nb::gil_scoped_release release;
         const std::string canonical = data::canonical_dataset_name(name);
-        AETHER_CHECK(split == "train" || split == "test", "datasets", "split must be 'train' or 'test', got '",
-                     split, "'");
-        return std::make_shared<data::Dataset>(data::load_dataset(
-            canonical, data::resolve_data_dir(canonical, dir), split == "train" ? data::Split::train : data::Split::test));
+        AETHER_CHECK(split == "train" || split == "test", "datasets",
+                     "split must be 'train' or 'test', got '", split, "'");
+        return std::make_shared<data::Dataset>(
+            data::load_dataset(canonical, data::resolve_data_dir(canonical, dir),
+                               split == "train" ? data::Split::train : data::Split::test));
       },
       nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "");
   m.def("_dataset_arrays", &dataset_arrays);
-  m.def("_dataset_from_arrays", &dataset_from_arrays, nb::arg("x"), nb::arg("x_obj"), nb::arg("labels").none(),
-        nb::arg("targets").none(), nb::arg("classes"), nb::arg("name"));
+  m.def("_dataset_from_arrays", &dataset_from_arrays, nb::arg("x"), nb::arg("x_obj"),
+        nb::arg("labels").none(), nb::arg("targets").none(), nb::arg("classes"), nb::arg("name"));
   m.def(
       "_channel_stats",
       [](const data::Dataset& d) {
         nb::gil_scoped_release release;
         return data::channel_stats(d);
       },
-      nb::arg("dataset"), "per-channel mean and std of uint8 images on the [0,1] scale, as `aether train` uses");
+      nb::arg("dataset"),
+      "per-channel mean and std of uint8 images on the [0,1] scale, as `aether train` uses");
 }
 
 }  // namespace aether::py

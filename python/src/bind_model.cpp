@@ -33,22 +33,38 @@ ModelConfig config_from(const nb::dict& d) {
   ModelConfig c;
   for (auto [k, v] : d) {
     const std::string key = nb::cast<std::string>(k);
-    if (key == "loss") c.loss = nb::cast<std::string>(v);
-    else if (key == "label_smoothing") c.label_smoothing = nb::cast<double>(v);
-    else if (key == "optimizer") c.optimizer = nb::cast<std::string>(v);
-    else if (key == "lr") c.lr = nb::cast<double>(v);
-    else if (key == "momentum") c.momentum = nb::cast<double>(v);
-    else if (key == "nesterov") c.nesterov = nb::cast<bool>(v);
-    else if (key == "weight_decay") c.weight_decay = nb::cast<double>(v);
-    else if (key == "beta1") c.beta1 = nb::cast<double>(v);
-    else if (key == "beta2") c.beta2 = nb::cast<double>(v);
-    else if (key == "eps") c.eps = nb::cast<double>(v);
-    else if (key == "schedule") c.schedule = nb::cast<std::string>(v);
-    else if (key == "warmup_fraction") c.warmup_fraction = nb::cast<double>(v);
-    else if (key == "metrics") c.metrics = nb::cast<std::vector<std::string>>(v);
-    else if (key == "clip_grad_norm") c.clip_grad_norm = nb::cast<double>(v);
-    else if (key == "regression_precision") c.regression_precision = nb::cast<double>(v);
-    else throw nb::value_error(("configure: unknown setting '" + key + "'").c_str());
+    if (key == "loss")
+      c.loss = nb::cast<std::string>(v);
+    else if (key == "label_smoothing")
+      c.label_smoothing = nb::cast<double>(v);
+    else if (key == "optimizer")
+      c.optimizer = nb::cast<std::string>(v);
+    else if (key == "lr")
+      c.lr = nb::cast<double>(v);
+    else if (key == "momentum")
+      c.momentum = nb::cast<double>(v);
+    else if (key == "nesterov")
+      c.nesterov = nb::cast<bool>(v);
+    else if (key == "weight_decay")
+      c.weight_decay = nb::cast<double>(v);
+    else if (key == "beta1")
+      c.beta1 = nb::cast<double>(v);
+    else if (key == "beta2")
+      c.beta2 = nb::cast<double>(v);
+    else if (key == "eps")
+      c.eps = nb::cast<double>(v);
+    else if (key == "schedule")
+      c.schedule = nb::cast<std::string>(v);
+    else if (key == "warmup_fraction")
+      c.warmup_fraction = nb::cast<double>(v);
+    else if (key == "metrics")
+      c.metrics = nb::cast<std::vector<std::string>>(v);
+    else if (key == "clip_grad_norm")
+      c.clip_grad_norm = nb::cast<double>(v);
+    else if (key == "regression_precision")
+      c.regression_precision = nb::cast<double>(v);
+    else
+      throw nb::value_error(("configure: unknown setting '" + key + "'").c_str());
   }
   return c;
 }
@@ -120,25 +136,31 @@ void bind_model(nb::module_& m) {
   using nb::arg;
   nb::class_<Model>(m, "_Model")
       .def(nb::init<>())
-      .def("add", [](Model& mod, nn::ModulePtr l) { mod.add(std::move(l)); }, arg("layer"))
-      .def("configure", [](Model& mod, const nb::dict& d) { mod.configure(config_from(d)); }, arg("config"))
+      .def(
+          "add", [](Model& mod, nn::ModulePtr l) { mod.add(std::move(l)); }, arg("layer"))
+      .def(
+          "configure", [](Model& mod, const nb::dict& d) { mod.configure(config_from(d)); }, arg("config"))
       .def_prop_ro("config", [](const Model& mod) { return config_dict(mod.config()); })
-      .def("to", [](Model& mod, const std::string& d) { mod.to(d); }, arg("device"))
-      .def("set_precision", [](Model& mod, const std::string& p) { mod.set_precision(p); }, arg("precision"))
-      .def("finalize", [](Model& mod, const Shape& s) { mod.finalize(s); }, arg("input_shape"))
+      .def(
+          "to", [](Model& mod, const std::string& d) { mod.to(d); }, arg("device"))
+      .def(
+          "set_precision", [](Model& mod, const std::string& p) { mod.set_precision(p); }, arg("precision"))
+      .def(
+          "finalize", [](Model& mod, const Shape& s) { mod.finalize(s); }, arg("input_shape"))
       .def(
           "train",
           [](Model& mod, const data::Dataset& ds, std::shared_ptr<data::Dataset> val, int64_t epochs,
-             int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip, bool drop_last,
-             std::vector<float> mean, std::vector<float> std, bool progress, std::string checkpoint,
-             int64_t max_steps, nb::object on_batch) {
-            TrainArgs a{epochs, batch_size, crop_padding, max_steps, shuffle, hflip, progress, drop_last, seed,
-                        std::move(mean), std::move(std), std::move(checkpoint)};
+             int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
+             bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
+             std::string checkpoint, int64_t max_steps, nb::object on_batch) {
+            TrainArgs a{epochs,  batch_size,      crop_padding,   max_steps,
+                        shuffle, hflip,           progress,       drop_last,
+                        seed,    std::move(mean), std::move(std), std::move(checkpoint)};
             return train(mod, ds, std::move(val), a, on_batch);
           },
-          arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"), arg("seed"),
-          arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"), arg("progress"),
-          arg("checkpoint"), arg("max_steps"), arg("on_batch").none())
+          arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
+          arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
+          arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none())
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
@@ -193,7 +215,9 @@ void bind_model(nb::module_& m) {
           },
           arg("path"))
       .def("summary", &Model::summary)
-      .def("network", [](Model& mod) -> nn::Sequential& { return mod.network(); }, nb::rv_policy::reference_internal)
+      .def(
+          "network", [](Model& mod) -> nn::Sequential& { return mod.network(); },
+          nb::rv_policy::reference_internal)
       .def_prop_ro("epochs_done", &Model::epochs_done)
       .def_prop_ro("steps_done", &Model::steps_done)
       .def_prop_ro("input_shape", [](const Model& mod) { return mod.input_shape(); })

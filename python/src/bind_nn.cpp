@@ -131,7 +131,8 @@ void bind_nn(nb::module_& m) {
       .def("train", &nn::Module::train, nb::arg("on") = true)
       .def("eval", &nn::Module::eval)
       .def_prop_ro("training", &nn::Module::is_training)
-      .def("to", [](nn::Module& mod, const std::string& d) { mod.to(Device::parse(d == "numpy" ? "cpu" : d)); })
+      .def("to",
+           [](nn::Module& mod, const std::string& d) { mod.to(Device::parse(d == "numpy" ? "cpu" : d)); })
       .def("__repr__", &nn::Module::describe);
 
   nb::class_<PyModule, nn::Module>(m, "_Layer")
@@ -159,8 +160,8 @@ void bind_nn(nb::module_& m) {
   nb::class_<nn::Conv2d, nn::Module>(m, "_Conv2d")
       .def(
           "__init__",
-          [](nn::Conv2d* self, int64_t in, int64_t out, nb::handle kernel, nb::handle stride, nb::handle padding,
-             nb::handle dilation, int64_t groups, bool bias) {
+          [](nn::Conv2d* self, int64_t in, int64_t out, nb::handle kernel, nb::handle stride,
+             nb::handle padding, nb::handle dilation, int64_t groups, bool bias) {
             Conv2dOptions o;
             o.stride = size2(stride);
             o.padding = padding2d(padding);
@@ -173,8 +174,8 @@ void bind_nn(nb::module_& m) {
       .def_rw("weight", &nn::Conv2d::weight)
       .def_rw("bias", &nn::Conv2d::bias);
   nb::class_<nn::BatchNorm, nn::Module>(m, "_BatchNorm")
-      .def(nb::init<int64_t, int, double, double, bool>(), arg("channels"), arg("dims"), arg("momentum") = 0.1,
-           arg("eps") = 1e-5, arg("affine") = true)
+      .def(nb::init<int64_t, int, double, double, bool>(), arg("channels"), arg("dims"),
+           arg("momentum") = 0.1, arg("eps") = 1e-5, arg("affine") = true)
       .def_rw("weight", &nn::BatchNorm::weight)
       .def_rw("bias", &nn::BatchNorm::bias)
       .def_rw("running_mean", &nn::BatchNorm::running_mean)
@@ -184,17 +185,19 @@ void bind_nn(nb::module_& m) {
   nb::class_<nn::GELU, nn::Module>(m, "_GELU").def(nb::init<bool>(), arg("tanh_approx") = false);
   nb::class_<nn::Softmax, nn::Module>(m, "_Softmax").def(nb::init<int64_t>(), arg("axis") = -1);
   nb::class_<nn::MaxPool2d, nn::Module>(m, "_MaxPool2d")
-      .def("__init__",
-           [](nn::MaxPool2d* self, nb::handle k, nb::handle s, nb::handle p) {
-             new (self) nn::MaxPool2d(size2(k), size2(s), size2(p));
-           },
-           arg("kernel"), arg("stride") = 0, arg("padding") = 0);
+      .def(
+          "__init__",
+          [](nn::MaxPool2d* self, nb::handle k, nb::handle s, nb::handle p) {
+            new (self) nn::MaxPool2d(size2(k), size2(s), size2(p));
+          },
+          arg("kernel"), arg("stride") = 0, arg("padding") = 0);
   nb::class_<nn::AvgPool2d, nn::Module>(m, "_AvgPool2d")
-      .def("__init__",
-           [](nn::AvgPool2d* self, nb::handle k, nb::handle s, nb::handle p, bool cip) {
-             new (self) nn::AvgPool2d(size2(k), size2(s), size2(p), cip);
-           },
-           arg("kernel"), arg("stride") = 0, arg("padding") = 0, arg("count_include_pad") = false);
+      .def(
+          "__init__",
+          [](nn::AvgPool2d* self, nb::handle k, nb::handle s, nb::handle p, bool cip) {
+            new (self) nn::AvgPool2d(size2(k), size2(s), size2(p), cip);
+          },
+          arg("kernel"), arg("stride") = 0, arg("padding") = 0, arg("count_include_pad") = false);
   nb::class_<nn::GlobalAvgPool2d, nn::Module>(m, "_GlobalAvgPool2d").def(nb::init<>());
   nb::class_<nn::GlobalMaxPool2d, nn::Module>(m, "_GlobalMaxPool2d").def(nb::init<>());
   nb::class_<nn::Flatten, nn::Module>(m, "_Flatten").def(nb::init<>());

@@ -196,7 +196,8 @@ struct NoGradContext {
 Tensor tensor_from_array(nb::handle array, bool copy) {
   Array a = nb::cast<Array>(array);
   if (a.device_type() != nb::device::cpu::value)
-    throw nb::value_error("aether.tensor: only host (CPU) arrays are taken; copy device arrays to the host first");
+    throw nb::value_error(
+        "aether.tensor: only host (CPU) arrays are taken; copy device arrays to the host first");
   const DType dtype = dtype_from_dlpack(a.dtype());
   Shape shape;
   for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(int64_t(a.shape(i)));
@@ -221,8 +222,8 @@ void bind_tensor(nb::module_& m) {
              return x.shape()[0];
            })
       .def_prop_rw(
-          "requires_grad", &Tensor::requires_grad,
-          [](Tensor& x, bool on) { x.set_requires_grad(on); }, "whether backward() computes this leaf's .grad")
+          "requires_grad", &Tensor::requires_grad, [](Tensor& x, bool on) { x.set_requires_grad(on); },
+          "whether backward() computes this leaf's .grad")
       .def_prop_ro(
           "grad",
           [](const Tensor& x) -> std::optional<Tensor> {
@@ -264,14 +265,17 @@ void bind_tensor(nb::module_& m) {
             return nb::int_(int64_t(v));
           },
           "the value of a one-element tensor as a Python number")
-      .def("numpy", [](const Tensor& x) { return as_ndarray<nb::numpy>(x); },
-           "a read-only NumPy view of the value (no copy for a realized host tensor)")
+      .def(
+          "numpy", [](const Tensor& x) { return as_ndarray<nb::numpy>(x); },
+          "a read-only NumPy view of the value (no copy for a realized host tensor)")
       .def(
           "__array__",
           [](const Tensor& x, nb::object dtype, nb::object copy) {
             nb::object a = nb::cast(as_ndarray<nb::numpy>(x));
-            if (!dtype.is_none()) a = a.attr("astype")(dtype);
-            else if (!copy.is_none() && nb::cast<bool>(copy)) a = a.attr("copy")();
+            if (!dtype.is_none())
+              a = a.attr("astype")(dtype);
+            else if (!copy.is_none() && nb::cast<bool>(copy))
+              a = a.attr("copy")();
             return a;
           },
           nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none())
@@ -303,28 +307,50 @@ void bind_tensor(nb::module_& m) {
            })
       // elementwise
       .def("__neg__", [](const Tensor& a) { return -a; })
-      .def("__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, nb::is_operator())
-      .def("__add__", [](const Tensor& a, double b) { return a + b; }, nb::is_operator())
-      .def("__radd__", [](const Tensor& a, double b) { return b + a; }, nb::is_operator())
-      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a - b; }, nb::is_operator())
-      .def("__sub__", [](const Tensor& a, double b) { return a - b; }, nb::is_operator())
-      .def("__rsub__", [](const Tensor& a, double b) { return b - a; }, nb::is_operator())
-      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a * b; }, nb::is_operator())
-      .def("__mul__", [](const Tensor& a, double b) { return a * b; }, nb::is_operator())
-      .def("__rmul__", [](const Tensor& a, double b) { return b * a; }, nb::is_operator())
-      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, nb::is_operator())
-      .def("__truediv__", [](const Tensor& a, double b) { return a / b; }, nb::is_operator())
-      .def("__rtruediv__", [](const Tensor& a, double b) { return b / a; }, nb::is_operator())
-      .def("__pow__", [](const Tensor& a, double e) { return a.pow(e); }, nb::is_operator())
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, nb::is_operator())
-      .def("__lt__", [](const Tensor& a, const Tensor& b) { return a < b; }, nb::is_operator())
-      .def("__lt__", [](const Tensor& a, double b) { return a < b; }, nb::is_operator())
-      .def("__le__", [](const Tensor& a, const Tensor& b) { return a <= b; }, nb::is_operator())
-      .def("__le__", [](const Tensor& a, double b) { return a <= b; }, nb::is_operator())
-      .def("__gt__", [](const Tensor& a, const Tensor& b) { return a > b; }, nb::is_operator())
-      .def("__gt__", [](const Tensor& a, double b) { return a > b; }, nb::is_operator())
-      .def("__ge__", [](const Tensor& a, const Tensor& b) { return a >= b; }, nb::is_operator())
-      .def("__ge__", [](const Tensor& a, double b) { return a >= b; }, nb::is_operator())
+      .def(
+          "__add__", [](const Tensor& a, const Tensor& b) { return a + b; }, nb::is_operator())
+      .def(
+          "__add__", [](const Tensor& a, double b) { return a + b; }, nb::is_operator())
+      .def(
+          "__radd__", [](const Tensor& a, double b) { return b + a; }, nb::is_operator())
+      .def(
+          "__sub__", [](const Tensor& a, const Tensor& b) { return a - b; }, nb::is_operator())
+      .def(
+          "__sub__", [](const Tensor& a, double b) { return a - b; }, nb::is_operator())
+      .def(
+          "__rsub__", [](const Tensor& a, double b) { return b - a; }, nb::is_operator())
+      .def(
+          "__mul__", [](const Tensor& a, const Tensor& b) { return a * b; }, nb::is_operator())
+      .def(
+          "__mul__", [](const Tensor& a, double b) { return a * b; }, nb::is_operator())
+      .def(
+          "__rmul__", [](const Tensor& a, double b) { return b * a; }, nb::is_operator())
+      .def(
+          "__truediv__", [](const Tensor& a, const Tensor& b) { return a / b; }, nb::is_operator())
+      .def(
+          "__truediv__", [](const Tensor& a, double b) { return a / b; }, nb::is_operator())
+      .def(
+          "__rtruediv__", [](const Tensor& a, double b) { return b / a; }, nb::is_operator())
+      .def(
+          "__pow__", [](const Tensor& a, double e) { return a.pow(e); }, nb::is_operator())
+      .def(
+          "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, nb::is_operator())
+      .def(
+          "__lt__", [](const Tensor& a, const Tensor& b) { return a < b; }, nb::is_operator())
+      .def(
+          "__lt__", [](const Tensor& a, double b) { return a < b; }, nb::is_operator())
+      .def(
+          "__le__", [](const Tensor& a, const Tensor& b) { return a <= b; }, nb::is_operator())
+      .def(
+          "__le__", [](const Tensor& a, double b) { return a <= b; }, nb::is_operator())
+      .def(
+          "__gt__", [](const Tensor& a, const Tensor& b) { return a > b; }, nb::is_operator())
+      .def(
+          "__gt__", [](const Tensor& a, double b) { return a > b; }, nb::is_operator())
+      .def(
+          "__ge__", [](const Tensor& a, const Tensor& b) { return a >= b; }, nb::is_operator())
+      .def(
+          "__ge__", [](const Tensor& a, double b) { return a >= b; }, nb::is_operator())
       .def("eq", &Tensor::eq)
       .def("ne", &Tensor::ne)
       .def("exp", &Tensor::exp)
@@ -345,17 +371,27 @@ void bind_tensor(nb::module_& m) {
       .def("sigmoid", &Tensor::sigmoid)
       .def("tanh", &Tensor::tanh)
       // reductions: axis None (all), an int or a sequence of ints
-      .def("sum", [](const Tensor& x, nb::object axis, bool keepdims) { return x.sum(axes_of(axis), keepdims); },
-           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
-      .def("mean", [](const Tensor& x, nb::object axis, bool keepdims) { return x.mean(axes_of(axis), keepdims); },
-           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
-      .def("max", [](const Tensor& x, nb::object axis, bool keepdims) { return x.max(axes_of(axis), keepdims); },
-           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
-      .def("min", [](const Tensor& x, nb::object axis, bool keepdims) { return x.min(axes_of(axis), keepdims); },
-           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "sum",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.sum(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "mean",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.mean(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "max",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.max(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "min",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.min(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
       .def(
           "var",
-          [](const Tensor& x, nb::object axis, bool keepdims, int ddof) { return x.var(axes_of(axis), keepdims, ddof); },
+          [](const Tensor& x, nb::object axis, bool keepdims, int ddof) {
+            return x.var(axes_of(axis), keepdims, ddof);
+          },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("ddof") = 0)
       .def("argmax", &Tensor::argmax, nb::arg("axis"), nb::arg("keepdims") = false)
       // movement
@@ -363,7 +399,8 @@ void bind_tensor(nb::module_& m) {
       .def("reshape", [](const Tensor& x, nb::args s) { return x.reshape(nb::cast<Shape>(s)); })
       .def("flatten", &Tensor::flatten, nb::arg("start") = 0, nb::arg("end") = -1)
       .def("permute", [](const Tensor& x, const std::vector<int64_t>& p) { return x.permute(p); })
-      .def("permute", [](const Tensor& x, nb::args p) { return x.permute(nb::cast<std::vector<int64_t>>(p)); })
+      .def("permute",
+           [](const Tensor& x, nb::args p) { return x.permute(nb::cast<std::vector<int64_t>>(p)); })
       .def("transpose", &Tensor::transpose, nb::arg("a") = -2, nb::arg("b") = -1)
       .def_prop_ro("T", &Tensor::t)
       .def("expand", &Tensor::expand)
@@ -384,29 +421,42 @@ void bind_tensor(nb::module_& m) {
       nb::arg("obj"), "a Tensor over the memory of any object with __dlpack__ (host memory, no copy)");
   m.def("_ndarray", [](const Tensor& x) { return as_ndarray<nb::numpy>(x); });
 
-  m.def("zeros", [](const Shape& s, const std::string& d) { return Tensor::zeros(s, dtype_from_name(d)); },
-        nb::arg("shape"), nb::arg("dtype") = "float32");
-  m.def("ones", [](const Shape& s, const std::string& d) { return Tensor::ones(s, dtype_from_name(d)); },
-        nb::arg("shape"), nb::arg("dtype") = "float32");
-  m.def("full", [](const Shape& s, double v, const std::string& d) { return Tensor::full(s, v, dtype_from_name(d)); },
-        nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = "float32");
-  m.def("arange", [](double a, double b, double step, const std::string& d) {
-        return Tensor::arange(a, b, step, dtype_from_name(d)); },
-        nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1.0, nb::arg("dtype") = "float32");
-  m.def("rand", [](const Shape& s, const std::string& d) { return Tensor::rand(s, dtype_from_name(d)); },
-        nb::arg("shape"), nb::arg("dtype") = "float32");
-  m.def("randn", [](const Shape& s, const std::string& d) { return Tensor::randn(s, dtype_from_name(d)); },
-        nb::arg("shape"), nb::arg("dtype") = "float32");
-  m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, nb::arg("seed"),
-        "seeds aether's global Philox generator (weight initialisation, dropout, rand/randn)");
+  m.def(
+      "zeros", [](const Shape& s, const std::string& d) { return Tensor::zeros(s, dtype_from_name(d)); },
+      nb::arg("shape"), nb::arg("dtype") = "float32");
+  m.def(
+      "ones", [](const Shape& s, const std::string& d) { return Tensor::ones(s, dtype_from_name(d)); },
+      nb::arg("shape"), nb::arg("dtype") = "float32");
+  m.def(
+      "full",
+      [](const Shape& s, double v, const std::string& d) { return Tensor::full(s, v, dtype_from_name(d)); },
+      nb::arg("shape"), nb::arg("value"), nb::arg("dtype") = "float32");
+  m.def(
+      "arange",
+      [](double a, double b, double step, const std::string& d) {
+        return Tensor::arange(a, b, step, dtype_from_name(d));
+      },
+      nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1.0, nb::arg("dtype") = "float32");
+  m.def(
+      "rand", [](const Shape& s, const std::string& d) { return Tensor::rand(s, dtype_from_name(d)); },
+      nb::arg("shape"), nb::arg("dtype") = "float32");
+  m.def(
+      "randn", [](const Shape& s, const std::string& d) { return Tensor::randn(s, dtype_from_name(d)); },
+      nb::arg("shape"), nb::arg("dtype") = "float32");
+  m.def(
+      "manual_seed", [](uint64_t seed) { manual_seed(seed); }, nb::arg("seed"),
+      "seeds aether's global Philox generator (weight initialisation, dropout, rand/randn)");
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); });
   m.def("cat", &cat, nb::arg("tensors"), nb::arg("axis") = 0);
   m.def("stack", &stack, nb::arg("tensors"), nb::arg("axis") = 0);
-  m.def("realize", [](const std::vector<Tensor>& ts) {
-    nb::gil_scoped_release release;
-    realize(ts);
-  }, "computes several tensors at once (one schedule: shared work is done once)");
+  m.def(
+      "realize",
+      [](const std::vector<Tensor>& ts) {
+        nb::gil_scoped_release release;
+        realize(ts);
+      },
+      "computes several tensors at once (one schedule: shared work is done once)");
   m.def("grad_enabled", &grad_enabled);
 
   nb::class_<NoGradContext>(m, "no_grad", "with aether.no_grad(): operations record no history for autograd")
@@ -429,8 +479,10 @@ void bind_tensor(nb::module_& m) {
          nb::object padding, int64_t groups) {
         Conv2dOptions o;
         o.stride = Size2(stride.first, stride.second);
-        if (nb::isinstance<nb::str>(padding)) o.padding = Padding2d(nb::cast<std::string>(padding));
-        else if (nb::isinstance<nb::int_>(padding)) o.padding = Padding2d(nb::cast<int64_t>(padding));
+        if (nb::isinstance<nb::str>(padding))
+          o.padding = Padding2d(nb::cast<std::string>(padding));
+        else if (nb::isinstance<nb::int_>(padding))
+          o.padding = Padding2d(nb::cast<int64_t>(padding));
         else {
           auto p = nb::cast<std::pair<int64_t, int64_t>>(padding);
           o.padding = Padding2d(p.first, p.second);
@@ -438,9 +490,9 @@ void bind_tensor(nb::module_& m) {
         o.groups = groups;
         return conv2d(x, w, b ? *b : Tensor(), o);
       },
-      nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = std::pair<int64_t, int64_t>{1, 1},
-      nb::arg("padding") = "valid", nb::arg("groups") = 1,
-      "x (N,H,W,C), weight (O,KH,KW,C/groups), bias (O) -> (N,OH,OW,O)");
+      nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(),
+      nb::arg("stride") = std::pair<int64_t, int64_t>{1, 1}, nb::arg("padding") = "valid",
+      nb::arg("groups") = 1, "x (N,H,W,C), weight (O,KH,KW,C/groups), bias (O) -> (N,OH,OW,O)");
   f.def(
       "max_pool2d",
       [](const Tensor& x, std::pair<int64_t, int64_t> k, std::optional<std::pair<int64_t, int64_t>> s) {
@@ -456,7 +508,8 @@ void bind_tensor(nb::module_& m) {
   f.def("global_avg_pool2d", &global_avg_pool2d);
   f.def("dropout", &dropout, nb::arg("x"), nb::arg("p"), nb::arg("training") = true);
   f.def("one_hot", [](const Tensor& l, int64_t k) { return one_hot(l, k); });
-  f.def("cross_entropy", &cross_entropy, nb::arg("logits"), nb::arg("labels"), nb::arg("label_smoothing") = 0.0);
+  f.def("cross_entropy", &cross_entropy, nb::arg("logits"), nb::arg("labels"),
+        nb::arg("label_smoothing") = 0.0);
   f.def("mse_loss", &mse_loss);
   f.def("accuracy", &accuracy);
 }

@@ -67,7 +67,8 @@ void record_op_time(const char* op, double seconds, int64_t elements, double byt
 
 std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
   std::vector<std::pair<std::string, OpStat>> v(op_stats().begin(), op_stats().end());
-  std::sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  std::sort(v.begin(), v.end(),
+            [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
   double total = 0;
   size_t width = 16;
   for (const auto& [n, s] : v) {
@@ -77,18 +78,20 @@ std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
   const bool limits = copy_gb_per_s > 0 && fma_gflop_per_s > 0;
   std::ostringstream os;
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%-*s %6s %10s %7s %8s %9s%s\n", int(width), "kernel / op", "calls", "time(ms)",
-                "share", "GB/s", "GFLOP/s", limits ? "  of limit" : "");
+  std::snprintf(buf, sizeof buf, "%-*s %6s %10s %7s %8s %9s%s\n", int(width), "kernel / op", "calls",
+                "time(ms)", "share", "GB/s", "GFLOP/s", limits ? "  of limit" : "");
   os << buf;
   for (const auto& [n, s] : v) {
     const double gbs = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0;
     const double gfs = s.seconds > 0 ? s.flops / s.seconds / 1e9 : 0;
     std::string limit;
-    if (limits && s.flops > 0) limit = detail::cat(int(100 * gfs / fma_gflop_per_s + 0.5), "% FMA");
-    else if (limits && s.bytes > 0) limit = detail::cat(int(100 * gbs / copy_gb_per_s + 0.5), "% copy");
+    if (limits && s.flops > 0)
+      limit = detail::cat(int(100 * gfs / fma_gflop_per_s + 0.5), "% FMA");
+    else if (limits && s.bytes > 0)
+      limit = detail::cat(int(100 * gbs / copy_gb_per_s + 0.5), "% copy");
     std::snprintf(buf, sizeof buf, "%-*s %6lld %10.3f %6.1f%% %8.1f %9.1f  %s\n", int(width), n.c_str(),
-                  static_cast<long long>(s.calls), 1e3 * s.seconds, total > 0 ? 100 * s.seconds / total : 0, gbs, gfs,
-                  limit.c_str());
+                  static_cast<long long>(s.calls), 1e3 * s.seconds, total > 0 ? 100 * s.seconds / total : 0,
+                  gbs, gfs, limit.c_str());
     os << buf;
   }
   return os.str();
@@ -137,9 +140,10 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
   if (order.empty()) return;
   const Device dev = order.front()->device;
   for (Node* n : order)
-    AETHER_CHECK(n->device == dev, "realize", "graph mixes devices: node ", n->id, " (", op_name(n->op), ", shape ",
-                 to_string(n->shape), ") is on ", n->device.str(), ", node ", order.front()->id, " (",
-                 op_name(order.front()->op), ") on ", dev.str(), "; move tensors with Tensor::to(device) first");
+    AETHER_CHECK(n->device == dev, "realize", "graph mixes devices: node ", n->id, " (", op_name(n->op),
+                 ", shape ", to_string(n->shape), ") is on ", n->device.str(), ", node ", order.front()->id,
+                 " (", op_name(order.front()->op), ") on ", dev.str(),
+                 "; move tensors with Tensor::to(device) first");
   // AETHER_FUSE=0 on the CPU: the oracle, one primitive per kernel, never a library.
   if (dev.type == DeviceType::cpu && !config().fuse) return reference_backend().execute(order);
   // Keep the targets alive; intermediate nodes die (and free their buffers) as soon as their last

@@ -49,7 +49,6 @@ bool same_view(const View& a, const View& b) {
   return a.shape == b.shape && a.strides == b.strides && a.offset == b.offset && a.mask == b.mask;
 }
 
-
 struct Planned {
   std::optional<codegen::Lowered> lowered;
   ProgramPtr program;  // null: not compiled (the kernel runs through run_nodes)
@@ -66,13 +65,13 @@ void run_generated(DeviceRuntime& rt, const Kernel& k, Planned& p) {
   }
   if (!views_ok) {  // re-lower with the real views (rare: a fallback produced a non-dense value)
     std::string why;
-    auto relowered =
-        codegen::lower(k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    auto relowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
     p.program = nullptr;
     if (relowered) {
       try {
-        p.program = rt.compile(k.outputs.front()->device.index,
-                               {codegen::render(rt.target(), relowered->kernel)})[0];
+        p.program =
+            rt.compile(k.outputs.front()->device.index, {codegen::render(rt.target(), relowered->kernel)})[0];
       } catch (const Error&) {  // a renderer gap
         p.program = nullptr;
       }
@@ -99,7 +98,8 @@ void run_generated(DeviceRuntime& rt, const Kernel& k, Planned& p) {
   if (p.program->scratch_bytes > 0)
     scratch.emplace(device, DType::uint8, p.program->scratch_bytes, /*zero_fill=*/false);
   rt.launch(device.index, *p.program, bufs, scratch ? scratch->data() : nullptr, K.fparams, K.iparams);
-  for (size_t j = 0; j < L.outputs.size(); ++j) L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
+  for (size_t j = 0; j < L.outputs.size(); ++j)
+    L.outputs[j]->set_value(outs[j], View::contiguous(L.outputs[j]->shape));
 }
 
 // Drops the executor's references held for kernel i, which never runs again: its members,
@@ -112,7 +112,6 @@ void release_kernel(Kernel& k, Planned& p) {
   k.epilogue = {};
   p = Planned{};
 }
-
 
 // Everything a run needs: the schedule (kernels in run order), each kernel's lowered and compiled
 // form, and the liveness of the values it refers to.
@@ -235,7 +234,8 @@ std::optional<CachedPlan> capture(const Prepared& P, const GraphSignature& g) {
     ck.inlined = positions(k.inlined);
     ck.shape = k.shape;
     ck.reduce_axes = k.reduce_axes;
-    for (const EpilogueOp& e : k.epilogue) ck.epilogue.emplace_back(e.kind, e.operand ? at(e.operand.get()) : -1);
+    for (const EpilogueOp& e : k.epilogue)
+      ck.epilogue.emplace_back(e.kind, e.operand ? at(e.operand.get()) : -1);
     if (pl.lowered && pl.program) {
       const codegen::Lowered& l = *pl.lowered;
       ck.lowered = true;
@@ -356,7 +356,8 @@ void run(DeviceRuntime& rt, Prepared& P, const std::vector<NodePtr>& targets) {
     if (k.generated() && plan[i].lowered && plan[i].program) {
       name = plan[i].lowered->kernel.name;
       if (profiling_enabled())
-        for (const ir::Buf& b : plan[i].lowered->kernel.bufs) moved += double(b.numel * int64_t(dtype_size(b.dtype)));
+        for (const ir::Buf& b : plan[i].lowered->kernel.bufs)
+          moved += double(b.numel * int64_t(dtype_size(b.dtype)));
       run_generated(rt, k, plan[i]);
       ran_generated = plan[i].program != nullptr;
     } else {
@@ -364,13 +365,14 @@ void run(DeviceRuntime& rt, Prepared& P, const std::vector<NodePtr>& targets) {
       name = k.generated() ? "reference" : op_name(k.nodes.back()->op);
       fused_conv = k.kind == KernelKind::Library && !k.epilogue.empty() && rt.run_epilogue(k);
       if (fused_conv) name = "Conv2d+postops";
-      if (!fused_conv) run_unrealized(rt, k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
+      if (!fused_conv)
+        run_unrealized(rt, k.kind == KernelKind::ViewOnly || k.outputs.empty() ? k.nodes : k.outputs);
     }
     if (debug >= 1 || profiling_enabled()) {
       const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (debug >= 1)
-        std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind), name.c_str(),
-                     sec * 1e3);
+        std::fprintf(stderr, "aether kernel %3zu %-10s %-44s %9.3f ms\n", i, kernel_kind_name(k.kind),
+                     name.c_str(), sec * 1e3);
       // Library calls, views and fallbacks ran through run_nodes, which records each node.
       if (profiling_enabled() && (ran_generated || fused_conv))
         record_op_time(name.c_str(), sec, numel(k.shape), moved, 0);

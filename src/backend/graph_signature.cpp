@@ -102,12 +102,12 @@ class Writer {
           } else if constexpr (std::is_same_v<A, PadArg>) {
             put_ints(a.before), put_ints(a.after);
           } else if constexpr (std::is_same_v<A, Conv2dArg>) {
-            for (int64_t x : {a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.dil_h,
-                              a.dil_w, a.groups})
+            for (int64_t x : {a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right,
+                              a.dil_h, a.dil_w, a.groups})
               put_i(x);
           } else if constexpr (std::is_same_v<A, Pool2dArg>) {
-            for (int64_t x : {a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.pad_bottom,
-                              a.pad_right, int64_t(a.count_include_pad)})
+            for (int64_t x : {a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.pad_top, a.pad_left,
+                              a.pad_bottom, a.pad_right, int64_t(a.count_include_pad)})
               put_i(x);
           } else {
             static_assert(sizeof(A) == 0, "graph_signature: an OpArg alternative is not written");

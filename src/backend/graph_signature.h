@@ -23,10 +23,10 @@
 namespace aether {
 
 struct GraphSignature {
-  std::vector<uint64_t> words;                // the structure, compared exactly
-  uint64_t hash = 0;                          // of `words`
-  std::vector<NodePtr> order;                 // position -> node (leaves included)
-  std::unordered_map<const Node*, int> pos;   // node -> position
+  std::vector<uint64_t> words;               // the structure, compared exactly
+  uint64_t hash = 0;                         // of `words`
+  std::vector<NodePtr> order;                // position -> node (leaves included)
+  std::unordered_map<const Node*, int> pos;  // node -> position
 };
 
 GraphSignature graph_signature(const std::vector<NodePtr>& targets);

@@ -15,8 +15,10 @@ Liveness liveness(const Schedule& s, const std::vector<NodePtr>& targets) {
   auto see = [&](const NodePtr& n, int i) {
     if (!n) return;
     auto [it, fresh] = last.try_emplace(n.get(), i);
-    if (fresh) order.push_back(n.get());
-    else it->second = std::max(it->second, i);
+    if (fresh)
+      order.push_back(n.get());
+    else
+      it->second = std::max(it->second, i);
   };
   std::unordered_set<const Node*> stored;  // values with a buffer of their own once computed
   for (size_t k = 0; k < s.kernels.size(); ++k) {

@@ -298,8 +298,8 @@ StreamResult measure_stream(int64_t array_bytes, int warmup, int runs) {
   long long info[2] = {0, 0};
   void* fma_bufs[] = {&iters, const_cast<float*>(ab), sums, info};
   for (;;) {
-    const double t =
-        std::min(time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }), time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }));
+    const double t = std::min(time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }),
+                              time_ms([&] { fma(fma_bufs, nullptr, nullptr, nullptr); }));
     if ((t >= 10 && iters >= (1LL << 20)) || iters >= (1LL << 40)) {
       iters = std::max<long long>(1, (long long)(double(iters) * 50.0 / std::max(t, 1e-3)));
       break;

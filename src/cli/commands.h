@@ -11,8 +11,8 @@ namespace aether::cli {
 
 void register_demo(CLI::App& app);
 void register_devices(CLI::App& app);
-void register_train(CLI::App& app);  // train, evaluate, summary
-void register_data(CLI::App& app);   // data fetch|verify, predict
+void register_train(CLI::App& app);     // train, evaluate, summary
+void register_data(CLI::App& app);      // data fetch|verify, predict
 void register_schedule(CLI::App& app);  // schedule: the fusing scheduler on built-in graphs
 void register_bench(CLI::App& app);     // bench: timed workloads (fused vs reference), GB/s, GFLOP/s
 // Runs the chosen subcommand's callback; returns the process exit code.

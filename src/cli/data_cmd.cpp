@@ -7,11 +7,11 @@
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
-#include "fetch/fetch.h"
 #include "aether/data/readers.h"
 #include "aether/model/model.h"
 #include "args.h"
 #include "commands.h"
+#include "fetch/fetch.h"
 
 namespace aether::cli {
 namespace {
@@ -21,7 +21,8 @@ struct DataArgs {
 
 int run_fetch(const DataArgs& a) {
   const std::string name = data::canonical_dataset_name(a.dataset);
-  AETHER_CHECK(name == "cifar-10", "data fetch", "only cifar10 can be fetched; Fashion-MNIST comes from Debian's "
+  AETHER_CHECK(name == "cifar-10", "data fetch",
+               "only cifar10 can be fetched; Fashion-MNIST comes from Debian's "
                "dataset-fashion-mnist package (apt-get install dataset-fashion-mnist)");
   const auto dest = a.dest.empty() ? data::default_download_dir(name) : std::filesystem::path(a.dest);
   std::printf("downloading %s to %s\n", a.url.c_str(), dest.c_str());
@@ -64,8 +65,8 @@ data::Dataset read_images(const std::string& path, const Shape& want) {
     d.h = d.w = data::kCifarSide;
     d.c = data::kCifarChannels;
   }
-  AETHER_CHECK(Shape({d.h, d.w, d.c}) == want, "predict", path, " holds images of shape (", d.h, ", ", d.w, ", ",
-               d.c, "), the model expects ", to_string(want));
+  AETHER_CHECK(Shape({d.h, d.w, d.c}) == want, "predict", path, " holds images of shape (", d.h, ", ", d.w,
+               ", ", d.c, "), the model expects ", to_string(want));
   d.labels.assign(size_t(d.n), 0);
   d.num_classes = 1;
   return d;
@@ -92,8 +93,8 @@ int run_predict(const PredictArgs& a) {
     AETHER_CHECK(std::isfinite(p[i]), "predict", a.checkpoint, " gives a probability of ", p[i],
                  " for image ", int64_t(i) / k, " of ", a.input, ": its outputs are not finite");
   for (int64_t i = 0; i < d.n; ++i)
-    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i), static_cast<long long>(classes[size_t(i)]),
-                p[size_t(i * k + classes[size_t(i)])]);
+    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i),
+                static_cast<long long>(classes[size_t(i)]), p[size_t(i * k + classes[size_t(i)])]);
   return 0;
 }
 }  // namespace

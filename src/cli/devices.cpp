@@ -30,14 +30,15 @@ void register_devices(CLI::App& app) {
     const CpuIsa isa = cpu_isa();
     std::cout << "cpu    " << cpu_model() << ", " << omp_get_max_threads() << " threads\n"
               << "       instruction sets (AETHER_CPU_ISA=" << isa.cap << "): generated kernels "
-              << (isa.kernels.empty() ? "none (no working compiler)" : isa.kernels) << "; oneDNN " << isa.onednn << "\n";
+              << (isa.kernels.empty() ? "none (no working compiler)" : isa.kernels) << "; oneDNN "
+              << isa.onednn << "\n";
     const auto gpus = cuda_devices();
     if (gpus.empty()) std::cout << "cuda   not available: " << cuda_unavailable_reason() << "\n";
     for (const auto& g : gpus) {
       char mem[32];
       std::snprintf(mem, sizeof mem, "%.1f GiB", double(g.total_bytes) / double(int64_t(1) << 30));
-      std::cout << "cuda:" << g.index << " " << g.name << ", " << mem << ", compute capability " << g.major << "."
-                << g.minor << ", " << g.multiprocessors << " SMs\n";
+      std::cout << "cuda:" << g.index << " " << g.name << ", " << mem << ", compute capability " << g.major
+                << "." << g.minor << ", " << g.multiprocessors << " SMs\n";
     }
     exit_code() = 0;
   });

@@ -1,7 +1,6 @@
 // aether command-line program: subcommands are registered here, implemented in cli/*.cpp.
 // Every failure is one line on stderr and a non-zero exit: never a stack trace.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "aether/aether.h"

@@ -162,8 +162,10 @@ int run_train(const TrainArgs& a) {
     std::tie(opt.data.mean, opt.data.std) = data::channel_stats(train);
     model.info() = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
   }
-  model.info()["loader"] = {{"batch_size", opt.data.batch_size}, {"seed", opt.data.seed},
-                            {"crop_padding", opt.data.crop_padding}, {"hflip", opt.data.hflip}};
+  model.info()["loader"] = {{"batch_size", opt.data.batch_size},
+                            {"seed", opt.data.seed},
+                            {"crop_padding", opt.data.crop_padding},
+                            {"hflip", opt.data.hflip}};
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
   opt.progress = !a.quiet;
@@ -246,8 +248,8 @@ int run_evaluate(const EvalArgs& a) {
   }
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
-  const std::string ds_name =
-      data::canonical_dataset_name(a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
+  const std::string ds_name = data::canonical_dataset_name(
+      a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
       data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
   check_images_fit("evaluate", test, "test", model, a.checkpoint);
@@ -278,7 +280,8 @@ int run_summary(const SummaryArgs& a) {
   Model model;
   for (auto& l : p.network->children()) model.add(l.second);
   model.configure(p.config).finalize(s);
-  std::printf("%s for %s (input %s)\n%s", a.model.c_str(), ds.c_str(), to_string(s).c_str(), model.summary().c_str());
+  std::printf("%s for %s (input %s)\n%s", a.model.c_str(), ds.c_str(), to_string(s).c_str(),
+              model.summary().c_str());
   return 0;
 }
 }  // namespace

@@ -111,7 +111,8 @@ std::string to_string(const Kernel& k) {
        << k.bufs[b].numel << "]\n";
   list(os, k.body);
   for (size_t r = 0; r < k.reductions.size(); ++r)
-    os << "  slot" << r << ": " << op_name(k.reductions[r].op) << " " << dtype_name(k.reductions[r].dtype) << "\n";
+    os << "  slot" << r << ": " << op_name(k.reductions[r].op) << " " << dtype_name(k.reductions[r].dtype)
+       << "\n";
   if (!k.epilogue.empty()) {
     os << " epilogue over " << aether::to_string(k.reduced_shape()) << "\n";
     list(os, k.epilogue);

@@ -31,8 +31,10 @@ std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape
   if (s == 1) return Affine::constant(0, rank);
   Affine hi = Affine::constant(0, rank), lo = Affine::constant(0, rank);
   for (int v = 0; v < rank; ++v) {
-    if (l.k[size_t(v)] % q == 0) hi.k[size_t(v)] = l.k[size_t(v)] / q;
-    else lo.k[size_t(v)] = l.k[size_t(v)];
+    if (l.k[size_t(v)] % q == 0)
+      hi.k[size_t(v)] = l.k[size_t(v)] / q;
+    else
+      lo.k[size_t(v)] = l.k[size_t(v)];
   }
   int64_t cq = l.c / q, cr = l.c % q;
   if (cr < 0) cr += q, cq -= 1;
@@ -46,7 +48,6 @@ std::optional<Affine> div_mod(const Affine& l, int64_t q, int64_t s, const Shape
   if (hi.min(extent) < 0 || hi.max(extent) >= s) return std::nullopt;
   return hi;
 }
-
 
 class Lowerer {
  public:
@@ -190,9 +191,11 @@ class Lowerer {
 
   // Reads leaf np through view v (its own view, or `base` composed with movement ops: the kernel
   // checks base, the leaf's own view, before it runs).
-  int load(const NodePtr& np, const View& v, const Index& idx, std::vector<Guard> guards, const View* base = nullptr) {
+  int load(const NodePtr& np, const View& v, const Index& idx, std::vector<Guard> guards,
+           const View* base = nullptr) {
     if (v.mask)
-      for (size_t d = 0; d < idx.size(); ++d) guards.push_back({idx[d], (*v.mask)[d].first, (*v.mask)[d].second});
+      for (size_t d = 0; d < idx.size(); ++d)
+        guards.push_back({idx[d], (*v.mask)[d].first, (*v.mask)[d].second});
     const Node& n = *np;
     if (!simplify(guards)) return constant(n.dtype, 0);
     auto [it, fresh] = buf_of_.try_emplace(&n, int(out_.kernel.bufs.size()));
@@ -326,7 +329,8 @@ class Lowerer {
       case Op::Slice: {
         const auto& s = std::get<SliceArg>(n.arg);
         Index sidx = idx;
-        for (size_t d = 0; d < ss.size(); ++d) sidx[d] = idx[d].scaled(s.step[d]) + Affine::constant(s.start[d], rank_);
+        for (size_t d = 0; d < ss.size(); ++d)
+          sidx[d] = idx[d].scaled(s.step[d]) + Affine::constant(s.start[d], rank_);
         return eval(n.srcs[0], sidx, guards);
       }
       case Op::Flip: {

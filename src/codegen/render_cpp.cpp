@@ -31,12 +31,14 @@ class Renderer {
     os_ << kHeader << prelude_helpers(kLang) << "/*\n" << ir::to_string(k_) << "*/\n";
     if (k_.is_reduce()) plan_reduce();
     os_ << "extern \"C\" long long aether_kernel_scratch(void) { return " << scratch_ << "LL; }\n";
-    os_ << "extern \"C\" void aether_kernel(void** bufs, void* scratch, const double* fp_, const u64* ip_) {\n";
+    os_ << "extern \"C\" void aether_kernel(void** bufs, void* scratch, const double* fp_, const u64* ip_) "
+           "{\n";
     os_ << "  (void)scratch; (void)fp_; (void)ip_;\n";
     for (size_t b = 0; b < k_.bufs.size(); ++b) {
       const char* t = storage_ctype(k_.bufs[b].dtype);
       os_ << "  " << (k_.bufs[b].output ? "" : "const ") << t << "* __restrict__ p" << b << " = ("
-          << (k_.bufs[b].output ? "" : "const ") << t << "*)bufs[" << b << "];  // [" << k_.bufs[b].numel << "]\n";
+          << (k_.bufs[b].output ? "" : "const ") << t << "*)bufs[" << b << "];  // [" << k_.bufs[b].numel
+          << "]\n";
     }
     if (k_.is_reduce()) {
       reduce();
@@ -109,14 +111,16 @@ class Renderer {
   }
 
   // `const T name = expr;` for every instruction but accumulations (rendered by the loops).
-  void statements(const std::vector<Inst>& insts, const char* pre, const Shape& extent, const std::string& ind) {
+  void statements(const std::vector<Inst>& insts, const char* pre, const Shape& extent,
+                  const std::string& ind) {
     for (size_t i = 0; i < insts.size(); ++i) {
       const Inst& in = insts[i];
       const std::string name = detail::cat(pre, i);
       const bool h = i < hoisted_.size() && hoisted_[i];
       if (prologue_ && !h) continue;
       if (!prologue_ && h) {
-        os_ << ind << "const " << ctype(in.dtype) << " " << name << " = h" << i << "[i" << extent.size() - 1 << "];\n";
+        os_ << ind << "const " << ctype(in.dtype) << " " << name << " = h" << i << "[i" << extent.size() - 1
+            << "];\n";
         continue;
       }
       auto src = [&](int j) { return detail::cat(pre, in.srcs[size_t(j)]); };
@@ -125,19 +129,19 @@ class Renderer {
         case InstKind::Const:
         case InstKind::Rand:
         case InstKind::Alu:
-          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = " << value_expr(kLang, insts, i, pre, extent)
-              << ";\n";
+          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = "
+              << value_expr(kLang, insts, i, pre, extent) << ";\n";
           break;
         case InstKind::InBounds:
           os_ << ind << "const bool " << name << " = " << value_expr(kLang, insts, i, pre, extent) << ";\n";
           break;
         case InstKind::Result:
-          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = r" << in.slot << "[" << affine(in.offset)
-              << "];\n";
+          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = r" << in.slot << "["
+              << affine(in.offset) << "];\n";
           break;
         case InstKind::Store:
-          os_ << ind << "p" << in.buf << "[" << affine(in.offset) << "] = " << store_expr(k_.bufs[size_t(in.buf)].dtype, src(0))
-              << ";\n";
+          os_ << ind << "p" << in.buf << "[" << affine(in.offset)
+              << "] = " << store_expr(k_.bufs[size_t(in.buf)].dtype, src(0)) << ";\n";
           break;
         case InstKind::Accum: break;
       }
@@ -148,10 +152,10 @@ class Renderer {
   // split into chunks when the leading dims alone give too little parallel work), plain loops over
   // the middle dims, and a `#pragma omp simd` loop over the last dim.
   struct Nest {
-    int prefix = 0;        // dims 0..prefix-1 are flattened into the parallel index
-    int64_t q = 1;         // their product
-    int64_t chunk = 1;     // last-dim chunk length
-    int64_t nchunks = 1;   // chunks of the last dim (1 unless split)
+    int prefix = 0;       // dims 0..prefix-1 are flattened into the parallel index
+    int64_t q = 1;        // their product
+    int64_t chunk = 1;    // last-dim chunk length
+    int64_t nchunks = 1;  // chunks of the last dim (1 unless split)
     int64_t tasks() const { return q * nchunks; }
   };
   static Nest plan(const Shape& s) {
@@ -169,7 +173,8 @@ class Renderer {
   }
   // Opens the loops for task index `t` (a variable in scope); returns the indent of the body of
   // the innermost loop's enclosing scope. `inner_pragma` precedes the last-dim loop.
-  std::string open(const Shape& s, const Nest& p, const std::string& t, std::string ind, const std::string& inner_pragma,
+  std::string open(const Shape& s, const Nest& p, const std::string& t, std::string ind,
+                   const std::string& inner_pragma,
                    const std::function<void(const std::string&)>& before_inner, int* opened) {
     const int n = int(s.size());
     *opened = 0;
@@ -192,8 +197,8 @@ class Renderer {
       if (!inner_pragma.empty()) os_ << ind << inner_pragma << "\n";
       os_ << ind << "for (i64 " << v << " = 0; " << v << " < " << s[size_t(n - 1)] << "; ++" << v << ") {\n";
     } else {
-      os_ << ind << "const i64 lo_ = c_ * " << p.chunk << ", hi_ = lo_ + " << p.chunk << " < " << s[size_t(n - 1)]
-          << " ? lo_ + " << p.chunk << " : " << s[size_t(n - 1)] << ";\n";
+      os_ << ind << "const i64 lo_ = c_ * " << p.chunk << ", hi_ = lo_ + " << p.chunk << " < "
+          << s[size_t(n - 1)] << " ? lo_ + " << p.chunk << " : " << s[size_t(n - 1)] << ";\n";
       if (!inner_pragma.empty()) os_ << ind << inner_pragma << "\n";
       os_ << ind << "for (i64 " << v << " = lo_; " << v << " < hi_; ++" << v << ") {\n";
     }
@@ -259,7 +264,8 @@ class Renderer {
       slabs_ = 1;
     } else {
       slabs_ = total >= 32768 ? std::min<int64_t>(nest_.tasks(), 64) : 1;
-      while (slabs_ > 1 && slabs_ * out_n_ * 8 * int64_t(k_.reductions.size()) > (int64_t(1) << 26)) slabs_ /= 2;
+      while (slabs_ > 1 && slabs_ * out_n_ * 8 * int64_t(k_.reductions.size()) > (int64_t(1) << 26))
+        slabs_ /= 2;
       slabs_ = std::max<int64_t>(slabs_, 1);
     }
     scratch_ = 0;
@@ -283,7 +289,9 @@ class Renderer {
           << acc_off_[r] << ");  // [" << slabs_ << " slabs][" << out_n_ << "]\n";
       os_ << "  " << ctype(acc.r.dtype) << "* __restrict__ r" << r << " = (" << ctype(acc.r.dtype)
           << "*)((char*)scratch + " << res_off_[r] << ");  // [" << out_n_ << "] results\n";
-      if (!owner_block_) os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init() << ";\n";
+      if (!owner_block_)
+        os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init()
+            << ";\n";
     }
     const std::string o = affine(reduced_offset());
     if (s.empty()) {  // a rank-0 reduce: one point
@@ -291,12 +299,17 @@ class Renderer {
       statements(k_.body, "b", s, "    ");
       for (const Inst& in : k_.body)
         if (in.kind == InstKind::Accum)
-          os_ << "    a" << in.slot << "[0] = " << Acc{k_.reductions[size_t(in.slot)], kLang}.add(detail::cat("a", in.slot, "[0]"), detail::cat("b", in.srcs[0])) << ";\n";
+          os_ << "    a" << in.slot << "[0] = "
+              << Acc{k_.reductions[size_t(in.slot)], kLang}.add(detail::cat("a", in.slot, "[0]"),
+                                                                detail::cat("b", in.srcs[0]))
+              << ";\n";
       os_ << "  }\n";
     } else if (total > 0) {
       hoist(k_.body, "b", s);
       const int64_t tasks = nest_.tasks();
-      os_ << "  // " << (owner_ ? "each task owns its outputs" : detail::cat(slabs_, " fixed blocks, each with its own partial sums"))
+      os_ << "  // "
+          << (owner_ ? "each task owns its outputs"
+                     : detail::cat(slabs_, " fixed blocks, each with its own partial sums"))
           << " (the result does not depend on the thread count)\n";
       os_ << "  #pragma omp parallel for schedule(static)" << (total >= 32768 ? "" : " if (0)") << "\n";
       os_ << "  for (i64 b_ = 0; b_ < " << (owner_ ? tasks : slabs_) << "; ++b_) {\n";
@@ -308,11 +321,11 @@ class Renderer {
         os_ << ind << "const i64 t_ = b_;\n";
         if (owner_block_)  // this task's outputs: a contiguous block of the reduced shape
           for (size_t r = 0; r < nr; ++r)
-            os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) s" << r << "[j] = "
-                << Acc{k_.reductions[r], kLang}.init() << ";\n";
+            os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) s" << r
+                << "[j] = " << Acc{k_.reductions[r], kLang}.init() << ";\n";
       } else {
-        os_ << ind << "for (i64 t_ = b_ * " << tasks << " / " << slabs_ << "; t_ < (b_ + 1) * " << tasks << " / " << slabs_
-            << "; ++t_) {\n";
+        os_ << ind << "for (i64 t_ = b_ * " << tasks << " / " << slabs_ << "; t_ < (b_ + 1) * " << tasks
+            << " / " << slabs_ << "; ++t_) {\n";
         ind += "  ";
       }
       int opened = 0;
@@ -341,14 +354,16 @@ class Renderer {
         if (inner_reduce_)
           os_ << body << "v" << in.slot << " = " << acc.add(detail::cat("v", in.slot), v) << ";\n";
         else
-          os_ << body << "s" << in.slot << "[" << o << "] = " << acc.add(detail::cat("s", in.slot, "[", o, "]"), v) << ";\n";
+          os_ << body << "s" << in.slot << "[" << o
+              << "] = " << acc.add(detail::cat("s", in.slot, "[", o, "]"), v) << ";\n";
       }
       const std::string after = body.substr(2);
       os_ << after << "}\n";
       if (inner_reduce_)
         for (size_t r = 0; r < nr; ++r) {
           const Acc acc{k_.reductions[r], kLang};
-          os_ << after << "s" << r << "[" << o << "] = " << acc.combine(detail::cat("s", r, "[", o, "]"), detail::cat("v", r)) << ";\n";
+          os_ << after << "s" << r << "[" << o
+              << "] = " << acc.combine(detail::cat("s", r, "[", o, "]"), detail::cat("v", r)) << ";\n";
         }
       close(after, opened);
       if (!owner_) os_ << "    }\n";
@@ -362,11 +377,13 @@ class Renderer {
     // Combine the blocks in a fixed order, then convert to the result type.
     for (size_t r = 0; r < nr; ++r) {
       const Acc acc{k_.reductions[r], kLang};
-      os_ << "  #pragma omp parallel for schedule(static)" << (out_n_ * slabs_ >= 32768 ? "" : " if (0)") << "\n";
+      os_ << "  #pragma omp parallel for schedule(static)" << (out_n_ * slabs_ >= 32768 ? "" : " if (0)")
+          << "\n";
       os_ << "  for (i64 j = 0; j < " << out_n_ << "; ++j) {\n";
       os_ << "    " << acc.type() << " x = a" << r << "[j];\n";
       if (slabs_ > 1)
-        os_ << "    for (i64 b = 1; b < " << slabs_ << "; ++b) x = " << acc.combine("x", detail::cat("a", r, "[b * ", out_n_, " + j]")) << ";\n";
+        os_ << "    for (i64 b = 1; b < " << slabs_
+            << "; ++b) x = " << acc.combine("x", detail::cat("a", r, "[b * ", out_n_, " + j]")) << ";\n";
       os_ << "    r" << r << "[j] = " << acc.final("x") << ";\n";
       os_ << "  }\n";
     }

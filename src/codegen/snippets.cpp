@@ -114,12 +114,14 @@ $FN float ae_odd(double v) {
 )";
 
 // Bit casts, spelled per language (CUDA C has intrinsics, the host compiler a builtin).
-constexpr const char* kBitsCpp = R"(static inline unsigned int ae_fbits(float f) { return __builtin_bit_cast(unsigned int, f); }
+constexpr const char* kBitsCpp =
+    R"(static inline unsigned int ae_fbits(float f) { return __builtin_bit_cast(unsigned int, f); }
 static inline float ae_bitsf(unsigned int u) { return __builtin_bit_cast(float, u); }
 static inline unsigned long long ae_dbits(double f) { return __builtin_bit_cast(unsigned long long, f); }
 static inline double ae_bitsd(unsigned long long u) { return __builtin_bit_cast(double, u); }
 )";
-constexpr const char* kBitsCuda = R"(__device__ __forceinline__ unsigned int ae_fbits(float f) { return __float_as_uint(f); }
+constexpr const char* kBitsCuda =
+    R"(__device__ __forceinline__ unsigned int ae_fbits(float f) { return __float_as_uint(f); }
 __device__ __forceinline__ float ae_bitsf(unsigned int u) { return __uint_as_float(u); }
 __device__ __forceinline__ unsigned long long ae_dbits(double f) { return (unsigned long long)__double_as_longlong(f); }
 __device__ __forceinline__ double ae_bitsd(unsigned long long u) { return __longlong_as_double((long long)u); }
@@ -180,9 +182,7 @@ const char* ctype(DType t) {
 }
 const char* storage_ctype(DType t) { return is_16bit(t) ? "unsigned short" : ctype(t); }
 int value_bytes(DType t) { return is_16bit(t) ? 4 : int(dtype_size(t)); }
-const char* compute_type(DType t) {
-  return t == DType::float64 ? "double" : is_fp(t) ? "float" : "i64";
-}
+const char* compute_type(DType t) { return t == DType::float64 ? "double" : is_fp(t) ? "float" : "i64"; }
 bool is_fp(DType t) { return t == DType::float32 || t == DType::float64 || is_16bit(t); }
 
 std::string round_to(DType t, const std::string& e) {
@@ -300,8 +300,10 @@ std::string alu_expr(Lang lang, const Inst& in, const std::vector<std::string>& 
       // comparison into a phi of bools): one such branch keeps the whole loop scalar. Max-pool
       // backward's first-maximum chain ran at 7% of the copy bandwidth on a Zen3 because of it.
       // The bits are those of `c ? a : b` (NaN payloads, -0 kept); CUDA uses the same helpers.
-      return detail::cat(o == DType::float64 ? "ae_seld(" : fp ? "ae_self(" : detail::cat("ae_seli<", ctype(o), ">("), a[0],
-                         ", ", a[1], ", ", a[2], ")");
+      return detail::cat(o == DType::float64 ? "ae_seld("
+                         : fp                ? "ae_self("
+                                             : detail::cat("ae_seli<", ctype(o), ">("),
+                         a[0], ", ", a[1], ", ", a[2], ")");
     case Op::Load:
     case Op::Const:
     case Op::Rand:
@@ -337,7 +339,8 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
     }
     case InstKind::Const:
       if (in.param < 0) return literal(lang, in.dtype, in.value);
-      if (is_16bit(in.dtype)) return convert(in.dtype, DType::float64, detail::cat(cpp ? "fp_[" : "fp", in.param, cpp ? "]" : ""));
+      if (is_16bit(in.dtype))
+        return convert(in.dtype, DType::float64, detail::cat(cpp ? "fp_[" : "fp", in.param, cpp ? "]" : ""));
       return detail::cat("(", ctype(in.dtype), ")", cpp ? "fp_[" : "fp", in.param, cpp ? "]" : "");
     case InstKind::Rand: {
       AETHER_CHECK(in.dtype == DType::float32 || in.dtype == DType::float64, "codegen",

@@ -129,11 +129,13 @@ Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
   if (device.type != DeviceType::cpu) {  // device memory from the device's backend (its allocator)
     DeviceMemory* m = device_memory(device.type);
     if (!m)
-      throw Error(detail::cat("Buffer: device ", device.str(), " has no allocator: ", device_unavailable(device.type)));
+      throw Error(detail::cat("Buffer: device ", device.str(),
+                              " has no allocator: ", device_unavailable(device.type)));
     try {
       if (nbytes() > 0) data_ = m->alloc(device.index, size_t(nbytes()), zero_fill);
     } catch (const Error& e) {
-      throw Error(detail::cat("Buffer: cannot allocate ", nbytes(), " bytes on ", device.str(), ": ", e.what()));
+      throw Error(
+          detail::cat("Buffer: cannot allocate ", nbytes(), " bytes on ", device.str(), ": ", e.what()));
     }
     return;
   }
@@ -161,7 +163,7 @@ Buffer::Buffer(DType dtype, int64_t numel, void* data, std::shared_ptr<const voi
 }
 
 Buffer::~Buffer() {
-  if (external()) return;  // owner_ releases the memory's owner
+  if (external()) return;                 // owner_ releases the memory's owner
   if (device_.type != DeviceType::cpu) {  // only made when its memory is registered
     if (data_) device_memory(device_.type)->free(device_.index, data_);
     return;

@@ -21,9 +21,9 @@ struct Variable {
   std::atomic<bool> Config::*flag = nullptr;
   std::atomic<int> Config::*number = nullptr;
   ConfigText Config::*text = nullptr;
-  int lo = 0, hi = 0;      // a number's range
-  const char* what = "";   // a number: "a thread count"; for messages
-  const char* unset = "";  // what unsetting it gives, for messages
+  int lo = 0, hi = 0;                  // a number's range
+  const char* what = "";               // a number: "a thread count"; for messages
+  const char* unset = "";              // what unsetting it gives, for messages
   const char* const* words = nullptr;  // a choice's words (nullptr-terminated); its value is the index
 };
 

@@ -51,22 +51,22 @@ class ConfigText {
 // AETHER_CPU_ISA: a cap on the instruction set of generated kernels (their -march) and of oneDNN's
 // kernels (dnnl::set_max_cpu_isa), so that an AVX-512 machine can run and measure the AVX2 path. A
 // cap, not a request: a CPU without AVX-512 runs AVX2 code under "avx512" too.
-constexpr int kCpuIsaNative = 0;  // no cap: everything the CPU has (-march=native)
-constexpr int kCpuIsaAvx2 = 1;    // AVX2 and FMA, no AVX-512
-constexpr int kCpuIsaAvx512 = 2;  // AVX-512 (with BF16 and VNNI where the CPU has them), no AMX
+constexpr int kCpuIsaNative = 0;    // no cap: everything the CPU has (-march=native)
+constexpr int kCpuIsaAvx2 = 1;      // AVX2 and FMA, no AVX-512
+constexpr int kCpuIsaAvx512 = 2;    // AVX-512 (with BF16 and VNNI where the CPU has them), no AMX
 const char* cpu_isa_name(int isa);  // "native", "avx2", "avx512"
 
 struct Config {
   // Switches.
-  std::atomic<bool> fuse{true};                 // AETHER_FUSE: the fused executor, else the reference backend
-  std::atomic<bool> onednn{true};               // AETHER_ONEDNN: oneDNN for matmul / conv, else naive loops
-  std::atomic<bool> pool_library{false};        // AETHER_POOL_LIBRARY: tiling max-pooling as the library op
-  std::atomic<bool> postops{true};              // AETHER_POSTOPS: merge epilogues into oneDNN convs
-  std::atomic<bool> plan_cache{true};           // AETHER_PLAN_CACHE: reuse plans of equal graphs
-  std::atomic<bool> conv_weight_cache{true};    // AETHER_CONV_WEIGHT_CACHE
-  std::atomic<bool> profile{false};             // AETHER_PROFILE
-  std::atomic<bool> cuda_graphs{false};         // AETHER_CUDA_GRAPHS
-  std::atomic<bool> cuda_verbose{false};        // AETHER_CUDA_VERBOSE
+  std::atomic<bool> fuse{true};               // AETHER_FUSE: the fused executor, else the reference backend
+  std::atomic<bool> onednn{true};             // AETHER_ONEDNN: oneDNN for matmul / conv, else naive loops
+  std::atomic<bool> pool_library{false};      // AETHER_POOL_LIBRARY: tiling max-pooling as the library op
+  std::atomic<bool> postops{true};            // AETHER_POSTOPS: merge epilogues into oneDNN convs
+  std::atomic<bool> plan_cache{true};         // AETHER_PLAN_CACHE: reuse plans of equal graphs
+  std::atomic<bool> conv_weight_cache{true};  // AETHER_CONV_WEIGHT_CACHE
+  std::atomic<bool> profile{false};           // AETHER_PROFILE
+  std::atomic<bool> cuda_graphs{false};       // AETHER_CUDA_GRAPHS
+  std::atomic<bool> cuda_verbose{false};      // AETHER_CUDA_VERBOSE
   // Whole numbers.
   std::atomic<int> debug{0};        // AETHER_DEBUG, 0 to 4
   std::atomic<int> num_threads{0};  // AETHER_NUM_THREADS, 1 to 1024; 0: unset (OpenMP's default)

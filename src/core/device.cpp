@@ -21,8 +21,8 @@ Device Device::cuda(int index) {
     throw Error(detail::cat("Device::cuda(", index, "): ", device_unavailable(DeviceType::cuda),
                             "; available devices: cpu"));
   if (index < 0 || index >= count)
-    throw Error(detail::cat("Device::cuda(", index, "): no such GPU: ", count, " CUDA device", count == 1 ? "" : "s",
-                            " present (valid indices 0..", count - 1, ")"));
+    throw Error(detail::cat("Device::cuda(", index, "): no such GPU: ", count, " CUDA device",
+                            count == 1 ? "" : "s", " present (valid indices 0..", count - 1, ")"));
   return {DeviceType::cuda, index};
 }
 
@@ -31,8 +31,8 @@ Device Device::parse(const std::string& s) {
   if (s == "cuda") return cuda(0);
   if (s.rfind("cuda:", 0) == 0) {
     const std::string idx = s.substr(5);
-    AETHER_CHECK(!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos,
-                 "Device::parse", "bad device index in '", s, "' (expected cuda:N)");
+    AETHER_CHECK(!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos, "Device::parse",
+                 "bad device index in '", s, "' (expected cuda:N)");
     return cuda(std::stoi(idx));
   }
   throw Error("Device::parse: unknown device '" + s + "' (expected cpu, cuda or cuda:N)");

@@ -19,8 +19,9 @@ DeviceMemory* device_memory(DeviceType type) { return table()[size_t(type)].load
 
 std::string device_unavailable(DeviceType type) {
   if (DeviceMemory* m = device_memory(type)) return m->unavailable();
-  return type == DeviceType::cuda ? "built without CUDA (configure with -DAETHER_CUDA=ON and the CUDA toolkit)"
-                                  : "no backend for this device in this build";
+  return type == DeviceType::cuda
+             ? "built without CUDA (configure with -DAETHER_CUDA=ON and the CUDA toolkit)"
+             : "no backend for this device in this build";
 }
 
 }  // namespace aether

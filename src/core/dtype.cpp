@@ -10,8 +10,7 @@ namespace aether {
 const char* dtype_name(DType t) {
   switch (t) {
 #define AETHER_X(name, str, type, bytes) \
-  case DType::name:                      \
-    return str;
+  case DType::name: return str;
     AETHER_DTYPES(AETHER_X)
 #undef AETHER_X
   }
@@ -21,8 +20,7 @@ const char* dtype_name(DType t) {
 int dtype_size(DType t) {
   switch (t) {
 #define AETHER_X(name, str, type, bytes) \
-  case DType::name:                      \
-    return bytes;
+  case DType::name: return bytes;
     AETHER_DTYPES(AETHER_X)
 #undef AETHER_X
   }
@@ -126,7 +124,7 @@ uint16_t float_to_half(float f) {
   std::memcpy(&u, &f, 4);
   const uint16_t sign = uint16_t((u >> 16) & 0x8000u);
   const uint32_t absu = u & 0x7fffffffu;
-  if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
+  if (absu > 0x7f800000u) return uint16_t(sign | 0x7e00u);   // NaN
   if (absu >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // overflow (>= 65520) -> inf
   if (absu < 0x38800000u) {                                  // below the smallest normal half
     if (absu < 0x33000000u) return sign;                     // < 2^-25 rounds to zero

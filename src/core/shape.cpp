@@ -35,15 +35,14 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 void check_shape(const Shape& s, const char* op) {
-  AETHER_CHECK(s.size() <= size_t(kMaxDims), op, "shape ", to_string(s), " has ", s.size(),
-               " dims; at most ", kMaxDims, " are supported");
+  AETHER_CHECK(s.size() <= size_t(kMaxDims), op, "shape ", to_string(s), " has ", s.size(), " dims; at most ",
+               kMaxDims, " are supported");
   for (int64_t d : s) AETHER_CHECK(d >= 0, op, "shape ", to_string(s), " has a negative size");
 }
 
 int normalize_axis(int64_t axis, int ndim, const char* op) {
-  AETHER_CHECK(axis >= -ndim && axis < ndim, op, "axis ", axis,
-               " is out of range for a tensor with ", ndim, " dims (expected ", -ndim, " <= axis < ",
-               ndim, ")");
+  AETHER_CHECK(axis >= -ndim && axis < ndim, op, "axis ", axis, " is out of range for a tensor with ", ndim,
+               " dims (expected ", -ndim, " <= axis < ", ndim, ")");
   return int(axis < 0 ? axis + ndim : axis);
 }
 

@@ -29,8 +29,12 @@ TensorImpl& Tensor::checked() const {
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
   return prim::constant(value, shape, dtype, device);
 }
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return full(shape, 0.0, dtype, device); }
-Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 0.0, dtype, device);
+}
+Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) {
+  return full(shape, 1.0, dtype, device);
+}
 Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
 
 Tensor Tensor::from_blob(const void* data, const Shape& shape, DType dtype) {
@@ -175,12 +179,15 @@ T Tensor::item() const {
 AETHER_DTYPES(AETHER_X)
 #undef AETHER_X
 
-// ---- autograd plumbing --------------------------------------------------------------------------------------
+// ---- autograd plumbing
+// --------------------------------------------------------------------------------------
 bool Tensor::requires_grad() const { return checked().requires_grad; }
 Tensor& Tensor::set_requires_grad(bool on) {
   auto& impl = checked();
-  AETHER_CHECK(!impl.grad_fn, "set_requires_grad", "only leaf tensors can change requires_grad; this one was "
-               "computed by ", op_name(impl.grad_fn->op), " (use detach())");
+  AETHER_CHECK(!impl.grad_fn, "set_requires_grad",
+               "only leaf tensors can change requires_grad; this one was "
+               "computed by ",
+               op_name(impl.grad_fn->op), " (use detach())");
   AETHER_CHECK(!on || is_float(dtype()), "set_requires_grad", "only float tensors can require grad, got ",
                dtype_name(dtype()));
   impl.requires_grad = on;
@@ -215,7 +222,9 @@ Tensor Tensor::to(Device device) const {
   // The copy is made by the memory of the device that is not the host (D2D: the destination's).
   const DeviceType other = device.type != DeviceType::cpu ? device.type : this->device().type;
   DeviceMemory* m = device_memory(other);
-  if (!m) throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", device_unavailable(other)));
+  if (!m)
+    throw Error(
+        detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", device_unavailable(other)));
   // Realize where the value is, make it dense there, then one H2D / D2H / D2D copy of its bytes. The
   // result is a new leaf (no history), like detach().
   try {

@@ -146,10 +146,14 @@ void DataLoader::work(std::vector<int64_t> order, int64_t epoch) {
         const int64_t i = hb.samples[size_t(k)];
         const AugmentDraw draw = draw_augment(opt_, epoch, i);
         float* dst = hb.images.data() + k * hwc;
-        if (ds_.float_images) prepare_sample(opt_, ds_.float_image(i), ds_.h, ds_.w, ds_.c, draw, dst);
-        else prepare_sample(opt_, ds_.image(i), ds_.h, ds_.w, ds_.c, draw, dst);
-        if (kt > 0) std::copy_n(ds_.targets.data() + i * kt, kt, hb.targets.data() + k * kt);
-        else hb.labels[size_t(k)] = ds_.labels[size_t(i)];
+        if (ds_.float_images)
+          prepare_sample(opt_, ds_.float_image(i), ds_.h, ds_.w, ds_.c, draw, dst);
+        else
+          prepare_sample(opt_, ds_.image(i), ds_.h, ds_.w, ds_.c, draw, dst);
+        if (kt > 0)
+          std::copy_n(ds_.targets.data() + i * kt, kt, hb.targets.data() + k * kt);
+        else
+          hb.labels[size_t(k)] = ds_.labels[size_t(i)];
       }
       std::unique_lock<std::mutex> lk(mu_);
       cv_.wait(lk, [&] { return cancel_ || int64_t(queue_.size()) < opt_.prefetch; });

@@ -1,10 +1,11 @@
 // Data set verification: CIFAR-10 batch sizes and MD5s, Fashion-MNIST IDX structure.
+#include "aether/data/verify.h"
+
 #include <future>
 #include <sstream>
 
 #include "aether/core/error.h"
 #include "aether/data/checksum.h"
-#include "aether/data/verify.h"
 #include "aether/data/readers.h"
 
 namespace aether::data {

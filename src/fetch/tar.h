@@ -1,4 +1,5 @@
-// fetch/tar.h - TarReader (used by `aether data fetch`; not part of libaether): a small reader for POSIX ustar / GNU tar archives.
+// fetch/tar.h - TarReader (used by `aether data fetch`; not part of libaether): a small reader for POSIX
+// ustar / GNU tar archives.
 //
 // Reads from a ByteReader, so a .tar.gz or .tar.xz is decompressed on the fly. Every header's
 // checksum is validated and sizes are parsed strictly (octal, or GNU base-256); a truncated

@@ -32,12 +32,14 @@ std::vector<TensorImpl*> reverse_topo(TensorImpl* root) {
 // and intermediates alike; the sink decides what to keep), before its rule runs.
 template <typename Sink>
 void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Sink&& sink) {
-  AETHER_CHECK(root.requires_grad(), "backward", "the tensor does not require grad (no input has "
+  AETHER_CHECK(root.requires_grad(), "backward",
+               "the tensor does not require grad (no input has "
                "requires_grad set, or it was computed under NoGradGuard)");
   Tensor dy = dy_in;
   if (!dy.defined()) {
-    AETHER_CHECK(root.numel() == 1, "backward", "an implicit upstream gradient needs a one-element output, got ",
-                 to_string(root.shape()), "; pass dy");
+    AETHER_CHECK(root.numel() == 1, "backward",
+                 "an implicit upstream gradient needs a one-element output, got ", to_string(root.shape()),
+                 "; pass dy");
     dy = Tensor::ones(root.shape(), is_float(root.dtype()) ? root.dtype() : DType::float32);
   }
   AETHER_CHECK(dy.shape() == root.shape(), "backward", "dy has shape ", to_string(dy.shape()),
@@ -46,7 +48,8 @@ void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Si
   const auto order = reverse_topo(root.impl().get());
   for (TensorImpl* t : order)
     if (t->grad_fn)
-      AETHER_CHECK(!t->grad_fn->freed, "backward", "the backward graph was already freed by an earlier "
+      AETHER_CHECK(!t->grad_fn->freed, "backward",
+                   "the backward graph was already freed by an earlier "
                    "backward(); call backward(dy, /*retain_graph=*/true) the first time");
   std::unordered_map<TensorImpl*, Tensor> grads;
   grads[root.impl().get()] = dy;

@@ -121,7 +121,7 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Neg: return {-dy};
     case Op::Exp: return {dy * val(fn.output)};                      // d e^x = e^x
     case Op::Log: return {dy / x(0)};                                // d ln x = 1/x
-    case Op::Sqrt: return {dy / (val(fn.output) * 2.0)};              // d sqrt x = 1/(2 sqrt x)
+    case Op::Sqrt: return {dy / (val(fn.output) * 2.0)};             // d sqrt x = 1/(2 sqrt x)
     case Op::Recip: return {-dy * val(fn.output) * val(fn.output)};  // d 1/x = -1/x^2
     case Op::Sin: return {dy * x(0).cos()};
     case Op::Add: return {dy, dy};
@@ -145,7 +145,8 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       // Split among ties: mask / count(mask) per reduced group.
       const Tensor xin = x(0);
       const auto& axes = std::get<Axes>(fn.arg);
-      const Tensor mask = xin.eq(val(fn.output).expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
+      const Tensor mask =
+          xin.eq(val(fn.output).expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
       const Tensor count = prim::reduce(Op::ReduceSum, mask, axes);
       return {(dy / count).expand(xin.shape()) * mask};
     }

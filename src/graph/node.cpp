@@ -15,8 +15,7 @@ void Node::set_value(BufferPtr buf, View v) {
   srcs.shrink_to_fit();
 }
 
-NodePtr make_node(Op op, DType dtype, Shape shape, Device device, std::vector<NodePtr> srcs,
-                  OpArg arg) {
+NodePtr make_node(Op op, DType dtype, Shape shape, Device device, std::vector<NodePtr> srcs, OpArg arg) {
   auto n = std::make_shared<Node>();
   n->op = op;
   n->dtype = dtype;

@@ -8,8 +8,7 @@ namespace aether {
 const char* op_name(Op op) {
   switch (op) {
 #define AETHER_X(name, kind, nsrc) \
-  case Op::name:                   \
-    return #name;
+  case Op::name: return #name;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
   }
@@ -19,8 +18,7 @@ const char* op_name(Op op) {
 OpKind op_kind(Op op) {
   switch (op) {
 #define AETHER_X(name, kind, nsrc) \
-  case Op::name:                   \
-    return OpKind::kind;
+  case Op::name: return OpKind::kind;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
   }
@@ -30,8 +28,7 @@ OpKind op_kind(Op op) {
 int op_num_srcs(Op op) {
   switch (op) {
 #define AETHER_X(name, kind, nsrc) \
-  case Op::name:                   \
-    return nsrc;
+  case Op::name: return nsrc;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
   }

@@ -49,9 +49,9 @@ Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg) {
 }
 
 Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg) {
-  AETHER_CHECK(pool2d_shape("max_pool2d_bwd", x, arg) == dy.shape() && dy.dtype() == x.dtype(), "max_pool2d_bwd",
-               "dy ", to_string(dy.shape()), " ", dtype_name(dy.dtype()), " does not match the pooled shape of ",
-               to_string(x.shape()), " ", dtype_name(x.dtype()));
+  AETHER_CHECK(pool2d_shape("max_pool2d_bwd", x, arg) == dy.shape() && dy.dtype() == x.dtype(),
+               "max_pool2d_bwd", "dy ", to_string(dy.shape()), " ", dtype_name(dy.dtype()),
+               " does not match the pooled shape of ", to_string(x.shape()), " ", dtype_name(x.dtype()));
   NoGradGuard no_grad;
   const Tile t = tile_of(x.shape(), arg);
   const Shape full{t.n, t.oh, t.kh, t.ow, t.kw, t.c};
@@ -78,10 +78,11 @@ Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg&
   for (size_t q = 0; q < pos.size(); ++q) pos[q] = int32_t(q);
   const Tensor position =
       Tensor::from_vector(pos, {1, 1, t.kh, 1, t.kw, 1}).to(x.device());  // (1,1,KH,1,KW,1) int32
-  const Tensor dy6 = dy.reshape({t.n, t.oh, 1, t.ow, 1, t.c});           // (N,OH,1,OW,1,C)
-  Tensor dx = aether::where(position.eq(first), dy6.expand(full), 0.0);          // (N,OH,KH,OW,KW,C)
+  const Tensor dy6 = dy.reshape({t.n, t.oh, 1, t.ow, 1, t.c});            // (N,OH,1,OW,1,C)
+  Tensor dx = aether::where(position.eq(first), dy6.expand(full), 0.0);   // (N,OH,KH,OW,KW,C)
   dx = dx.reshape({t.n, t.oh * t.kh, t.ow * t.kw, t.c});
-  if (t.oh * t.kh != t.h || t.ow * t.kw != t.w) dx = dx.pad({{0, 0}, {0, t.h - t.oh * t.kh}, {0, t.w - t.ow * t.kw}, {0, 0}});
+  if (t.oh * t.kh != t.h || t.ow * t.kw != t.w)
+    dx = dx.pad({{0, 0}, {0, t.h - t.oh * t.kh}, {0, t.w - t.ow * t.kw}, {0, 0}});
   return dx;  // (N,H,W,C)
 }
 

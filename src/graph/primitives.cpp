@@ -89,8 +89,8 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
   return record_grad(out, op, srcs, inputs, std::move(arg));
 }
 
-Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs, const std::vector<NodePtr>& inputs,
-                   OpArg arg) {
+Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs,
+                   const std::vector<NodePtr>& inputs, OpArg arg) {
   if (!grad_enabled() || !is_differentiable(op)) return out;
   bool any = false;
   for (const auto& s : srcs) any = any || s.requires_grad();
@@ -174,7 +174,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 
 Tensor permute(const Tensor& x, const Axes& perm) {
-  AETHER_CHECK(int(perm.size()) == x.ndim(), "permute", "permutation of ", perm.size(), " axes for ", desc(x));
+  AETHER_CHECK(int(perm.size()) == x.ndim(), "permute", "permutation of ", perm.size(), " axes for ",
+               desc(x));
   std::vector<bool> seen(perm.size(), false);
   for (int p : perm) {
     AETHER_CHECK(p >= 0 && p < x.ndim() && !seen[p], "permute", "invalid permutation for ", desc(x));
@@ -244,14 +245,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   AETHER_CHECK(a.ndim() == 3 && b.ndim() == 3 && a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1],
                "matmul", "expected (B,M,K) x (B,K,N), got ", desc(a), " x ", desc(b));
   AETHER_CHECK(a.dtype() == b.dtype(), "matmul", "expected equal dtypes, got ", desc(a), " x ", desc(b));
-  AETHER_CHECK(a.dtype() != DType::boolean, "matmul", "bool is not supported, got ", desc(a), " x ",
-               desc(b));
+  AETHER_CHECK(a.dtype() != DType::boolean, "matmul", "bool is not supported, got ", desc(a), " x ", desc(b));
   return apply(Op::Matmul, {a, b}, {}, a.dtype(), {a.shape()[0], a.shape()[1], b.shape()[2]});
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dArg& arg) {
-  AETHER_CHECK(x.dtype() == w.dtype() && is_float(x.dtype()), "conv2d", "expected float x and w of one dtype, got ",
-               desc(x), " and ", desc(w));
+  AETHER_CHECK(x.dtype() == w.dtype() && is_float(x.dtype()), "conv2d",
+               "expected float x and w of one dtype, got ", desc(x), " and ", desc(w));
   return apply(Op::Conv2d, {x, w}, arg, x.dtype(), conv_out_shape("conv2d", x.shape(), w.shape(), arg));
 }
 

@@ -22,12 +22,14 @@ std::string arg_str(const Node& n) {
           for (size_t i = 0; i < a.size(); ++i) os << (i ? "," : "") << a[i];
           os << ']';
         } else if constexpr (std::is_same_v<A, SliceArg>) {
-          os << "start=" << to_string(a.start) << " stop=" << to_string(a.stop) << " step=" << to_string(a.step);
+          os << "start=" << to_string(a.start) << " stop=" << to_string(a.stop)
+             << " step=" << to_string(a.step);
         } else if constexpr (std::is_same_v<A, PadArg>) {
           os << "before=" << to_string(a.before) << " after=" << to_string(a.after);
         } else if constexpr (std::is_same_v<A, Conv2dArg>) {
-          os << "stride=" << a.stride_h << 'x' << a.stride_w << " pad=" << a.pad_top << ',' << a.pad_left << ','
-             << a.pad_bottom << ',' << a.pad_right << " dil=" << a.dil_h << 'x' << a.dil_w << " groups=" << a.groups;
+          os << "stride=" << a.stride_h << 'x' << a.stride_w << " pad=" << a.pad_top << ',' << a.pad_left
+             << ',' << a.pad_bottom << ',' << a.pad_right << " dil=" << a.dil_h << 'x' << a.dil_w
+             << " groups=" << a.groups;
         } else if constexpr (std::is_same_v<A, Pool2dArg>) {
           os << "kernel=" << a.kernel_h << 'x' << a.kernel_w << " stride=" << a.stride_h << 'x' << a.stride_w
              << " pad=" << a.pad_top << ',' << a.pad_left << ',' << a.pad_bottom << ',' << a.pad_right;
@@ -93,12 +95,13 @@ std::string graph_to_dot(const std::vector<Tensor>& outputs) {
   std::unordered_set<const Node*> outs;
   for (const auto& t : outputs) outs.insert(t.node().get());
   for (const Node* n : graph_nodes(outputs)) {
-    const char* color = n->realized() ? "lightgrey"
-                        : op_kind(n->op) == OpKind::Library ? "lightsalmon"
-                        : op_kind(n->op) == OpKind::Reduce ? "lightblue"
+    const char* color = n->realized()                        ? "lightgrey"
+                        : op_kind(n->op) == OpKind::Library  ? "lightsalmon"
+                        : op_kind(n->op) == OpKind::Reduce   ? "lightblue"
                         : op_kind(n->op) == OpKind::Movement ? "khaki"
-                                                                : "white";
-    os << "  n" << n->id << " [label=\"%" << n->id << ' ' << (n->realized() ? "Buffer" : op_name(n->op)) << "\\n"
+                                                             : "white";
+    os << "  n" << n->id << " [label=\"%" << n->id << ' ' << (n->realized() ? "Buffer" : op_name(n->op))
+       << "\\n"
        << to_string(n->shape) << ' ' << dtype_name(n->dtype);
     const std::string a = n->realized() ? std::string() : arg_str(*n);
     if (!a.empty()) os << "\\n" << a;

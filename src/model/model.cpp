@@ -53,8 +53,9 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   return c;
 }
 void check_config(const ModelConfig& c) {
-  AETHER_CHECK(c.loss == "cross_entropy" || c.loss == "categorical_cross_entropy" || c.loss == "mse", "configure",
-               "unknown loss '", c.loss, "' (expected cross_entropy, categorical_cross_entropy or mse)");
+  AETHER_CHECK(c.loss == "cross_entropy" || c.loss == "categorical_cross_entropy" || c.loss == "mse",
+               "configure", "unknown loss '", c.loss,
+               "' (expected cross_entropy, categorical_cross_entropy or mse)");
   AETHER_CHECK(c.optimizer == "sgd" || c.optimizer == "adam" || c.optimizer == "adamw", "configure",
                "unknown optimizer '", c.optimizer, "' (expected sgd, adam or adamw)");
   AETHER_CHECK(c.schedule == "constant" || c.schedule == "one_cycle" || c.schedule == "warmup_linear" ||
@@ -62,10 +63,13 @@ void check_config(const ModelConfig& c) {
                "configure", "unknown schedule '", c.schedule,
                "' (expected constant, one_cycle, warmup_linear, cosine or step)");
   for (const auto& m : c.metrics)
-    AETHER_CHECK(m == "accuracy" || m == "top5", "configure", "unknown metric '", m, "' (expected accuracy or top5)");
+    AETHER_CHECK(m == "accuracy" || m == "top5", "configure", "unknown metric '", m,
+                 "' (expected accuracy or top5)");
   AETHER_CHECK(c.lr > 0 && std::isfinite(c.lr), "configure", "learning rate must be > 0, got ", c.lr);
-  AETHER_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "configure", "label_smoothing must be in [0, 1)");
-  AETHER_CHECK(c.warmup_fraction > 0 && c.warmup_fraction < 1, "configure", "warmup_fraction must be in (0, 1)");
+  AETHER_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "configure",
+               "label_smoothing must be in [0, 1)");
+  AETHER_CHECK(c.warmup_fraction > 0 && c.warmup_fraction < 1, "configure",
+               "warmup_fraction must be in (0, 1)");
   AETHER_CHECK(c.momentum >= 0 && std::isfinite(c.momentum), "configure",
                "momentum must be finite and >= 0, got ", c.momentum);
   AETHER_CHECK(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "configure",
@@ -76,7 +80,8 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.clip_grad_norm >= 0 && std::isfinite(c.clip_grad_norm), "configure",
                "clip_grad_norm must be finite and >= 0 (0: no clipping), got ", c.clip_grad_norm);
   AETHER_CHECK(c.regression_precision >= 0 && std::isfinite(c.regression_precision), "configure",
-               "regression_precision must be finite and >= 0 (0: from the targets), got ", c.regression_precision);
+               "regression_precision must be finite and >= 0 (0: from the targets), got ",
+               c.regression_precision);
 }
 
 // "NaN", "Inf" or "-Inf": the first value of a float tensor that is not finite; "" when all are.
@@ -142,7 +147,7 @@ Model& Model::configure(const ModelConfig& config) {
 
 Model& Model::to(Device device) {
   impl_->net->to(device);  // throws a clear error for a device this build lacks
-  if (impl_->opt)  // the optimizer's state (momentum, Adam moments) moves with the parameters
+  if (impl_->opt)          // the optimizer's state (momentum, Adam moments) moves with the parameters
     for (auto& [name, t] : impl_->opt->named_state())
       if (t->device() != device) *t = t->to(device);
   impl_->device = device;
@@ -151,9 +156,10 @@ Model& Model::to(Device device) {
 Model& Model::to(const std::string& device) { return to(Device::parse(device)); }
 
 Model& Model::set_precision(const std::string& precision) {
-  AETHER_CHECK(precision == "float32" || precision == "fp32", "set_precision", "precision '", precision,
-               "' is not yet supported (mixed float16/bfloat16 training arrives with the mixed-precision issue); "
-               "use float32");
+  AETHER_CHECK(
+      precision == "float32" || precision == "fp32", "set_precision", "precision '", precision,
+      "' is not yet supported (mixed float16/bfloat16 training arrives with the mixed-precision issue); "
+      "use float32");
   impl_->precision = "float32";
   return *this;
 }
@@ -171,16 +177,18 @@ Model& Model::finalize(const Shape& input_shape) {
     Shape s = input_shape;
     s.insert(s.begin(), 2);
     const Tensor out = m.net->forward(Tensor::zeros(s, DType::float32, m.device));
-    AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ", to_string(out.shape()));
+    AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ",
+                 to_string(out.shape()));
   }
   m.input_shape = input_shape;
   auto params = m.net->parameters();
   const auto& c = m.config;
   if (c.optimizer == "sgd") {
-    m.opt = std::make_unique<optim::SGD>(params, optim::SGDOptions{c.lr, c.momentum, 0, c.nesterov, c.weight_decay});
+    m.opt = std::make_unique<optim::SGD>(params,
+                                         optim::SGDOptions{c.lr, c.momentum, 0, c.nesterov, c.weight_decay});
   } else {
-    m.opt = std::make_unique<optim::Adam>(params, optim::AdamOptions{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay},
-                                          c.optimizer == "adamw");
+    m.opt = std::make_unique<optim::Adam>(
+        params, optim::AdamOptions{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay}, c.optimizer == "adamw");
   }
   m.finalized = true;
   return *this;
@@ -237,8 +245,9 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   // The normalisation used, one value per channel (the loader's default for empty lists: 0 and 1).
   m.mean = o.data.mean.empty() ? std::vector<float>(size_t(train_set.c), 0.0f) : o.data.mean;
   m.std = o.data.std.empty() ? std::vector<float>(size_t(train_set.c), 1.0f) : o.data.std;
-  m.loader_state = {{"seed", o.data.seed}, {"batch_size", o.data.batch_size}, {"crop_padding", o.data.crop_padding},
-                    {"hflip", o.data.hflip}, {"shuffle", o.data.shuffle}, {"drop_last", o.data.drop_last}};
+  m.loader_state = {
+      {"seed", o.data.seed},   {"batch_size", o.data.batch_size}, {"crop_padding", o.data.crop_padding},
+      {"hflip", o.data.hflip}, {"shuffle", o.data.shuffle},       {"drop_last", o.data.drop_last}};
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
@@ -266,8 +275,10 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       if (m.input_shape.size() == 1) x = x.flatten(1);
       // Parameters, optimizer state, buffers, loss and accuracy: one realize.
       const Step step = m.record_step(x, labels, targets);
-      if (graph_step) graph_step->run([&] { realize(step.tensors); });
-      else realize(step.tensors);
+      if (graph_step)
+        graph_step->run([&] { realize(step.tensors); });
+      else
+        realize(step.tensors);
       const Tensor& loss = step.loss;
       const Tensor& acc = step.accuracy;
       m.opt->zero_grad();
@@ -280,7 +291,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                    m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
       bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
       if (o.on_batch)
-        o.on_batch({epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
+        o.on_batch(
+            {epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
     }
     m.epochs_done = epoch + 1;
     EpochStats st;
@@ -399,7 +411,8 @@ Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
   return cat(parts, 0).realize();
 }
 
-// ---- accessors ---------------------------------------------------------------------------------------------------
+// ---- accessors
+// ---------------------------------------------------------------------------------------------------
 std::string Model::summary() {
   impl_->require_finalized("summary");
   return nn::summary(*impl_->net, [&] {

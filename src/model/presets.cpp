@@ -17,7 +17,8 @@ std::shared_ptr<Sequential> mlp(const Shape& s, int64_t k) {
 }
 
 std::shared_ptr<Sequential> lenet(const Shape& s, int64_t k) {
-  AETHER_CHECK(s[0] % 4 == 0 && s[1] % 4 == 0, "lenet", "needs image sides divisible by 4, got ", to_string(s));
+  AETHER_CHECK(s[0] % 4 == 0 && s[1] % 4 == 0, "lenet", "needs image sides divisible by 4, got ",
+               to_string(s));
   auto n = std::make_shared<Sequential>();
   const Conv2dOptions same{.padding = 1};
   n->add(mk<Conv2d>(s[2], 16, 3, same, false)).add(mk<BatchNorm2d>(16)).add(mk<ReLU>()).add(mk<MaxPool2d>(2));
@@ -55,14 +56,26 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
     p.data.batch_size = 128;
   } else if (name == "lenet") {
     p.network = lenet(s, k);
-    p.config = {.loss = "cross_entropy", .label_smoothing = 0.1, .optimizer = "adam", .lr = 3e-3,
-                .weight_decay = 0, .schedule = "one_cycle", .warmup_fraction = 0.25};
+    p.config = {.loss = "cross_entropy",
+                .label_smoothing = 0.1,
+                .optimizer = "adam",
+                .lr = 3e-3,
+                .weight_decay = 0,
+                .schedule = "one_cycle",
+                .warmup_fraction = 0.25};
     p.epochs = 5;
     p.data.batch_size = 128;
   } else if (name == "cifarnet") {
     p.network = cifarnet(s, k);
-    p.config = {.loss = "cross_entropy", .label_smoothing = 0.2, .optimizer = "sgd", .lr = 0.1, .momentum = 0.9,
-                .nesterov = true, .weight_decay = 5e-4, .schedule = "one_cycle", .warmup_fraction = 0.25};
+    p.config = {.loss = "cross_entropy",
+                .label_smoothing = 0.2,
+                .optimizer = "sgd",
+                .lr = 0.1,
+                .momentum = 0.9,
+                .nesterov = true,
+                .weight_decay = 5e-4,
+                .schedule = "one_cycle",
+                .warmup_fraction = 0.25};
     p.epochs = 20;
     p.data.batch_size = 256;
     p.data.crop_padding = 4;

@@ -11,14 +11,20 @@ namespace {
 std::string clock(double s) {
   const int64_t t = int64_t(s + 0.5);
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(t / 60), static_cast<long long>(t % 60));
+  std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(t / 60),
+                static_cast<long long>(t % 60));
   return buf;
 }
 }  // namespace
 
 ProgressBar::ProgressBar(int64_t epoch, int64_t epochs, int64_t total, bool enabled)
-    : epoch_(epoch), epochs_(epochs), total_(total), enabled_(enabled), tty_(isatty(fileno(stdout)) != 0),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : epoch_(epoch),
+      epochs_(epochs),
+      total_(total),
+      enabled_(enabled),
+      tty_(isatty(fileno(stdout)) != 0),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 double ProgressBar::seconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

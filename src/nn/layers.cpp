@@ -1,7 +1,6 @@
 // The layers: thin Modules over the functional ops.
 #include "aether/nn/layers.h"
 
-
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -19,7 +18,9 @@ Tensor kaiming_uniform(const Shape& shape, int64_t fan_in) {
   const double bound = 1.0 / std::sqrt(double(std::max<int64_t>(fan_in, 1)));
   return Tensor::uniform(shape, -bound, bound).realize().detach();
 }
-std::string size2(Size2 s) { return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w); }
+std::string size2(Size2 s) {
+  return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w);
+}
 nlohmann::json size2_json(Size2 s) { return {s.h, s.w}; }
 // A pooling stride of 0 on an axis means the kernel's size there.
 Size2 pool_stride(Size2 kernel, Size2 stride) {
@@ -42,7 +43,9 @@ Tensor Linear::forward(const Tensor& x) {
                to_string(x.shape()));
   return linear(x, weight, bias);
 }
-std::string Linear::describe() const { return detail::cat("Linear(", in_, " -> ", out_, bias.defined() ? "" : ", no bias", ")"); }
+std::string Linear::describe() const {
+  return detail::cat("Linear(", in_, " -> ", out_, bias.defined() ? "" : ", no bias", ")");
+}
 nlohmann::json Linear::config() const {
   return {{"type", "Linear"}, {"in", in_}, {"out", out_}, {"bias", bias.defined()}};
 }
@@ -69,21 +72,27 @@ Tensor Conv2d::forward(const Tensor& x) {
 }
 std::string Conv2d::describe() const {
   const auto& p = opt_.padding;
-  const std::string pad = p.same ? "same" : (p.top == p.bottom && p.left == p.right && p.top == p.left)
-                                                ? std::to_string(p.top)
-                                                : detail::cat(p.top, ",", p.bottom, ",", p.left, ",", p.right);
-  return detail::cat("Conv2d(", in_, " -> ", out_, ", ", kernel_.h, "x", kernel_.w, ", stride ", size2(opt_.stride),
-                     ", pad ", pad, opt_.dilation.h != 1 || opt_.dilation.w != 1 ? ", dil " + size2(opt_.dilation) : "",
+  const std::string pad = p.same ? "same"
+                          : (p.top == p.bottom && p.left == p.right && p.top == p.left)
+                              ? std::to_string(p.top)
+                              : detail::cat(p.top, ",", p.bottom, ",", p.left, ",", p.right);
+  return detail::cat("Conv2d(", in_, " -> ", out_, ", ", kernel_.h, "x", kernel_.w, ", stride ",
+                     size2(opt_.stride), ", pad ", pad,
+                     opt_.dilation.h != 1 || opt_.dilation.w != 1 ? ", dil " + size2(opt_.dilation) : "",
                      opt_.groups != 1 ? ", groups " + std::to_string(opt_.groups) : "",
                      bias.defined() ? "" : ", no bias", ")");
 }
 nlohmann::json Conv2d::config() const {
   const auto& p = opt_.padding;
   nlohmann::json pad = p.same ? nlohmann::json("same") : nlohmann::json({p.top, p.bottom, p.left, p.right});
-  return {{"type", "Conv2d"},           {"in", in_},
-          {"out", out_},                {"kernel", size2_json(kernel_)},
-          {"stride", size2_json(opt_.stride)}, {"padding", pad},
-          {"dilation", size2_json(opt_.dilation)}, {"groups", opt_.groups},
+  return {{"type", "Conv2d"},
+          {"in", in_},
+          {"out", out_},
+          {"kernel", size2_json(kernel_)},
+          {"stride", size2_json(opt_.stride)},
+          {"padding", pad},
+          {"dilation", size2_json(opt_.dilation)},
+          {"groups", opt_.groups},
           {"bias", bias.defined()}};
 }
 
@@ -91,7 +100,8 @@ nlohmann::json Conv2d::config() const {
 BatchNorm::BatchNorm(int64_t c, int dims, double momentum, double eps, bool affine)
     : channels_(c), dims_(dims), momentum_(momentum), eps_(eps), affine_(affine) {
   AETHER_CHECK(c > 0 && (dims == 1 || dims == 2), "BatchNorm", "bad channels ", c, " or dims ", dims);
-  AETHER_CHECK(momentum >= 0 && momentum <= 1 && eps > 0, "BatchNorm", "momentum must be in [0, 1] and eps > 0");
+  AETHER_CHECK(momentum >= 0 && momentum <= 1 && eps > 0, "BatchNorm",
+               "momentum must be in [0, 1] and eps > 0");
   if (affine) {
     weight = Tensor::ones({c}).realize().detach();
     bias = Tensor::zeros({c}).realize().detach();
@@ -117,7 +127,11 @@ Tensor BatchNorm::forward(const Tensor& x) {
 }
 std::string BatchNorm::describe() const { return detail::cat(type_name(), "(", channels_, ")"); }
 nlohmann::json BatchNorm::config() const {
-  return {{"type", type_name()}, {"channels", channels_}, {"momentum", momentum_}, {"eps", eps_}, {"affine", affine_}};
+  return {{"type", type_name()},
+          {"channels", channels_},
+          {"momentum", momentum_},
+          {"eps", eps_},
+          {"affine", affine_}};
 }
 
 // ---- parameter-free layers -------------------------------------------------------------------------------
@@ -129,15 +143,20 @@ MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride, Size2 padding)
 Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, k_, s_, p_); }
 std::string MaxPool2d::describe() const { return "MaxPool2d(" + size2(k_) + ")"; }
 nlohmann::json MaxPool2d::config() const {
-  return {{"type", "MaxPool2d"}, {"kernel", size2_json(k_)}, {"stride", size2_json(s_)}, {"padding", size2_json(p_)}};
+  return {{"type", "MaxPool2d"},
+          {"kernel", size2_json(k_)},
+          {"stride", size2_json(s_)},
+          {"padding", size2_json(p_)}};
 }
 AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad)
     : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding), cip_(count_include_pad) {}
 Tensor AvgPool2d::forward(const Tensor& x) { return avg_pool2d(x, k_, s_, p_, cip_); }
 std::string AvgPool2d::describe() const { return "AvgPool2d(" + size2(k_) + ")"; }
 nlohmann::json AvgPool2d::config() const {
-  return {{"type", "AvgPool2d"},          {"kernel", size2_json(k_)},
-          {"stride", size2_json(s_)},    {"padding", size2_json(p_)},
+  return {{"type", "AvgPool2d"},
+          {"kernel", size2_json(k_)},
+          {"stride", size2_json(s_)},
+          {"padding", size2_json(p_)},
           {"count_include_pad", cip_}};
 }
 Tensor GlobalAvgPool2d::forward(const Tensor& x) { return global_avg_pool2d(x); }
@@ -155,7 +174,8 @@ Tensor SpatialDropout::forward(const Tensor& x) { return spatial_dropout(x, p_, 
 std::string SpatialDropout::describe() const { return detail::cat("SpatialDropout(", p_, ")"); }
 
 // ---- Residual -------------------------------------------------------------------------------------------
-Residual::Residual(ModulePtr body, ModulePtr shortcut) : body_(std::move(body)), shortcut_(std::move(shortcut)) {
+Residual::Residual(ModulePtr body, ModulePtr shortcut)
+    : body_(std::move(body)), shortcut_(std::move(shortcut)) {
   register_module("body", body_);
   if (shortcut_) register_module("shortcut", shortcut_);
 }
@@ -175,7 +195,8 @@ nlohmann::json Residual::config() const {
   return j;
 }
 
-// ---- rebuilding from config --------------------------------------------------------------------------------
+// ---- rebuilding from config
+// --------------------------------------------------------------------------------
 namespace {
 // Typed reads of a config's fields: a value of the wrong JSON type, a fraction where a size belongs,
 // or a size outside [0, kMaxConfigDim] is an aether::Error naming the field (nlohmann's own
@@ -211,15 +232,15 @@ Size2 size2_at(const nlohmann::json& c, const char* field) {
 }
 // A layer's parameter count, checked before its constructor allocates the weights.
 void check_params(double params, const nlohmann::json& c) {
-  AETHER_CHECK(params <= double(kMaxLayerParams), "module_from_config", json_excerpt(c), " would hold ", params,
-               " parameters; at most ", kMaxLayerParams, " are allowed per layer");
+  AETHER_CHECK(params <= double(kMaxLayerParams), "module_from_config", json_excerpt(c), " would hold ",
+               params, " parameters; at most ", kMaxLayerParams, " are allowed per layer");
 }
 }  // namespace
 
 ModulePtr module_from_config(const nlohmann::json& c) {
   const ModuleNestingGuard nesting;  // throws past kMaxModuleNesting
-  AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config", "expected an object with a \"type\", got ",
-               json_excerpt(c));
+  AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config",
+               "expected an object with a \"type\", got ", json_excerpt(c));
   AETHER_CHECK(c.at("type").is_string(), "module_from_config", "\"type\" must be a string, got ",
                json_excerpt(c.at("type")));
   const std::string t = c.at("type");
@@ -244,31 +265,36 @@ ModulePtr module_from_config(const nlohmann::json& c) {
         o.padding = Padding2d(p.get<std::string>());
       } else {
         AETHER_CHECK(p.is_array() && p.size() == 4, "module_from_config",
-                     "\"padding\" must be \"same\", \"valid\" or [top, bottom, left, right], got ", json_excerpt(p));
+                     "\"padding\" must be \"same\", \"valid\" or [top, bottom, left, right], got ",
+                     json_excerpt(p));
         o.padding = Padding2d(dim_from(p.at(0), "padding"), dim_from(p.at(1), "padding"),
                               dim_from(p.at(2), "padding"), dim_from(p.at(3), "padding"));
       }
       const int64_t in = dim_at(c, "in"), out = dim_at(c, "out");
       const Size2 k = size2_at(c, "kernel");
-      check_params(double(out) * double(k.h) * double(k.w) * double(in) / double(std::max<int64_t>(o.groups, 1)), c);
+      check_params(
+          double(out) * double(k.h) * double(k.w) * double(in) / double(std::max<int64_t>(o.groups, 1)), c);
       return std::make_shared<Conv2d>(in, out, k, o, bool_value(c, "bias", true));
     }
     if (t == "BatchNorm1d" || t == "BatchNorm2d")
-      return std::make_shared<BatchNorm>(dim_at(c, "channels"), t == "BatchNorm1d" ? 1 : 2, number_at(c, "momentum"),
-                                         number_at(c, "eps"), bool_value(c, "affine", true));
+      return std::make_shared<BatchNorm>(dim_at(c, "channels"), t == "BatchNorm1d" ? 1 : 2,
+                                         number_at(c, "momentum"), number_at(c, "eps"),
+                                         bool_value(c, "affine", true));
     if (t == "ReLU") return std::make_shared<ReLU>();
     if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(number_at(c, "slope"));
     if (t == "GELU") return std::make_shared<GELU>(bool_value(c, "tanh_approx", false));
     if (t == "Softmax") {
       const nlohmann::json axis = c.value("axis", nlohmann::json(-1));
       AETHER_CHECK(axis.is_number_integer() && axis.get<int64_t>() >= -8 && axis.get<int64_t>() < 8,
-                   "module_from_config", "\"axis\" must be a whole number in [-8, 8), got ", json_excerpt(axis));
+                   "module_from_config", "\"axis\" must be a whole number in [-8, 8), got ",
+                   json_excerpt(axis));
       return std::make_shared<Softmax>(axis.get<int64_t>());
     }
     // Pooling: files written before the stride was stored as such hold [0, 0] for "the kernel's
     // size"; the constructors read 0 that way.
     if (t == "MaxPool2d")
-      return std::make_shared<MaxPool2d>(size2_at(c, "kernel"), size2_at(c, "stride"), size2_at(c, "padding"));
+      return std::make_shared<MaxPool2d>(size2_at(c, "kernel"), size2_at(c, "stride"),
+                                         size2_at(c, "padding"));
     if (t == "AvgPool2d")
       return std::make_shared<AvgPool2d>(size2_at(c, "kernel"), size2_at(c, "stride"), size2_at(c, "padding"),
                                          bool_value(c, "count_include_pad", false));
@@ -278,16 +304,19 @@ ModulePtr module_from_config(const nlohmann::json& c) {
     if (t == "Dropout") return std::make_shared<Dropout>(number_at(c, "p"));
     if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(number_at(c, "p"));
     if (t == "Residual")
-      return std::make_shared<Residual>(module_from_config(c.at("body")),
-                                        c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
+      return std::make_shared<Residual>(
+          module_from_config(c.at("body")),
+          c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
     if (const ModuleFactory* make = registered_module_type(t)) return (*make)(c);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(
-        detail::cat("module_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ", e.what()));
+    throw Error(detail::cat("module_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ",
+                            e.what()));
   }
-  throw Error("module_from_config: unknown layer type '" + text_excerpt(t) + "'" +
-              (t == "Python" ? " (a layer written in Python: load this file from Python, with the layer's module importable)"
-                             : ""));
+  throw Error(
+      "module_from_config: unknown layer type '" + text_excerpt(t) + "'" +
+      (t == "Python"
+           ? " (a layer written in Python: load this file from Python, with the layer's module importable)"
+           : ""));
 }
 
 namespace {

@@ -136,11 +136,14 @@ std::string summary(Module& m, const Shape& input_shape) {
   }
   std::ostringstream os;
   const std::string rule(w0 + w1 + w2 + 6, '-');
-  os << std::left << std::setw(int(w0)) << "Layer" << "   " << std::setw(int(w1)) << "Output shape" << "   "
-     << std::right << std::setw(int(w2)) << "Params" << "\n" << rule << "\n";
+  os << std::left << std::setw(int(w0)) << "Layer"
+     << "   " << std::setw(int(w1)) << "Output shape"
+     << "   " << std::right << std::setw(int(w2)) << "Params"
+     << "\n"
+     << rule << "\n";
   for (auto& r : rows)
-    os << std::left << std::setw(int(w0)) << r[0] << "   " << std::setw(int(w1)) << r[1] << "   " << std::right
-       << std::setw(int(w2)) << r[2] << "\n";
+    os << std::left << std::setw(int(w0)) << r[0] << "   " << std::setw(int(w1)) << r[1] << "   "
+       << std::right << std::setw(int(w2)) << r[2] << "\n";
   int64_t trainable = m.num_parameters(), buffers = 0;
   for (auto& [n, t] : m.named_buffers()) buffers += t->numel();
   os << rule << "\nInput shape: " << to_string(input_shape) << "\nTrainable parameters: " << trainable

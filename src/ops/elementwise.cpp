@@ -65,7 +65,9 @@ Tensor Tensor::sqrt() const { return prim::unary(Op::Sqrt, as_float(*this)); }
 Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
 Tensor Tensor::reciprocal() const { return prim::unary(Op::Recip, as_float(*this)); }
 Tensor Tensor::sin() const { return prim::unary(Op::Sin, as_float(*this)); }
-Tensor Tensor::cos() const { return (as_float(*this) + std::numbers::pi / 2).sin(); }  // cos x = sin(x + pi/2)
+Tensor Tensor::cos() const {
+  return (as_float(*this) + std::numbers::pi / 2).sin();
+}  // cos x = sin(x + pi/2)
 Tensor Tensor::square() const { return *this * *this; }
 Tensor Tensor::abs() const {
   if (dtype() == DType::boolean || dtype() == DType::uint8) return *this;  // never negative

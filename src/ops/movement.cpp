@@ -60,8 +60,8 @@ Tensor Tensor::expand(const Shape& s) const {
   Shape padded(s.size() - shape().size(), 1);
   padded.insert(padded.end(), shape().begin(), shape().end());
   for (size_t d = 0; d < s.size(); ++d)
-    AETHER_CHECK(padded[d] == s[d] || padded[d] == 1, "expand", "cannot broadcast ", to_string(shape()), " to ",
-                 to_string(s));
+    AETHER_CHECK(padded[d] == s[d] || padded[d] == 1, "expand", "cannot broadcast ", to_string(shape()),
+                 " to ", to_string(s));
   return prim::expand(prim::reshape(*this, padded), s);
 }
 
@@ -142,8 +142,8 @@ Tensor cat(const std::vector<Tensor>& ts, int64_t axis) {
     AETHER_CHECK(x.ndim() == nd, "cat", "tensors have different numbers of dims: ", to_string(ts[0].shape()),
                  " and ", to_string(x.shape()));
     for (int i = 0; i < nd; ++i)
-      AETHER_CHECK(i == d || x.shape()[i] == ts[0].shape()[i], "cat", "shapes ", to_string(ts[0].shape()), " and ",
-                   to_string(x.shape()), " differ outside axis ", d);
+      AETHER_CHECK(i == d || x.shape()[i] == ts[0].shape()[i], "cat", "shapes ", to_string(ts[0].shape()),
+                   " and ", to_string(x.shape()), " differ outside axis ", d);
     t = promote(t, x.dtype());
     total += x.shape()[d];
   }
@@ -180,8 +180,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Tensor y = b.ndim() == 1 ? b.unsqueeze(1) : b;
   const int64_t M = x.shape()[x.ndim() - 2], K = x.shape()[x.ndim() - 1];
   const int64_t K2 = y.shape()[y.ndim() - 2], N = y.shape()[y.ndim() - 1];
-  AETHER_CHECK(K == K2, "matmul", "inner dims differ: ", to_string(a.shape()), " x ", to_string(b.shape()), " (",
-               K, " vs ", K2, ")");
+  AETHER_CHECK(K == K2, "matmul", "inner dims differ: ", to_string(a.shape()), " x ", to_string(b.shape()),
+               " (", K, " vs ", K2, ")");
   const Shape xb(x.shape().begin(), x.shape().end() - 2), yb(y.shape().begin(), y.shape().end() - 2);
   const Shape batch = broadcast_shapes(xb, yb, "matmul");
   const DType t = promote(a.dtype(), b.dtype());

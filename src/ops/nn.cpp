@@ -323,8 +323,8 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   const int64_t n = x.numel() / std::max<int64_t>(c, 1);
 
   BatchNormResult r;
-  Tensor mean, var;   // (C)
-  Tensor centered;    // (..., C): x - mean
+  Tensor mean, var;  // (C)
+  Tensor centered;   // (..., C): x - mean
   if (training) {
     AETHER_CHECK(n > 1, op, "training needs more than one value per channel, got x ", x.str());
     // The statistics take ONE pass over x (sum and sum of squares, not Welford/Chan: a Welford
@@ -388,7 +388,10 @@ Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
   for (size_t i = 0; i < v.size(); ++i)
     AETHER_CHECK(v[i] >= 0 && v[i] < num_classes, "one_hot", "label ", v[i], " at flat index ", i,
                  " is out of range [0, ", num_classes, ") (labels ", labels.str(), ")");
-  return labels.cast(DType::int64).unsqueeze(-1).eq(Tensor::arange(num_classes).to(labels.device())).cast(dtype);
+  return labels.cast(DType::int64)
+      .unsqueeze(-1)
+      .eq(Tensor::arange(num_classes).to(labels.device()))
+      .cast(dtype);
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_smoothing) {

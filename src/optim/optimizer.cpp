@@ -21,7 +21,8 @@ void Optimizer::set_lr(double lr) {
 Tensor& Optimizer::slot(size_t i, const std::string& name) {
   for (auto& [n, t] : state_[i])
     if (n == name) return t;
-  state_[i].emplace_back(name, Tensor::zeros(params_[i].shape(), params_[i].dtype(), params_[i].device()).realize().detach());
+  state_[i].emplace_back(
+      name, Tensor::zeros(params_[i].shape(), params_[i].dtype(), params_[i].device()).realize().detach());
   return state_[i].back().second;
 }
 
@@ -95,7 +96,7 @@ Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t /*t*/)
 }
 
 nlohmann::json SGD::config() const {
-  return {{"type", "SGD"},          {"lr", lr_},
+  return {{"type", "SGD"},           {"lr", lr_},
           {"momentum", o_.momentum}, {"dampening", o_.dampening},
           {"nesterov", o_.nesterov}, {"weight_decay", o_.weight_decay}};
 }
@@ -110,8 +111,10 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
 Tensor Adam::update(size_t i, const Tensor& p0, const Tensor& grad, int64_t t) {
   Tensor p = p0, g = grad;
   if (o_.weight_decay != 0) {
-    if (decoupled_) p = p * (1 - lr_ * o_.weight_decay);
-    else g = g + p * o_.weight_decay;
+    if (decoupled_)
+      p = p * (1 - lr_ * o_.weight_decay);
+    else
+      g = g + p * o_.weight_decay;
   }
   Tensor& m = slot(i, "exp_avg");
   Tensor& v = slot(i, "exp_avg_sq");
@@ -122,8 +125,8 @@ Tensor Adam::update(size_t i, const Tensor& p0, const Tensor& grad, int64_t t) {
 }
 
 nlohmann::json Adam::config() const {
-  return {{"type", type_name()}, {"lr", lr_}, {"beta1", o_.beta1}, {"beta2", o_.beta2},
-          {"eps", o_.eps},       {"weight_decay", o_.weight_decay}};
+  return {{"type", type_name()}, {"lr", lr_},     {"beta1", o_.beta1},
+          {"beta2", o_.beta2},   {"eps", o_.eps}, {"weight_decay", o_.weight_decay}};
 }
 
 // ---- clipping --------------------------------------------------------------------------------------------

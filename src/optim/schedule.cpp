@@ -15,7 +15,8 @@ double cos_anneal(double from, double to, double frac) {
 }
 }  // namespace
 
-StepLR::StepLR(double base, int64_t step_size, double gamma) : base_(base), step_size_(step_size), gamma_(gamma) {
+StepLR::StepLR(double base, int64_t step_size, double gamma)
+    : base_(base), step_size_(step_size), gamma_(gamma) {
   AETHER_CHECK(step_size > 0, "StepLR", "step_size must be > 0, got ", step_size);
 }
 double StepLR::lr(int64_t step) const { return base_ * std::pow(gamma_, double(step / step_size_)); }
@@ -33,8 +34,8 @@ nlohmann::json CosineLR::config() const {
 
 WarmupLinearLR::WarmupLinearLR(double base, int64_t warmup, int64_t total, double final_lr)
     : base_(base), warmup_(warmup), total_(total), final_(final_lr) {
-  AETHER_CHECK(warmup >= 0 && total > warmup, "WarmupLinearLR", "need 0 <= warmup < total, got ", warmup, ", ",
-               total);
+  AETHER_CHECK(warmup >= 0 && total > warmup, "WarmupLinearLR", "need 0 <= warmup < total, got ", warmup,
+               ", ", total);
 }
 double WarmupLinearLR::lr(int64_t step) const {
   if (step < warmup_) return base_ * double(step + 1) / double(warmup_);
@@ -42,7 +43,8 @@ double WarmupLinearLR::lr(int64_t step) const {
   return base_ + (final_ - base_) * frac;
 }
 nlohmann::json WarmupLinearLR::config() const {
-  return {{"type", "warmup_linear"}, {"base", base_}, {"warmup", warmup_}, {"total", total_}, {"final", final_}};
+  return {
+      {"type", "warmup_linear"}, {"base", base_}, {"warmup", warmup_}, {"total", total_}, {"final", final_}};
 }
 
 OneCycleLR::OneCycleLR(double max_lr, int64_t total, double pct, double div, double final_div)
@@ -58,8 +60,8 @@ double OneCycleLR::lr(int64_t step) const {
   return cos_anneal(max_, final_lr, (s - up_end) / (double(total_ - 1) - up_end));
 }
 nlohmann::json OneCycleLR::config() const {
-  return {{"type", "one_cycle"}, {"max", max_}, {"total", total_}, {"pct_start", pct_},
-          {"div_factor", div_},  {"final_div_factor", final_div_}};
+  return {{"type", "one_cycle"}, {"max", max_},        {"total", total_},
+          {"pct_start", pct_},   {"div_factor", div_}, {"final_div_factor", final_div_}};
 }
 
 std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
@@ -76,10 +78,11 @@ std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
       return std::make_unique<OneCycleLR>(c.at("max"), c.at("total"), c.at("pct_start"), c.at("div_factor"),
                                           c.at("final_div_factor"));
   } catch (const nlohmann::json::exception& e) {
-    throw Error(
-        detail::cat("schedule_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ", e.what()));
+    throw Error(detail::cat("schedule_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ",
+                            e.what()));
   }
-  throw Error("schedule_from_config: unknown schedule '" + text_excerpt(t) + "' (expected constant, step, cosine, "
+  throw Error("schedule_from_config: unknown schedule '" + text_excerpt(t) +
+              "' (expected constant, step, cosine, "
               "warmup_linear or one_cycle)");
 }
 

@@ -142,7 +142,8 @@ void pass_group(State& s) {
     if (!is_movement(n.node->op))
       for (int c : n.consumers) {
         const Node& cn = *s.nodes[size_t(c)].node;
-        through_merge = through_merge || (cn.op == Op::Reshape && reshape_merges_dims(n.node->shape, cn.shape));
+        through_merge =
+            through_merge || (cn.op == Op::Reshape && reshape_merges_dims(n.node->shape, cn.shape));
       }
     const bool one_group = readers.size() == 1 && !is_library(n.node->op) && !through_merge &&
                            (!n.output || output_joins(s, readers[0], i));

@@ -11,8 +11,8 @@
 // are not on the chain (e.g. the (C) batch-norm scale) stay a group of their own, stored. The chain
 // is recorded as the kernel's epilogue (Kernel::epilogue: each step's op and the value it reads),
 // and the executor hands exactly that record to the device (DeviceRuntime::run_epilogue), which
-// runs it as one library call or says no (then node by node). Environment: AETHER_POSTOPS=0 disables this pass (to
-// measure the merge or debug it; config().postops at run time, core/config.h).
+// runs it as one library call or says no (then node by node). Environment: AETHER_POSTOPS=0 disables this
+// pass (to measure the merge or debug it; config().postops at run time, core/config.h).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>

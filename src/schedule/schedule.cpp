@@ -37,8 +37,10 @@ Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& op
   check_config("schedule");  // a malformed AETHER_POSTOPS, AETHER_DEBUG, ... (core/config.h)
   sched::State s;
   sched::pass_collect(s, outputs, options);
-  if (options.library) s.library = *options.library;
-  else if (!outputs.empty() && outputs.front()) s.library = library_caps(outputs.front()->device);
+  if (options.library)
+    s.library = *options.library;
+  else if (!outputs.empty() && outputs.front())
+    s.library = library_caps(outputs.front()->device);
   struct Pass {
     const char* name;
     void (*run)(sched::State&);

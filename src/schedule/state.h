@@ -2,7 +2,8 @@
 //
 // The passes (pass_*.cpp) run in order over one State: collect indexes the graph, group builds the
 // fusion groups, view_only, merge_siblings, merge_epilogues and library_epilogues refine them, emit
-// turns them into a Schedule. verify() checks the grouping between passes; dump() prints it when AETHER_DEBUG >= 4.
+// turns them into a Schedule. verify() checks the grouping between passes; dump() prints it when AETHER_DEBUG
+// >= 4.
 #pragma once
 
 #include <string>
@@ -47,7 +48,7 @@ struct Group {
   int64_t out_numel = 0;     // elements of the group's (epilogue) output shape
   std::vector<int> axes;     // reduce axes
   bool has_reduce = false;
-  bool alive = true;  // false once merged into another group
+  bool alive = true;                   // false once merged into another group
   std::vector<EpilogueStep> epilogue;  // Library only (pass library_epilogues)
 };
 

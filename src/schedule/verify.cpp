@@ -121,10 +121,10 @@ void verify(const State& s, const char* after) {
       elementwise += !is_library(n.op) && !is_reduce(n.op);  // or a view of a post-op's operand
     }
     if (grp.kind == KernelKind::Library)
-      AETHER_CHECK(libs == 1 && (grp.members.size() == 1 ||
-                                  (conv && size_t(elementwise) + 1 == grp.members.size())),
-                   op, "after ", after, ": library group ", g, " holds ", grp.members.size(), " nodes (",
-                   libs, " library calls, ", elementwise, " elementwise)");
+      AETHER_CHECK(
+          libs == 1 && (grp.members.size() == 1 || (conv && size_t(elementwise) + 1 == grp.members.size())),
+          op, "after ", after, ": library group ", g, " holds ", grp.members.size(), " nodes (", libs,
+          " library calls, ", elementwise, " elementwise)");
     else
       AETHER_CHECK(libs == 0, op, "after ", after, ": generated group ", g, " holds a library op");
     AETHER_CHECK((reduces > 0) == (grp.kind == KernelKind::Reduce), op, "after ", after, ": group ", g,

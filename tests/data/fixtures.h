@@ -10,8 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "test_paths.h"
-
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -26,6 +24,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "test_paths.h"
 
 extern char** environ;
 

@@ -17,7 +17,8 @@ bool tensor_check() {
   y.backward();
   const auto g = x.grad().to_vector<float>();
   const bool ok = y.item<float>() == 14.0f && g[0] == 2.0f && g[1] == -4.0f && g[2] == 6.0f;
-  std::printf("consumer: y=%g grad=(%g, %g, %g) %s\n", y.item<float>(), g[0], g[1], g[2], ok ? "ok" : "WRONG");
+  std::printf("consumer: y=%g grad=(%g, %g, %g) %s\n", y.item<float>(), g[0], g[1], g[2],
+              ok ? "ok" : "WRONG");
   return ok;
 }
 

@@ -34,12 +34,12 @@ std::string cuda_arch(int device);
 
 // ---- device memory (caching allocator) -------------------------------------------------------------
 struct CudaMemoryStats {
-  int64_t live_bytes = 0;    // held by live buffers (rounded to the allocator's size classes)
-  int64_t peak_bytes = 0;    // high-water mark of live_bytes since start or cuda_reset_peak_memory()
-  int64_t cached_bytes = 0;  // freed blocks kept for reuse
+  int64_t live_bytes = 0;      // held by live buffers (rounded to the allocator's size classes)
+  int64_t peak_bytes = 0;      // high-water mark of live_bytes since start or cuda_reset_peak_memory()
+  int64_t cached_bytes = 0;    // freed blocks kept for reuse
   int64_t reserved_bytes = 0;  // obtained from cudaMalloc and not yet returned (live + cached)
-  int64_t allocations = 0;   // requests served
-  int64_t cache_hits = 0;    // requests served from the free lists
+  int64_t allocations = 0;     // requests served
+  int64_t cache_hits = 0;      // requests served from the free lists
   int64_t device_mallocs = 0;  // cudaMalloc calls
 };
 CudaMemoryStats cuda_memory_stats(int device = 0);
@@ -99,7 +99,7 @@ class GraphStep {
   GraphStep(const GraphStep&) = delete;
   GraphStep& operator=(const GraphStep&) = delete;
   void run(const std::function<void()>& step);
-  int64_t replays() const;       // launches of an instantiated graph
+  int64_t replays() const;  // launches of an instantiated graph
   int64_t instantiations() const;
   const std::string& fallback_reason() const;
 

@@ -44,19 +44,19 @@ struct Guard {
 };
 
 enum class InstKind : uint8_t {
-  Load,    // buf[offset] (0 where a guard fails), of the buffer's dtype
-  Const,   // a literal of `dtype`
-  Alu,     // `op` (an elementwise primitive: unary, binary, Where, Cast) over srcs
+  Load,      // buf[offset] (0 where a guard fails), of the buffer's dtype
+  Const,     // a literal of `dtype`
+  Alu,       // `op` (an elementwise primitive: unary, binary, Where, Cast) over srcs
   InBounds,  // bool: whether all `guards` hold (a padded view's zero region)
-  Rand,    // uniform [0, 1) of `dtype` from Philox4x32-10 (seed, stream) at element `offset`
-  Accum,   // body of a reduce kernel: reduction `slot` takes srcs[0]
-  Result,  // epilogue: reduction `slot`'s result at `offset` (dense in the reduced shape)
-  Store,   // buf[offset] = srcs[0] (offset dense in the iteration or reduced shape)
+  Rand,      // uniform [0, 1) of `dtype` from Philox4x32-10 (seed, stream) at element `offset`
+  Accum,     // body of a reduce kernel: reduction `slot` takes srcs[0]
+  Result,    // epilogue: reduction `slot`'s result at `offset` (dense in the reduced shape)
+  Store,     // buf[offset] = srcs[0] (offset dense in the iteration or reduced shape)
 };
 
 struct Inst {
   InstKind kind = InstKind::Const;
-  Op op = Op::Copy;  // Alu only
+  Op op = Op::Copy;              // Alu only
   DType dtype = DType::float32;  // the value's (storage) dtype; Store/Accum: the value stored
   std::vector<int> srcs;         // instruction indices within the same list
   int buf = -1;                  // Load/Store: index into Kernel::bufs
@@ -75,22 +75,22 @@ struct Buf {
 };
 
 struct Reduction {
-  Op op = Op::ReduceSum;  // ReduceSum or ReduceMax
+  Op op = Op::ReduceSum;         // ReduceSum or ReduceMax
   DType dtype = DType::float32;  // of the reduce's result (accumulation is wider: see renderers)
 };
 
 struct Kernel {
   std::string name;
-  Shape full;                      // iteration shape; loop variable v runs over full[v]
-  std::vector<int> reduce_axes;    // empty: an elementwise kernel
-  std::vector<Buf> bufs;           // inputs then outputs, in the order the kernel receives them
-  std::vector<Inst> body;          // at every point of `full`
+  Shape full;                    // iteration shape; loop variable v runs over full[v]
+  std::vector<int> reduce_axes;  // empty: an elementwise kernel
+  std::vector<Buf> bufs;         // inputs then outputs, in the order the kernel receives them
+  std::vector<Inst> body;        // at every point of `full`
   std::vector<Reduction> reductions;
-  std::vector<Inst> epilogue;      // at every point of the reduced shape (reduce axes fixed at 0)
+  std::vector<Inst> epilogue;  // at every point of the reduced shape (reduce axes fixed at 0)
   // Run-time constants, passed to the kernel rather than written into its source.
   std::vector<double> fparams;
   std::vector<uint64_t> iparams;
-  Shape reduced_shape() const;     // full with the reduce axes set to 1
+  Shape reduced_shape() const;  // full with the reduce axes set to 1
   bool is_reduce() const { return !reduce_axes.empty() || !reductions.empty(); }
 };
 

@@ -34,9 +34,13 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
   template <typename T>
-  T* as() { return static_cast<T*>(data_); }
+  T* as() {
+    return static_cast<T*>(data_);
+  }
   template <typename T>
-  const T* as() const { return static_cast<const T*>(data_); }
+  const T* as() const {
+    return static_cast<const T*>(data_);
+  }
 
   bool on_host() const { return device_.type == DeviceType::cpu; }
   // True for memory handed over from outside (the second constructor).
@@ -52,11 +56,11 @@ class Buffer {
   // The host allocator's counters (process-wide, since start-up). Host blocks are cached by size
   // class (size_class()) for reuse, so a steady-state training step makes no system allocations.
   struct AllocStats {
-    int64_t system_allocs = 0;   // blocks obtained from the system allocator (aligned_alloc)
-    int64_t system_frees = 0;    // blocks returned to it (over the cache limit, or empty_cache())
-    int64_t buffers = 0;         // host Buffer allocations served (from the cache or the system)
-    int64_t cached_bytes = 0;    // bytes in freed blocks kept for reuse
-    int64_t reserved_bytes = 0;  // bytes held from the system: in live buffers (rounded) + cached
+    int64_t system_allocs = 0;               // blocks obtained from the system allocator (aligned_alloc)
+    int64_t system_frees = 0;                // blocks returned to it (over the cache limit, or empty_cache())
+    int64_t buffers = 0;                     // host Buffer allocations served (from the cache or the system)
+    int64_t cached_bytes = 0;                // bytes in freed blocks kept for reuse
+    int64_t reserved_bytes = 0;              // bytes held from the system: in live buffers (rounded) + cached
     int64_t live_bytes = 0, peak_bytes = 0;  // as live_bytes(), peak_bytes()
   };
   static AllocStats alloc_stats();

@@ -28,14 +28,14 @@
 namespace aether {
 
 // X(enum name, printed name, storage type, bytes)
-#define AETHER_DTYPES(X)                 \
-  X(float32, "float32", float, 4)        \
-  X(float16, "float16", ::aether::half, 2) \
+#define AETHER_DTYPES(X)                         \
+  X(float32, "float32", float, 4)                \
+  X(float16, "float16", ::aether::half, 2)       \
   X(bfloat16, "bfloat16", ::aether::bfloat16, 2) \
-  X(float64, "float64", double, 8)       \
-  X(int32, "int32", int32_t, 4)          \
-  X(int64, "int64", int64_t, 8)          \
-  X(uint8, "uint8", uint8_t, 1)          \
+  X(float64, "float64", double, 8)               \
+  X(int32, "int32", int32_t, 4)                  \
+  X(int64, "int64", int64_t, 8)                  \
+  X(uint8, "uint8", uint8_t, 1)                  \
   X(boolean, "bool", bool, 1)
 
 enum class DType : uint8_t {
@@ -103,17 +103,19 @@ template <typename T>
 constexpr DType dtype_of();
 #define AETHER_X(name, str, type, bytes) \
   template <>                            \
-  constexpr DType dtype_of<type>() { return DType::name; }
+  constexpr DType dtype_of<type>() {     \
+    return DType::name;                  \
+  }
 AETHER_DTYPES(AETHER_X)
 #undef AETHER_X
 
-// Calls f(T{}) with T the storage type of `t`: dispatch_dtype(t, [&](auto tag) { using T = decltype(tag); ... }).
+// Calls f(T{}) with T the storage type of `t`: dispatch_dtype(t, [&](auto tag) { using T = decltype(tag); ...
+// }).
 template <typename F>
 decltype(auto) dispatch_dtype(DType t, F&& f) {
   switch (t) {
 #define AETHER_X(name, str, type, bytes) \
-  case DType::name:                      \
-    return f(type{});
+  case DType::name: return f(type{});
     AETHER_DTYPES(AETHER_X)
 #undef AETHER_X
   }

@@ -30,7 +30,7 @@ std::string cat(Args&&... args) {
 }  // namespace aether
 
 // AETHER_CHECK(cond, "op", parts...) throws aether::Error("op: parts...") when cond is false.
-#define AETHER_CHECK(cond, op, ...)                                             \
-  do {                                                                          \
+#define AETHER_CHECK(cond, op, ...)                                                   \
+  do {                                                                                \
     if (!(cond)) throw ::aether::Error(::aether::detail::cat(op, ": ", __VA_ARGS__)); \
   } while (0)

@@ -47,10 +47,10 @@ struct GeneratorState {
   uint64_t seed = 0;
   uint64_t next_stream = 0;
 };
-void manual_seed(uint64_t seed);      // resets the stream counter too
-GeneratorState generator_state();     // for checkpoints
+void manual_seed(uint64_t seed);   // resets the stream counter too
+GeneratorState generator_state();  // for checkpoints
 void set_generator_state(const GeneratorState& s);
-uint64_t next_random_stream();        // used by random ops
+uint64_t next_random_stream();  // used by random ops
 uint64_t current_seed();
 
 }  // namespace aether

@@ -88,7 +88,7 @@ class Tensor {
   template <typename T>
   T item() const;  // the value of a one-element tensor, converted to T
   template <typename T>
-  std::vector<T> to_vector() const;  // all elements in row-major order, converted to T
+  std::vector<T> to_vector() const;            // all elements in row-major order, converted to T
   void copy_to(void* dst, DType dtype) const;  // numel() elements of `dtype` into dst
 
   // ---- autograd --------------------------------------------------------------------------------
@@ -155,7 +155,7 @@ class Tensor {
   Tensor permute(const std::vector<int64_t>& perm) const;
   Tensor transpose(int64_t a, int64_t b) const;
   Tensor t() const { return transpose(-2, -1); }  // swaps the last two dims
-  Tensor expand(const Shape& shape) const;  // NumPy broadcast to `shape`
+  Tensor expand(const Shape& shape) const;        // NumPy broadcast to `shape`
   Tensor broadcast_to(const Shape& shape) const { return expand(shape); }
   // Elements start, start+step, ... < stop along `axis` (negative start/stop count from the end,
   // like Python; step >= 1, or negative for a reversed slice).
@@ -225,7 +225,7 @@ class NoGradGuard {
 struct TensorImpl {
   NodePtr node;
   bool requires_grad = false;
-  std::shared_ptr<GradFn> grad_fn;  // set on tensors produced by a differentiable op
+  std::shared_ptr<GradFn> grad_fn;   // set on tensors produced by a differentiable op
   std::shared_ptr<TensorImpl> grad;  // accumulated gradient (leaves)
 };
 

@@ -39,7 +39,7 @@ struct Dataset {
   std::vector<float> targets;
 
   int64_t image_bytes() const { return h * w * c; }  // values of one image (bytes for uint8)
-  const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }      // (H,W,C)
+  const uint8_t* image(int64_t i) const { return images.data() + i * image_bytes(); }     // (H,W,C)
   const float* float_image(int64_t i) const { return float_images + i * image_bytes(); }  // (H,W,C)
   bool has_targets() const { return target_dim > 0; }
   // Throws aether::Error when the sizes of images/labels/targets disagree with n, h, w, c or a label

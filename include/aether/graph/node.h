@@ -37,8 +37,7 @@ struct Node {
 };
 
 // Makes a node with a fresh id. No validation: the tensor ops check their arguments first.
-NodePtr make_node(Op op, DType dtype, Shape shape, Device device, std::vector<NodePtr> srcs,
-                  OpArg arg = {});
+NodePtr make_node(Op op, DType dtype, Shape shape, Device device, std::vector<NodePtr> srcs, OpArg arg = {});
 // A realized leaf over an existing buffer.
 NodePtr make_load(BufferPtr buffer, View view);
 

@@ -122,8 +122,7 @@ struct Pool2dArg {
 // Axes (reduce), a permutation (permute), a shape (reshape/expand: the node's shape is used).
 using Axes = std::vector<int>;
 
-using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg,
-                           Pool2dArg>;
+using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg, Pool2dArg>;
 
 // Output size of one conv/pool spatial dim: floor((in + pads - dil*(k-1) - 1) / stride) + 1, or 0
 // when the (dilated) window does not fit (C++ division truncates toward zero, so check first).

@@ -16,16 +16,16 @@ Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Sha
 // Gives `out` (a value computed from `srcs`, or by a subgraph of other primitives built from them
 // without history) the gradient of primitive `op` applied to `srcs`: a new handle on out's node
 // whose backward is op's rule (grad.cpp), with `inputs` (the srcs' nodes) saved where it needs them.
-Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs, const std::vector<NodePtr>& inputs,
-                   OpArg arg);
+Tensor record_grad(const Tensor& out, Op op, const std::vector<Tensor>& srcs,
+                   const std::vector<NodePtr>& inputs, OpArg arg);
 
 Tensor constant(double value, const Shape& shape, DType dtype, Device device = default_device());
 Tensor rand(const Shape& shape, DType dtype, uint64_t seed, uint64_t stream);
-Tensor unary(Op op, const Tensor& x);            // Copy, Neg, Exp, Log, Sqrt, Recip, Sin
+Tensor unary(Op op, const Tensor& x);  // Copy, Neg, Exp, Log, Sqrt, Recip, Sin
 Tensor cast(const Tensor& x, DType dtype);
-Tensor binary(Op op, const Tensor& a, const Tensor& b);  // equal shapes and dtypes
+Tensor binary(Op op, const Tensor& a, const Tensor& b);              // equal shapes and dtypes
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);  // equal shapes
-Tensor reduce(Op op, const Tensor& x, Axes axes);  // keeps reduced axes as size 1
+Tensor reduce(Op op, const Tensor& x, Axes axes);                    // keeps reduced axes as size 1
 Tensor reshape(const Tensor& x, const Shape& shape);
 Tensor permute(const Tensor& x, const Axes& perm);
 Tensor expand(const Tensor& x, const Shape& shape);  // same ndim; size-1 dims grow
@@ -47,7 +47,7 @@ Tensor maxpool2d_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);
 // maxpool2d_bwd (the library op, their reference). pool_windows_tile says whether `arg` qualifies;
 // AETHER_POOL_LIBRARY=1 turns it off (always the library op), for measuring.
 bool pool_windows_tile(const Pool2dArg& arg);
-Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                   // no history
+Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                        // no history
 Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);  // no history
 Tensor avgpool2d(const Tensor& x, const Pool2dArg& arg);
 Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& arg);

@@ -15,8 +15,9 @@
 //
 // Reading validates everything (header length <= 100,000,000 bytes and within the file, JSON
 // nested at most kMaxJsonDepth = 64 levels, dtypes, shapes, every offset, bool bytes) and throws
-// aether::Error "<source>: <what was wrong>" naming the tensor; it never reads out of bounds. Writing keeps the caller's order: tensors are
-// packed in list order, and reading returns them in offset order, i.e. the order written.
+// aether::Error "<source>: <what was wrong>" naming the tensor; it never reads out of bounds. Writing keeps
+// the caller's order: tensors are packed in list order, and reading returns them in offset order, i.e. the
+// order written.
 #pragma once
 
 #include <cstdint>

@@ -58,11 +58,11 @@ struct ModelConfig {
   double momentum = 0.9;               // sgd
   bool nesterov = false;               // sgd
   double weight_decay = 0;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
-  std::string schedule = "constant";   // constant | one_cycle | warmup_linear | cosine | step
-  double warmup_fraction = 0.2;        // one_cycle's rising part / warmup_linear's warm-up
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;    // adam, adamw
+  std::string schedule = "constant";                // constant | one_cycle | warmup_linear | cosine | step
+  double warmup_fraction = 0.2;                     // one_cycle's rising part / warmup_linear's warm-up
   std::vector<std::string> metrics = {"accuracy"};  // accuracy | top5
-  double clip_grad_norm = 0;           // 0: no clipping
+  double clip_grad_norm = 0;                        // 0: no clipping
   // Data sets with regression targets (mse): the accuracy is the fraction of outputs within this
   // distance of their targets; 0: std(training targets) / 250, set by the first train().
   double regression_precision = 0;
@@ -86,19 +86,19 @@ struct EvalResult {
 
 // Where training stands after a step (TrainOptions::on_batch).
 struct BatchProgress {
-  int64_t epoch = 0, epochs = 0;  // epoch is 0-based
+  int64_t epoch = 0, epochs = 0;   // epoch is 0-based
   int64_t batch = 0, batches = 0;  // batches done in this epoch, and per epoch
   int64_t seen = 0;                // samples done in this epoch
   double loss = 0, accuracy = 0;   // running means over the epoch
 };
 
 struct TrainOptions {
-  int64_t epochs = 1;                       // total epochs (a resumed model continues up to this)
-  data::LoaderOptions data;                 // batch size, seed, augmentation, normalisation
+  int64_t epochs = 1;                         // total epochs (a resumed model continues up to this)
+  data::LoaderOptions data;                   // batch size, seed, augmentation, normalisation
   const data::Dataset* validation = nullptr;  // evaluated after each epoch when set
-  bool progress = true;                     // progress bar (plain lines when not a terminal)
-  std::string checkpoint_path;              // saved after every epoch when set
-  int64_t max_steps_per_epoch = 0;          // > 0: cut epochs short (tests, smoke runs)
+  bool progress = true;                       // progress bar (plain lines when not a terminal)
+  std::string checkpoint_path;                // saved after every epoch when set
+  int64_t max_steps_per_epoch = 0;            // > 0: cut epochs short (tests, smoke runs)
   std::function<void(const EpochStats&)> on_epoch;
   // Called after every step (Python's progress display and Ctrl-C check). An exception it throws
   // stops training at once and propagates; the checkpoint file keeps the last finished epoch.

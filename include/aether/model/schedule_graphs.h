@@ -1,4 +1,5 @@
-// aether/model/schedule_graphs.h - built-in training graphs to inspect with the scheduler (`aether schedule`).
+// aether/model/schedule_graphs.h - built-in training graphs to inspect with the scheduler (`aether
+// schedule`).
 //
 // Each graph is a lazy training computation (forward, backward and, for cifarnet-step, the optimizer
 // update) over leaf tensors that are never computed: lazy Tensor::rand leaves listed in `leaves`,

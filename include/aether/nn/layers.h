@@ -83,6 +83,7 @@ class LeakyReLU : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LeakyReLU"; }
   nlohmann::json config() const override { return {{"type", "LeakyReLU"}, {"slope", slope_}}; }
+
  private:
   double slope_;
 };
@@ -92,6 +93,7 @@ class GELU : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
   nlohmann::json config() const override { return {{"type", "GELU"}, {"tanh_approx", tanh_}}; }
+
  private:
   bool tanh_;
 };
@@ -101,6 +103,7 @@ class Softmax : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Softmax"; }
   nlohmann::json config() const override { return {{"type", "Softmax"}, {"axis", axis_}}; }
+
  private:
   int64_t axis_;
 };
@@ -113,6 +116,7 @@ class MaxPool2d : public Module {
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
   nlohmann::json config() const override;
+
  private:
   Size2 k_, s_, p_;
 };
@@ -123,6 +127,7 @@ class AvgPool2d : public Module {
   std::string type_name() const override { return "AvgPool2d"; }
   std::string describe() const override;
   nlohmann::json config() const override;
+
  private:
   Size2 k_, s_, p_;
   bool cip_;
@@ -154,6 +159,7 @@ class Dropout : public Module {
   std::string type_name() const override { return "Dropout"; }
   std::string describe() const override;
   nlohmann::json config() const override { return {{"type", "Dropout"}, {"p", p_}}; }
+
  private:
   double p_;
 };
@@ -165,6 +171,7 @@ class SpatialDropout : public Module {
   std::string type_name() const override { return "SpatialDropout"; }
   std::string describe() const override;
   nlohmann::json config() const override { return {{"type", "SpatialDropout"}, {"p", p_}}; }
+
  private:
   double p_;
 };
@@ -176,6 +183,7 @@ class Residual : public Module {
   std::string type_name() const override { return "Residual"; }
   std::string describe() const override;
   nlohmann::json config() const override;
+
  private:
   ModulePtr body_, shortcut_;
 };

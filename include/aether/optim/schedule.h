@@ -24,6 +24,7 @@ class ConstantLR : public LRSchedule {
   explicit ConstantLR(double base) : base_(base) {}
   double lr(int64_t) const override { return base_; }
   nlohmann::json config() const override { return {{"type", "constant"}, {"base", base_}}; }
+
  private:
   double base_;
 };
@@ -34,6 +35,7 @@ class StepLR : public LRSchedule {
   StepLR(double base, int64_t step_size, double gamma = 0.1);
   double lr(int64_t step) const override;
   nlohmann::json config() const override;
+
  private:
   double base_;
   int64_t step_size_;
@@ -46,6 +48,7 @@ class CosineLR : public LRSchedule {
   CosineLR(double base, int64_t total_steps, double min_lr = 0);
   double lr(int64_t step) const override;
   nlohmann::json config() const override;
+
  private:
   double base_;
   int64_t total_;
@@ -61,6 +64,7 @@ class WarmupLinearLR : public LRSchedule {
   WarmupLinearLR(double base, int64_t warmup_steps, int64_t total_steps, double final_lr = 0);
   double lr(int64_t step) const override;
   nlohmann::json config() const override;
+
  private:
   double base_;
   int64_t warmup_, total_;
@@ -76,6 +80,7 @@ class OneCycleLR : public LRSchedule {
              double final_div_factor = 1e4);
   double lr(int64_t step) const override;
   nlohmann::json config() const override;
+
  private:
   double max_;
   int64_t total_;

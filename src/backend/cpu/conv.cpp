@@ -45,9 +45,9 @@ enum class Pass { fwd, bwd_data, bwd_weight };
 struct CachedConv {
   bool ok = false;
   dnnl::primitive prim;
-  dnnl::memory::desc weights;     // the primitive's weights layout
-  bool reorder_weights = false;   // weights differ from the user's OHWI / GOHWI layout
-  dnnl::reorder weights_reorder;  // user -> primitive (fwd, bwd_data) or primitive -> user (bwd_weight)
+  dnnl::memory::desc weights;          // the primitive's weights layout
+  bool reorder_weights = false;        // weights differ from the user's OHWI / GOHWI layout
+  dnnl::reorder weights_reorder;       // user -> primitive (fwd, bwd_data) or primitive -> user (bwd_weight)
   dnnl::memory::desc scratchpad_desc;  // user-managed scratchpad
   dnnl::memory::desc bias;             // fwd with a Bias post-op: (O)
   std::mutex mu;                       // guards the two buffers below
@@ -58,7 +58,7 @@ struct CachedConv {
 using ConvKey = std::array<int64_t, 20>;
 ConvKey conv_key(Pass pass, DType dtype, const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
-  return {int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,       g.O,
+  return {int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,        g.O,
           g.KH,          g.KW,           g.OH,        g.OW,    a.stride_h, a.stride_w, a.pad_top,
           a.pad_left,    a.pad_bottom,   a.pad_right, a.dil_h, a.dil_w,    a.groups};
 }
@@ -137,10 +137,9 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
         pattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         pattr.set_post_ops(po);
         if (bias) c->bias = dnnl::memory::desc({g.O}, dt, dnnl::memory::format_tag::a);
-        const auto desc = bias ? dnnl::convolution_forward::desc(prop_kind::forward_training,
-                                                                 algorithm::convolution_direct, d.src,
-                                                                 fwd_w, c->bias, d.dst, d.strides,
-                                                                 d.dilates, d.pad_l, d.pad_r)
+        const auto desc = bias ? dnnl::convolution_forward::desc(
+                                     prop_kind::forward_training, algorithm::convolution_direct, d.src, fwd_w,
+                                     c->bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
                                : fwd;
         const dnnl::convolution_forward::primitive_desc pd(desc, pattr, eng);
         c->prim = dnnl::convolution_forward(pd);

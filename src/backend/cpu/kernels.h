@@ -34,7 +34,6 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
   throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
 }
 
-
 // Calls into oneDNN so far (process-wide): every matmul_onednn and conv2d_*_onednn call counts,
 // even one that declines. The reference backend makes none (tests check it).
 int64_t onednn_calls();
@@ -43,11 +42,11 @@ void note_onednn_call();
 std::string onednn_isa();
 
 // a (B,M,K), b (B,K,N) -> c (B,M,N)
-void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
-                  int64_t K, int64_t N);
+void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
+                  int64_t N);
 // Returns false (and does nothing) when oneDNN does not support `dtype`.
-bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
-                   int64_t K, int64_t N);
+bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
+                   int64_t N);
 
 // Geometry of one 2-D convolution, NHWC activations and OHWI weights:
 //   x (N,H,W,C), w (O,KH,KW,C/groups), y (N,OH,OW,O).

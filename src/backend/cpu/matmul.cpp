@@ -1,8 +1,7 @@
 // Matmul on the CPU with oneDNN. The naive loop, the oracle
 // this is tested against, is in reference_matmul.cpp.
-#include <dnnl.hpp>
-
 #include <atomic>
+#include <dnnl.hpp>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -28,8 +27,8 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
 }
 }  // namespace
 
-bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
-                   int64_t K, int64_t N) {
+bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
+                   int64_t N) {
   note_onednn_call();
   const auto dt = dnnl_type(dtype);
   if (!dt) return false;

@@ -4,7 +4,6 @@
 
 #include <dnnl.hpp>
 
-
 namespace aether::cpu {
 
 // Every oneDNN primitive aether creates uses this engine; the first call applies AETHER_CPU_ISA's

@@ -60,10 +60,12 @@ int64_t avg_divisor(const PoolGeom& g, int64_t oh, int64_t ow) {
 
 // The first maximum of every channel of window (oh, ow) of image n, all channels at once (the
 // channel loop is innermost and contiguous, so it vectorises): best[c] gets the value and pos[c]
-// the position ih * W + iw (int32: pooling checks H * W < 2^31). Row-major scan; a later element wins only if strictly greater, and
-// the first NaN wins and stays. pos[c] is -1 for an empty window (cannot happen: pad < kernel).
+// the position ih * W + iw (int32: pooling checks H * W < 2^31). Row-major scan; a later element wins only if
+// strictly greater, and the first NaN wins and stays. pos[c] is -1 for an empty window (cannot happen: pad <
+// kernel).
 template <typename T>
-void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow, Acc<T>* best, int32_t* pos) {
+void window_max(const T* X, const PoolGeom& g, int64_t n, int64_t oh, int64_t ow, Acc<T>* best,
+                int32_t* pos) {
   using A = Acc<T>;
   const Window win = window(g, oh, ow);
   const int64_t C = g.C;
@@ -109,8 +111,8 @@ void maxpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g) {
 #pragma omp parallel for collapse(2) schedule(static) if (parallel_worth_it(g))
     for (int64_t n = 0; n < g.N; ++n)
       for (int64_t oh = 0; oh < g.OH; ++oh) {
-        std::vector<A> best(size_t(g.C));        // (C)
-        std::vector<int32_t> pos(size_t(g.C));   // (C)
+        std::vector<A> best(size_t(g.C));       // (C)
+        std::vector<int32_t> pos(size_t(g.C));  // (C)
         for (int64_t ow = 0; ow < g.OW; ++ow) {
           window_max(X, g, n, oh, ow, best.data(), pos.data());
           T* out = Y + ((n * g.OH + oh) * g.OW + ow) * g.C;
@@ -137,8 +139,8 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
       for (int64_t n = 0; n < g.N; ++n) {
         T* dxn = DX + n * plane;  // (H,W,C) of image n
         std::fill(dxn, dxn + plane, T(A(0)));
-        std::vector<A> best(size_t(g.C));        // (C)
-        std::vector<int32_t> pos(size_t(g.C));   // (C)
+        std::vector<A> best(size_t(g.C));       // (C)
+        std::vector<int32_t> pos(size_t(g.C));  // (C)
         for (int64_t oh = 0; oh < g.OH; ++oh)
           for (int64_t ow = 0; ow < g.OW; ++ow) {
             window_max(X, g, n, oh, ow, best.data(), pos.data());

@@ -29,8 +29,8 @@ namespace {
 
 // ---- element types ---------------------------------------------------------------------------------
 template <typename T>
-constexpr bool kIsFloatStorage = std::is_floating_point_v<T> || std::is_same_v<T, half> ||
-                                 std::is_same_v<T, bfloat16>;
+constexpr bool kIsFloatStorage =
+    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 // The type arithmetic on T happens in.
 template <typename T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double,
@@ -43,9 +43,12 @@ O convert(C v) {
   if constexpr (std::is_same_v<O, bool>) {
     return v != C(0);
   } else if constexpr (kIsFloatStorage<O>) {
-    if constexpr (std::is_same_v<O, double>) return double(v);
-    else if constexpr (std::is_same_v<O, float> || std::is_same_v<C, float>) return O(float(v));
-    else return O(float_round_odd(double(v)));  // double or int64 -> 16-bit float: round once
+    if constexpr (std::is_same_v<O, double>)
+      return double(v);
+    else if constexpr (std::is_same_v<O, float> || std::is_same_v<C, float>)
+      return O(float(v));
+    else
+      return O(float_round_odd(double(v)));  // double or int64 -> 16-bit float: round once
   } else if constexpr (std::is_floating_point_v<C>) {
     if (v != v) return O(0);
     if (v <= C(std::numeric_limits<O>::lowest())) return std::numeric_limits<O>::lowest();
@@ -57,8 +60,10 @@ O convert(C v) {
 }
 template <typename T>
 Compute<T> load_as_compute(T v) {
-  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return float(v);
-  else return Compute<T>(v);
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+    return float(v);
+  else
+    return Compute<T>(v);
 }
 
 // Reads element `idx` of a realized node as compute type C (masked-out elements read as 0).
@@ -181,7 +186,8 @@ void binary(Node& n, F f) {
           O* q = o + o0;
           // The common layouts get loops the compiler vectorises: both dense, or one broadcast.
           if (ta == 1 && tb == 1) {
-            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), load_as_compute(pb[j])));
+            for (int64_t j = 0; j < len; ++j)
+              q[j] = convert<O>(f(load_as_compute(pa[j]), load_as_compute(pb[j])));
           } else if (ta == 1 && tb == 0) {
             const auto vb = load_as_compute(pb[0]);
             for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), vb));
@@ -235,9 +241,8 @@ void where(Node& n) {
     auto c = reader<bool>(nc);
     auto a = reader<T>(na);
     auto b = reader<T>(nb);
-    for_each_index(n.shape, [&](int64_t i, const int64_t* idx) {
-      o[i] = convert<T>(c(idx) ? a(idx) : b(idx));
-    });
+    for_each_index(n.shape,
+                   [&](int64_t i, const int64_t* idx) { o[i] = convert<T>(c(idx) ? a(idx) : b(idx)); });
   });
   set_dense(n, std::move(out));
 }
@@ -245,18 +250,24 @@ void where(Node& n) {
 // Integer arithmetic wraps (two's complement) instead of overflowing into UB.
 template <typename C>
 C wrap_add(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) + uint64_t(b));
-  else return a + b;
+  if constexpr (std::is_integral_v<C>)
+    return C(uint64_t(a) + uint64_t(b));
+  else
+    return a + b;
 }
 template <typename C>
 C wrap_sub(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) - uint64_t(b));
-  else return a - b;
+  if constexpr (std::is_integral_v<C>)
+    return C(uint64_t(a) - uint64_t(b));
+  else
+    return a - b;
 }
 template <typename C>
 C wrap_mul(C a, C b) {
-  if constexpr (std::is_integral_v<C>) return C(uint64_t(a) * uint64_t(b));
-  else return a * b;
+  if constexpr (std::is_integral_v<C>)
+    return C(uint64_t(a) * uint64_t(b));
+  else
+    return a * b;
 }
 template <typename C>
 C safe_div(C a, C b) {
@@ -471,7 +482,8 @@ struct Dense {
 };
 Dense dense(const Node& src) {
   if (src.view.is_contiguous())
-    return {src.buffer, static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
+    return {src.buffer,
+            static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
   auto c = dense_copy(src);
   return {c, c->data()};
 }
@@ -481,7 +493,7 @@ void matmul(Node& n, bool fast) {
   const bool use_onednn = fast && library_impl() == LibraryImpl::onednn;
   const Node &a = *n.srcs[0], &b = *n.srcs[1];
   const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
-  auto out = new_buffer(n);  // zero-filled: the answer when K == 0
+  auto out = new_buffer(n);                                           // zero-filled: the answer when K == 0
   if (B * M * N == 0 || K == 0) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
   auto da = dense(a), db = dense(b);
   if (!(use_onednn && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
@@ -526,29 +538,37 @@ void library(Node& n, bool fast) {
     case Op::MaxPool2d: {
       const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]);
-      if (fast) cpu::maxpool2d_fwd(t, x.ptr, out->data(), g);
-      else cpu::maxpool2d_fwd_naive(t, x.ptr, out->data(), g);
+      if (fast)
+        cpu::maxpool2d_fwd(t, x.ptr, out->data(), g);
+      else
+        cpu::maxpool2d_fwd_naive(t, x.ptr, out->data(), g);
       break;
     }
     case Op::MaxPool2dBwd: {  // srcs: x, dy
       const auto g = pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
-      if (fast) cpu::maxpool2d_bwd(t, x.ptr, dy.ptr, out->data(), g);
-      else cpu::maxpool2d_bwd_naive(t, x.ptr, dy.ptr, out->data(), g);
+      if (fast)
+        cpu::maxpool2d_bwd(t, x.ptr, dy.ptr, out->data(), g);
+      else
+        cpu::maxpool2d_bwd_naive(t, x.ptr, dy.ptr, out->data(), g);
       break;
     }
     case Op::AvgPool2d: {
       const auto g = pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg));
       auto x = dense(*n.srcs[0]);
-      if (fast) cpu::avgpool2d_fwd(t, x.ptr, out->data(), g);
-      else cpu::avgpool2d_fwd_naive(t, x.ptr, out->data(), g);
+      if (fast)
+        cpu::avgpool2d_fwd(t, x.ptr, out->data(), g);
+      else
+        cpu::avgpool2d_fwd_naive(t, x.ptr, out->data(), g);
       break;
     }
     case Op::AvgPool2dBwd: {  // src: dy; node shape = x shape
       const auto g = pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]);
-      if (fast) cpu::avgpool2d_bwd(t, dy.ptr, out->data(), g);
-      else cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
+      if (fast)
+        cpu::avgpool2d_bwd(t, dy.ptr, out->data(), g);
+      else
+        cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
       break;
     }
     default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a library op"));
@@ -608,9 +628,13 @@ std::pair<double, double> node_cost(const Node& n) {
   auto window = [](const Shape& w) { return double(w[1] * w[2] * w[3]); };  // w (O,KH,KW,C/groups)
   double flops = 0;
   switch (n.op) {
-    case Op::Matmul: flops = 2.0 * double(numel(n.shape)) * double(n.srcs[0]->shape.back()); break;  // (.., M, K)
-    case Op::Conv2d: flops = 2.0 * double(numel(n.shape)) * window(n.srcs[1]->shape); break;          // y * window
-    case Op::Conv2dBwdData: flops = 2.0 * double(numel(n.srcs[0]->shape)) * window(n.srcs[1]->shape); break;  // dy
+    case Op::Matmul:
+      flops = 2.0 * double(numel(n.shape)) * double(n.srcs[0]->shape.back());
+      break;                                                                                  // (.., M, K)
+    case Op::Conv2d: flops = 2.0 * double(numel(n.shape)) * window(n.srcs[1]->shape); break;  // y * window
+    case Op::Conv2dBwdData:
+      flops = 2.0 * double(numel(n.srcs[0]->shape)) * window(n.srcs[1]->shape);
+      break;                                                                                           // dy
     case Op::Conv2dBwdWeight: flops = 2.0 * double(numel(n.srcs[1]->shape)) * window(n.shape); break;  // dy
     default: break;
   }
@@ -631,7 +655,8 @@ class ReferenceBackend final : public Backend {
         const auto [bytes, flops] = node_cost(*n);  // before: a computed node drops its sources
         const auto t0 = std::chrono::steady_clock::now();
         execute_node(*n, fast_);
-        record_op_time(op_name(n->op), std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+        record_op_time(op_name(n->op),
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
                        numel(n->shape), bytes, flops);
       } else {
         execute_node(*n, fast_);

@@ -3,6 +3,8 @@
 // at a time on library_backend() (the reference backend's code with oneDNN for matmul and conv and
 // pool.cpp's loops for pooling); a conv with a post-op chain as one oneDNN call. Host memory is the
 // core's own (Buffer's block cache), so memory() is null.
+#include "backend/runtime.h"
+
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -11,7 +13,6 @@
 #include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
-#include "backend/runtime.h"
 
 namespace aether {
 
@@ -84,8 +85,8 @@ bool run_conv_postops(const Kernel& k) {
   // y (N,OH,OW,O)
   auto y = std::make_shared<Buffer>(out.device, out.dtype, numel(out.shape), /*zero_fill=*/false);
   if (residual) std::memcpy(y->data(), elements(*residual), size_t(y->nbytes()));
-  const cpu::ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0], w.shape[1],
-                        w.shape[2], ys[1], ys[2], std::get<Conv2dArg>(conv->arg)};
+  const cpu::ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],
+                        w.shape[1], w.shape[2], ys[1],      ys[2],      std::get<Conv2dArg>(conv->arg)};
   if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, elements(x), elements(w), y->data(), g, ops, w.buffer))
     return false;
   k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
@@ -117,8 +118,8 @@ class CpuRuntime final : public DeviceRuntime {
     }
     return out;
   }
-  void launch(int, const Program& p, const std::vector<void*>& bufs, void* scratch, const std::vector<double>& fparams,
-              const std::vector<uint64_t>& iparams) override {
+  void launch(int, const Program& p, const std::vector<void*>& bufs, void* scratch,
+              const std::vector<double>& fparams, const std::vector<uint64_t>& iparams) override {
     static_cast<const CpuProgram&>(p).fn(const_cast<void**>(bufs.data()), scratch, fparams.data(),
                                          reinterpret_cast<const unsigned long long*>(iparams.data()));
   }

@@ -18,9 +18,9 @@ namespace aether::cpu {
 
 template <size_t K>
 struct RowPlan {
-  Shape shape;                        // merged dims, at least one
-  std::array<Shape, K> strides;       // per source, per merged dim
-  std::array<int64_t, K> offsets{};   // per source
+  Shape shape;                       // merged dims, at least one
+  std::array<Shape, K> strides;      // per source, per merged dim
+  std::array<int64_t, K> offsets{};  // per source
   int64_t inner() const { return shape.back(); }
   int64_t inner_stride(size_t k) const { return strides[k].back(); }
 };

@@ -36,8 +36,8 @@ size_t size_class(size_t bytes) {
 
 struct DeviceHeap {
   std::mutex mu;
-  std::multimap<size_t, void*> free;           // cached blocks by size
-  std::unordered_map<void*, size_t> live;      // block -> size of blocks in use
+  std::multimap<size_t, void*> free;       // cached blocks by size
+  std::unordered_map<void*, size_t> live;  // block -> size of blocks in use
   CudaMemoryStats stats;
   bool used = false;
 
@@ -56,8 +56,10 @@ struct DeviceHeap {
 };
 
 DeviceHeap& heap(int device) {
-  static std::array<DeviceHeap, kMaxDevices>* heaps = new std::array<DeviceHeap, kMaxDevices>;  // never destroyed
-  AETHER_CHECK(device >= 0 && device < kMaxDevices, "cuda allocator", "device index ", device, " out of range");
+  static std::array<DeviceHeap, kMaxDevices>* heaps =
+      new std::array<DeviceHeap, kMaxDevices>;  // never destroyed
+  AETHER_CHECK(device >= 0 && device < kMaxDevices, "cuda allocator", "device index ", device,
+               " out of range");
   return (*heaps)[size_t(device)];
 }
 
@@ -89,9 +91,9 @@ void* device_alloc(int device, size_t bytes) {
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      throw Error(detail::cat("cuda allocator: cudaMalloc of ", size, " bytes on cuda:", device, " failed: ",
-                              cudaGetErrorName(e), " (", cudaGetErrorString(e), "); live ", h.stats.live_bytes,
-                              " bytes, cached ", h.stats.cached_bytes, " bytes"));
+      throw Error(detail::cat("cuda allocator: cudaMalloc of ", size, " bytes on cuda:", device,
+                              " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), "); live ",
+                              h.stats.live_bytes, " bytes, cached ", h.stats.cached_bytes, " bytes"));
     }
     ++h.stats.device_mallocs;
     h.stats.reserved_bytes += int64_t(size);

@@ -72,8 +72,8 @@ const Module& module_for(int device, const std::string& source, const codegen::C
 // ---- small helpers ----------------------------------------------------------------------------------
 void check_on(const Node& n, int device, const char* what) {
   AETHER_CHECK(n.device.type == DeviceType::cuda && n.device.index == device, what, "node ", n.id, " (",
-               op_name(n.op), ", shape ", to_string(n.shape), ") is on ", n.device.str(), ", expected cuda:", device,
-               "; move tensors with Tensor::to(device) first");
+               op_name(n.op), ", shape ", to_string(n.shape), ") is on ", n.device.str(),
+               ", expected cuda:", device, "; move tensors with Tensor::to(device) first");
   if (n.realized())
     AETHER_CHECK(n.buffer->device() == n.device, what, "node ", n.id, " claims ", n.device.str(),
                  " but its buffer is on ", n.buffer->device().str());
@@ -134,7 +134,8 @@ void host_compute(const std::vector<NodePtr>& outs, int device, bool count, cons
       reference_backend().execute({h.get()});
     }
     auto buf = std::make_shared<Buffer>(outs[i]->device, outs[i]->dtype, numel(outs[i]->shape), false);
-    copy_h2d(device, buf->data(), static_cast<const char*>(h->buffer->data()) + h->view.offset * dtype_size(h->dtype),
+    copy_h2d(device, buf->data(),
+             static_cast<const char*>(h->buffer->data()) + h->view.offset * dtype_size(h->dtype),
              bytes_of(*outs[i]));
     outs[i]->set_value(std::move(buf), View::contiguous(outs[i]->shape));
   }
@@ -168,7 +169,8 @@ void library(Node& n, int device) {
       break;
     }
     case Op::Conv2d:  // x, w
-      conv2d_fwd(st, t, a, b, y, conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg)));
+      conv2d_fwd(st, t, a, b, y,
+                 conv_geom(n.srcs[0]->shape, n.srcs[1]->shape, n.shape, std::get<Conv2dArg>(n.arg)));
       break;
     case Op::Conv2dBwdData:  // dy, w; node shape = x shape
       conv2d_bwd_data(st, t, a, b, y,
@@ -182,7 +184,8 @@ void library(Node& n, int device) {
       maxpool2d_fwd(st, t, a, y, pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg)));
       break;
     case Op::MaxPool2dBwd:  // x, dy
-      maxpool2d_bwd(st, t, a, b, y, pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg)));
+      maxpool2d_bwd(st, t, a, b, y,
+                    pool_geom(n.srcs[0]->shape, n.srcs[1]->shape, std::get<Pool2dArg>(n.arg)));
       break;
     case Op::AvgPool2d:
       avgpool2d_fwd(st, t, a, y, pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg)));
@@ -347,8 +350,8 @@ DeviceRuntime* cuda_runtime() {
 
 int64_t cuda_host_fallbacks() { return cuda::g_fallbacks.load(); }
 CudaCodegenStats cuda_codegen_stats() {
-  return {cuda::g_compiled.load(), cuda::g_disk_hits.load(), cuda::g_memory_hits.load(), cuda::g_launches.load(),
-          cuda::g_library_calls.load()};
+  return {cuda::g_compiled.load(), cuda::g_disk_hits.load(), cuda::g_memory_hits.load(),
+          cuda::g_launches.load(), cuda::g_library_calls.load()};
 }
 
 }  // namespace aether

@@ -10,12 +10,12 @@
 
 #include "aether/core/error.h"
 
-
 namespace aether::cuda::lazy {
 namespace {
 
 struct Lib {
-  Lib(const char* p, const char* soname, const char* dir) : prefix(p), names{soname, std::string(dir) + "/" + soname} {}
+  Lib(const char* p, const char* soname, const char* dir)
+      : prefix(p), names{soname, std::string(dir) + "/" + soname} {}
   const char* prefix;
   std::vector<std::string> names;  // tried in order: soname (the loader's search path), then the build's copy
   void* handle = nullptr;

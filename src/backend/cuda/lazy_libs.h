@@ -16,8 +16,8 @@ void* symbol(const char* name);
 
 }  // namespace aether::cuda::lazy
 
-#define AE_LAZY(fn)                                                                            \
-  ([]() -> decltype(&fn) {                                                                     \
+#define AE_LAZY(fn)                                                                           \
+  ([]() -> decltype(&fn) {                                                                    \
     static const auto p = reinterpret_cast<decltype(&fn)>(::aether::cuda::lazy::symbol(#fn)); \
-    return p;                                                                                  \
+    return p;                                                                                 \
   }())

@@ -25,12 +25,13 @@ void* workspace(cudaStream_t stream, size_t bytes);
 
 // a (B,M,K), b (B,K,N) -> c (B,M,N), row-major. float32 (TF32 off: full float32 products),
 // float64, float16 and bfloat16 (float32 accumulation, tensor cores).
-void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void* c, int64_t B,
-            int64_t M, int64_t K, int64_t N);
+void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
+            int64_t K, int64_t N);
 
 // x (N,H,W,C), w (O,KH,KW,C/groups), y (N,OH,OW,O): NHWC activations, OHWI weights (cuDNN's NHWC
 // filter format), cross-correlation like the CPU. float32 / float64 / float16 / bfloat16.
-void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y, const cpu::ConvGeom& g);
+void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y,
+                const cpu::ConvGeom& g);
 // dy (N,OH,OW,O), w (O,KH,KW,C/groups) -> dx (N,H,W,C)
 void conv2d_bwd_data(cudaStream_t stream, DType dtype, const void* dy, const void* w, void* dx,
                      const cpu::ConvGeom& g);

@@ -12,9 +12,9 @@
 #include <map>
 #include <tuple>
 
+#include "backend/cuda/lazy_libs.h"
 #include "backend/cuda/library.h"
 #include "library_common.h"
-#include "backend/cuda/lazy_libs.h"
 
 namespace aether::cuda {
 namespace {
@@ -66,10 +66,11 @@ cublasLtMatrixLayout_t layout(cudaDataType_t t, int64_t rows, int64_t cols, int6
   AETHER_LIB_CHECK(AE_LAZY(cublasLtMatrixLayoutCreate)(&l, t, uint64_t(rows), uint64_t(cols), ld), ctx);
   const int32_t count = int32_t(batch);
   AETHER_LIB_CHECK(
-      AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count), ctx);
-  AETHER_LIB_CHECK(
-      AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+      AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
       ctx);
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatrixLayoutSetAttribute)(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                                                             &stride, sizeof stride),
+                   ctx);
   return l;
 }
 
@@ -78,8 +79,10 @@ Plan make_plan(cublasLtHandle_t lt, const Types& t, int64_t B, int64_t M, int64_
   Plan p;
   AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescCreate)(&p.desc, t.compute, t.scale), ctx);
   const cublasOperation_t no = CUBLAS_OP_N;
-  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof no), ctx);
-  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), ctx);
+  AETHER_LIB_CHECK(
+      AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &no, sizeof no), ctx);
+  AETHER_LIB_CHECK(
+      AE_LAZY(cublasLtMatmulDescSetAttribute)(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &no, sizeof no), ctx);
   p.a = layout(t.data, N, K, N, B, K * N, ctx);  // b (K,N) row-major = (N,K) column-major
   p.b = layout(t.data, K, M, K, B, M * K, ctx);  // a (M,K) row-major = (K,M) column-major
   p.c = layout(t.data, N, M, N, B, M * N, ctx);  // c (M,N) row-major = (N,M) column-major
@@ -138,7 +141,8 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
     std::lock_guard<std::mutex> lock(mu);
     const Key key{device, int(dtype), B, M, K, N, al_a, al_b, al_c};
     auto it = plans->find(key);
-    if (it == plans->end()) it = plans->emplace(key, make_plan(h.lt, t, B, M, K, N, al_a, al_b, al_c, ctx())).first;
+    if (it == plans->end())
+      it = plans->emplace(key, make_plan(h.lt, t, B, M, K, N, al_a, al_b, al_c, ctx())).first;
     p = it->second;
   }
   void* ws = p.workspace > 0 ? workspace(stream, p.workspace) : nullptr;
@@ -147,8 +151,8 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
   const bool f64 = dtype == DType::float64;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmul)(h.lt, p.desc, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &p.algo, ws,
-                                  p.workspace, stream),
+  AETHER_LIB_CHECK(AE_LAZY(cublasLtMatmul)(h.lt, p.desc, alpha, b, p.a, a, p.b, beta, c, p.c, c, p.c, &p.algo,
+                                           ws, p.workspace, stream),
                    ctx());
 }
 

@@ -2,15 +2,16 @@
 // cuBLASLt handles, the device's NVRTC architecture, and the NVRTC-compiled helper kernels, loaded
 // once per (architecture, dtype) with cudaLibraryLoadData (context-independent loading: the CUDA
 // 12+ runtime, no libcuda link) and launched with cudaLaunchKernel.
+#include "library_common.h"
+
 #include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
 #include <utility>
 
-#include "backend/cuda/nvrtc_compile.h"
-#include "library_common.h"
 #include "backend/cuda/lazy_libs.h"
+#include "backend/cuda/nvrtc_compile.h"
 
 namespace aether::cuda::lib {
 
@@ -30,7 +31,8 @@ std::string plain(const char* call) {
 
 void fail(cudaError_t s, const char* call, const std::string& ctx) {
   cudaGetLastError();  // clear a non-sticky error so that the next call does not report it again
-  throw Error(detail::cat(ctx, ": ", call, " failed: ", cudaGetErrorName(s), " (", cudaGetErrorString(s), ")"));
+  throw Error(
+      detail::cat(ctx, ": ", call, " failed: ", cudaGetErrorName(s), " (", cudaGetErrorString(s), ")"));
 }
 void fail(cublasStatus_t s, const char* call, const std::string& ctx) {
   throw Error(detail::cat(ctx, ": ", plain(call), " failed: ", AE_LAZY(cublasLtGetStatusName)(s), " (",
@@ -132,7 +134,8 @@ void launch(const void* fn, int64_t n, void** args, cudaStream_t stream, const s
   if (n <= 0) return;
   constexpr int64_t kThreads = 256, kMaxBlocks = 8192;  // the grid-stride loop covers the rest
   const int64_t blocks = std::min((n + kThreads - 1) / kThreads, kMaxBlocks);
-  AETHER_LIB_CHECK(cudaLaunchKernel(fn, dim3(unsigned(blocks)), dim3(unsigned(kThreads)), args, 0, stream), ctx);
+  AETHER_LIB_CHECK(cudaLaunchKernel(fn, dim3(unsigned(blocks)), dim3(unsigned(kThreads)), args, 0, stream),
+                   ctx);
 }
 
 }  // namespace aether::cuda::lib

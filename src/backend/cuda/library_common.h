@@ -32,11 +32,11 @@ inline bool ok(cudnnStatus_t s) { return s == CUDNN_STATUS_SUCCESS; }
 // AETHER_LIB_CHECK(call, ctx): runs `call` (returning cudaError_t, cublasStatus_t or cudnnStatus_t)
 // and throws aether::Error naming the call, its status string and `ctx` (a std::string expression
 // describing the op, shapes and dtype; evaluated only on failure).
-#define AETHER_LIB_CHECK(call, ctx)                                            \
-  do {                                                                         \
-    const auto aether_lib_status_ = (call);                                    \
-    if (!::aether::cuda::lib::ok(aether_lib_status_))                          \
-      ::aether::cuda::lib::fail(aether_lib_status_, #call, (ctx));             \
+#define AETHER_LIB_CHECK(call, ctx)                                \
+  do {                                                             \
+    const auto aether_lib_status_ = (call);                        \
+    if (!::aether::cuda::lib::ok(aether_lib_status_))              \
+      ::aether::cuda::lib::fail(aether_lib_status_, #call, (ctx)); \
   } while (0)
 
 namespace aether::cuda::lib {

@@ -49,11 +49,11 @@ const char* pass_name(Pass p) {
 
 std::string describe(Pass pass, DType dtype, const cpu::ConvGeom& g) {
   const Conv2dArg& a = g.arg;
-  return detail::cat(pass_name(pass), " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") w (", g.O, ",", g.KH,
-                     ",", g.KW, ",", a.groups > 0 ? g.C / a.groups : 0, ") y (", g.N, ",", g.OH, ",", g.OW, ",",
-                     g.O, ") ", dname(dtype), ", stride ", a.stride_h, "x", a.stride_w, ", pad (t", a.pad_top,
-                     ",l", a.pad_left, ",b", a.pad_bottom, ",r", a.pad_right, "), dilation ", a.dil_h, "x",
-                     a.dil_w, ", groups ", a.groups);
+  return detail::cat(pass_name(pass), " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") w (", g.O, ",",
+                     g.KH, ",", g.KW, ",", a.groups > 0 ? g.C / a.groups : 0, ") y (", g.N, ",", g.OH, ",",
+                     g.OW, ",", g.O, ") ", dname(dtype), ", stride ", a.stride_h, "x", a.stride_w, ", pad (t",
+                     a.pad_top, ",l", a.pad_left, ",b", a.pad_bottom, ",r", a.pad_right, "), dilation ",
+                     a.dil_h, "x", a.dil_w, ", groups ", a.groups);
 }
 
 bool verbose() { return config().cuda_verbose; }
@@ -65,7 +65,7 @@ bool is_not_supported(cudnnStatus_t s) {
 size_t round_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 struct Plan {
-  bool cudnn = false;  // false: the direct kernel
+  bool cudnn = false;   // false: the direct kernel
   bool padded = false;  // asymmetric padding: through xp / dxp in the workspace
   lib::PadParams pad{};
   size_t pad_bytes = 0;  // of xp / dxp, rounded up to kAlign
@@ -85,7 +85,8 @@ void need(cudnnStatus_t s, const char* call) {
   if (s == CUDNN_STATUS_SUCCESS) return;
   char last[512] = {0};
   AE_LAZY(cudnnGetLastErrorString)(last, sizeof last);
-  throw Unsupported{detail::cat(call, ": ", AE_LAZY(cudnnGetErrorString)(s), last[0] ? std::string(" (") + last + ")" : "")};
+  throw Unsupported{detail::cat(call, ": ", AE_LAZY(cudnnGetErrorString)(s),
+                                last[0] ? std::string(" (") + last + ")" : "")};
 }
 
 // The heuristics' fastest algorithm with a usable status, math type and workspace.
@@ -115,7 +116,9 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
   cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
   switch (dtype) {
     case DType::float32: p->dt = CUDNN_DATA_FLOAT, math = CUDNN_FMA_MATH; break;
-    case DType::float64: p->dt = CUDNN_DATA_DOUBLE, compute = CUDNN_DATA_DOUBLE, math = CUDNN_DEFAULT_MATH; break;
+    case DType::float64:
+      p->dt = CUDNN_DATA_DOUBLE, compute = CUDNN_DATA_DOUBLE, math = CUDNN_DEFAULT_MATH;
+      break;
     case DType::float16: p->dt = CUDNN_DATA_HALF; break;
     case DType::bfloat16: p->dt = CUDNN_DATA_BFLOAT16; break;
     case DType::int32:
@@ -129,16 +132,18 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
   need(AE_LAZY(cudnnCreateTensorDescriptor)(&p->y), "cudnnCreateTensorDescriptor");
   need(AE_LAZY(cudnnCreateFilterDescriptor)(&p->w), "cudnnCreateFilterDescriptor");
   need(AE_LAZY(cudnnCreateConvolutionDescriptor)(&p->conv), "cudnnCreateConvolutionDescriptor");
-  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->x, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.C), to_int(H), to_int(W)),
+  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->x, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.C),
+                                           to_int(H), to_int(W)),
        "AE_LAZY(cudnnSetTensor4dDescriptor)(x)");
-  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->y, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.O), to_int(g.OH),
-                                  to_int(g.OW)),
+  need(AE_LAZY(cudnnSetTensor4dDescriptor)(p->y, CUDNN_TENSOR_NHWC, p->dt, to_int(g.N), to_int(g.O),
+                                           to_int(g.OH), to_int(g.OW)),
        "AE_LAZY(cudnnSetTensor4dDescriptor)(y)");
-  need(AE_LAZY(cudnnSetFilter4dDescriptor)(p->w, p->dt, CUDNN_TENSOR_NHWC, to_int(g.O), to_int(g.C / a.groups),
-                                  to_int(g.KH), to_int(g.KW)),
+  need(AE_LAZY(cudnnSetFilter4dDescriptor)(p->w, p->dt, CUDNN_TENSOR_NHWC, to_int(g.O),
+                                           to_int(g.C / a.groups), to_int(g.KH), to_int(g.KW)),
        "cudnnSetFilter4dDescriptor");
-  need(AE_LAZY(cudnnSetConvolution2dDescriptor)(p->conv, to_int(ph), to_int(pw), to_int(a.stride_h), to_int(a.stride_w),
-                                       to_int(a.dil_h), to_int(a.dil_w), CUDNN_CROSS_CORRELATION, compute),
+  need(AE_LAZY(cudnnSetConvolution2dDescriptor)(p->conv, to_int(ph), to_int(pw), to_int(a.stride_h),
+                                                to_int(a.stride_w), to_int(a.dil_h), to_int(a.dil_w),
+                                                CUDNN_CROSS_CORRELATION, compute),
        "cudnnSetConvolution2dDescriptor");
   need(AE_LAZY(cudnnSetConvolutionGroupCount)(p->conv, to_int(a.groups)), "cudnnSetConvolutionGroupCount");
   need(AE_LAZY(cudnnSetConvolutionMathType)(p->conv, math), "cudnnSetConvolutionMathType");
@@ -147,7 +152,8 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
   need(AE_LAZY(cudnnGetConvolution2dForwardOutputDim)(p->conv, p->x, p->w, &on, &oc, &oh, &ow),
        "cudnnGetConvolution2dForwardOutputDim");
   if (on != g.N || oc != g.O || oh != g.OH || ow != g.OW)
-    throw Unsupported{detail::cat("cuDNN's output shape (", on, ",", oc, ",", oh, ",", ow, ") is not (N,O,OH,OW)")};
+    throw Unsupported{
+        detail::cat("cuDNN's output shape (", on, ",", oc, ",", oh, ",", ow, ") is not (N,O,OH,OW)")};
   const bool fp32 = dtype == DType::float32;
   bool found = false;
   size_t ws = 0;
@@ -155,38 +161,39 @@ void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g,
     case Pass::fwd: {
       std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
       int n = 0;
-      need(AE_LAZY(cudnnGetConvolutionForwardAlgorithm_v7)(h, p->x, p->w, p->conv, p->y, int(perf.size()), &n, perf.data()),
+      need(AE_LAZY(cudnnGetConvolutionForwardAlgorithm_v7)(h, p->x, p->w, p->conv, p->y, int(perf.size()), &n,
+                                                           perf.data()),
            "cudnnGetConvolutionForwardAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(AE_LAZY(cudnnGetConvolutionForwardWorkspaceSize)(h, p->x, p->w, p->conv, p->y, cudnnConvolutionFwdAlgo_t(p->algo),
-                                                     &ws),
+        need(AE_LAZY(cudnnGetConvolutionForwardWorkspaceSize)(h, p->x, p->w, p->conv, p->y,
+                                                              cudnnConvolutionFwdAlgo_t(p->algo), &ws),
              "cudnnGetConvolutionForwardWorkspaceSize");
       break;
     }
     case Pass::bwd_data: {
       std::vector<cudnnConvolutionBwdDataAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
       int n = 0;
-      need(AE_LAZY(cudnnGetConvolutionBackwardDataAlgorithm_v7)(h, p->w, p->y, p->conv, p->x, int(perf.size()), &n,
-                                                       perf.data()),
+      need(AE_LAZY(cudnnGetConvolutionBackwardDataAlgorithm_v7)(h, p->w, p->y, p->conv, p->x,
+                                                                int(perf.size()), &n, perf.data()),
            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(AE_LAZY(cudnnGetConvolutionBackwardDataWorkspaceSize)(h, p->w, p->y, p->conv, p->x,
-                                                          cudnnConvolutionBwdDataAlgo_t(p->algo), &ws),
+        need(AE_LAZY(cudnnGetConvolutionBackwardDataWorkspaceSize)(
+                 h, p->w, p->y, p->conv, p->x, cudnnConvolutionBwdDataAlgo_t(p->algo), &ws),
              "cudnnGetConvolutionBackwardDataWorkspaceSize");
       break;
     }
     case Pass::bwd_weight: {
       std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> perf(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
       int n = 0;
-      need(AE_LAZY(cudnnGetConvolutionBackwardFilterAlgorithm_v7)(h, p->x, p->y, p->conv, p->w, int(perf.size()), &n,
-                                                         perf.data()),
+      need(AE_LAZY(cudnnGetConvolutionBackwardFilterAlgorithm_v7)(h, p->x, p->y, p->conv, p->w,
+                                                                  int(perf.size()), &n, perf.data()),
            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
       found = choose(perf.data(), n, fp32, p);
       if (found)
-        need(AE_LAZY(cudnnGetConvolutionBackwardFilterWorkspaceSize)(h, p->x, p->y, p->conv, p->w,
-                                                            cudnnConvolutionBwdFilterAlgo_t(p->algo), &ws),
+        need(AE_LAZY(cudnnGetConvolutionBackwardFilterWorkspaceSize)(
+                 h, p->x, p->y, p->conv, p->w, cudnnConvolutionBwdFilterAlgo_t(p->algo), &ws),
              "cudnnGetConvolutionBackwardFilterWorkspaceSize");
       break;
     }
@@ -209,8 +216,9 @@ void destroy_descriptors(Plan* p) {
 
 void fall_back(Plan* p, const std::string& what, const std::string& why) {
   destroy_descriptors(p);
-  if (verbose()) std::fprintf(stderr, "aether: %s: cuDNN cannot run it (%s); using the direct kernel\n",
-                              what.c_str(), why.c_str());
+  if (verbose())
+    std::fprintf(stderr, "aether: %s: cuDNN cannot run it (%s); using the direct kernel\n", what.c_str(),
+                 why.c_str());
 }
 
 Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, const std::string& what) {
@@ -218,8 +226,8 @@ Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, 
   Plan p;
   p.padded = a.pad_top != a.pad_bottom || a.pad_left != a.pad_right;
   if (p.padded) {
-    p.pad = {g.N, g.H, g.W, g.C, g.H + a.pad_top + a.pad_bottom, g.W + a.pad_left + a.pad_right, a.pad_top,
-             a.pad_left};
+    p.pad = {g.N,       g.H,       g.W, g.C, g.H + a.pad_top + a.pad_bottom, g.W + a.pad_left + a.pad_right,
+             a.pad_top, a.pad_left};
     p.pad_bytes = round_up(size_t(p.pad.N * p.pad.HP * p.pad.WP * p.pad.C * dtype_size(dtype)));
   }
   try {
@@ -233,17 +241,17 @@ Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, 
 using Key = std::vector<int64_t>;
 Key key_of(int device, Pass pass, DType dtype, const cpu::ConvGeom& g) {
   const Conv2dArg& a = g.arg;
-  return {device,     int64_t(pass), int64_t(dtype), g.N,         g.H,          g.W,       g.C,
-          g.O,        g.KH,          g.KW,           g.OH,        g.OW,         a.stride_h, a.stride_w,
-          a.pad_top,  a.pad_left,    a.pad_bottom,   a.pad_right, a.dil_h,      a.dil_w,   a.groups};
+  return {device,    int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,
+          g.O,       g.KH,          g.KW,           g.OH,        g.OW,    a.stride_h, a.stride_w,
+          a.pad_top, a.pad_left,    a.pad_bottom,   a.pad_right, a.dil_h, a.dil_w,    a.groups};
 }
 
 // Runs the direct kernel of `pass`: in0, in1 -> out in the op table's order.
 void run_direct(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const void* in1, void* out,
                 const cpu::ConvGeom& g, const std::string& what) {
   const Conv2dArg& a = g.arg;
-  lib::ConvParams cp{g.N,       g.H,       g.W,          g.C,        g.O,     g.KH,    g.KW,    g.OH,
-                     g.OW,      a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dil_h, a.dil_w, a.groups};
+  lib::ConvParams cp{g.N,  g.H,        g.W,        g.C,       g.O,        g.KH,    g.KW,    g.OH,
+                     g.OW, a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dil_h, a.dil_w, a.groups};
   lib::Kern k = lib::Kern::conv_fwd;
   int64_t n = 0;
   switch (pass) {
@@ -327,8 +335,8 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
   if (p.padded && pass != Pass::bwd_data) {  // xp (N,HP,WP,C) from x (in0 for fwd and bwd_weight)
     void* src = const_cast<void*>(in0);
     void* args[] = {&src, &padded, &p.pad};
-    lib::launch(lib::kernel(dtype, lib::Kern::pad, pass_name(pass)), p.pad.N * p.pad.HP * p.pad.WP * p.pad.C, args,
-                stream, what());
+    lib::launch(lib::kernel(dtype, lib::Kern::pad, pass_name(pass)), p.pad.N * p.pad.HP * p.pad.WP * p.pad.C,
+                args, stream, what());
   }
   AETHER_LIB_CHECK(AE_LAZY(cudnnSetStream)(h.cudnn, stream), what());
   cudnnStatus_t s = CUDNN_STATUS_SUCCESS;
@@ -337,18 +345,19 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
     case Pass::fwd:
       call = "cudnnConvolutionForward";
       s = AE_LAZY(cudnnConvolutionForward)(h.cudnn, one, p.x, p.padded ? padded : in0, p.w, in1, p.conv,
-                                  cudnnConvolutionFwdAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.y, out);
+                                           cudnnConvolutionFwdAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.y, out);
       break;
     case Pass::bwd_data:
       call = "cudnnConvolutionBackwardData";
       s = AE_LAZY(cudnnConvolutionBackwardData)(h.cudnn, one, p.w, in1, p.y, in0, p.conv,
-                                       cudnnConvolutionBwdDataAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.x,
-                                       p.padded ? padded : out);
+                                                cudnnConvolutionBwdDataAlgo_t(p.algo), cudnn_ws, p.ws, zero,
+                                                p.x, p.padded ? padded : out);
       break;
     case Pass::bwd_weight:
       call = "cudnnConvolutionBackwardFilter";
-      s = AE_LAZY(cudnnConvolutionBackwardFilter)(h.cudnn, one, p.x, p.padded ? padded : in0, p.y, in1, p.conv,
-                                         cudnnConvolutionBwdFilterAlgo_t(p.algo), cudnn_ws, p.ws, zero, p.w, out);
+      s = AE_LAZY(cudnnConvolutionBackwardFilter)(h.cudnn, one, p.x, p.padded ? padded : in0, p.y, in1,
+                                                  p.conv, cudnnConvolutionBwdFilterAlgo_t(p.algo), cudnn_ws,
+                                                  p.ws, zero, p.w, out);
       break;
   }
   if (is_not_supported(s)) {  // rejected at run time: the direct kernel from now on
@@ -360,13 +369,15 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
   if (!lib::ok(s)) lib::fail(s, call, what());
   if (p.padded && pass == Pass::bwd_data) {  // dx = the interior of dxp
     void* args[] = {&padded, &out, &p.pad};
-    lib::launch(lib::kernel(dtype, lib::Kern::crop, pass_name(pass)), g.N * g.H * g.W * g.C, args, stream, what());
+    lib::launch(lib::kernel(dtype, lib::Kern::crop, pass_name(pass)), g.N * g.H * g.W * g.C, args, stream,
+                what());
   }
 }
 
 }  // namespace
 
-void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y, const cpu::ConvGeom& g) {
+void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y,
+                const cpu::ConvGeom& g) {
   run(stream, Pass::fwd, dtype, x, w, y, g);
 }
 void conv2d_bwd_data(cudaStream_t stream, DType dtype, const void* dy, const void* w, void* dx,

@@ -268,11 +268,12 @@ typedef unsigned short u16;
            "__device__ __forceinline__ T cv(A a) { return a; }\n";
       break;
     case DType::float16:
-      s += "typedef u16 T;\ntypedef float A;\n#define AE_NEG_INF (-__int_as_float(0x7f800000))\n"
-           "__device__ __forceinline__ A ld(const T* p, i64 i) {\n"
-           "  float f; const u16 h = p[i]; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
-           "__device__ __forceinline__ T cv(A a) {\n"
-           "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(a)); return h;\n}\n";
+      s +=
+          "typedef u16 T;\ntypedef float A;\n#define AE_NEG_INF (-__int_as_float(0x7f800000))\n"
+          "__device__ __forceinline__ A ld(const T* p, i64 i) {\n"
+          "  float f; const u16 h = p[i]; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f;\n}\n"
+          "__device__ __forceinline__ T cv(A a) {\n"
+          "  u16 h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(a)); return h;\n}\n";
       break;
     case DType::bfloat16:
       s += "typedef u16 T;\ntypedef float A;\n#define AE_NEG_INF (-__int_as_float(0x7f800000))\n"

@@ -15,10 +15,10 @@ namespace {
 
 std::string describe(const char* op, DType dtype, const cpu::PoolGeom& g) {
   const Pool2dArg& a = g.arg;
-  return detail::cat(op, " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") -> y (", g.N, ",", g.OH, ",", g.OW,
-                     ",", g.C, ") ", lib::dname(dtype), ", kernel ", a.kernel_h, "x", a.kernel_w, ", stride ",
-                     a.stride_h, "x", a.stride_w, ", pad (t", a.pad_top, ",l", a.pad_left, ",b", a.pad_bottom,
-                     ",r", a.pad_right, ")", a.count_include_pad ? ", count_include_pad" : "");
+  return detail::cat(op, " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") -> y (", g.N, ",", g.OH, ",",
+                     g.OW, ",", g.C, ") ", lib::dname(dtype), ", kernel ", a.kernel_h, "x", a.kernel_w,
+                     ", stride ", a.stride_h, "x", a.stride_w, ", pad (t", a.pad_top, ",l", a.pad_left, ",b",
+                     a.pad_bottom, ",r", a.pad_right, ")", a.count_include_pad ? ", count_include_pad" : "");
 }
 
 lib::PoolParams params(const char* op, DType dtype, const cpu::PoolGeom& g) {
@@ -29,8 +29,9 @@ lib::PoolParams params(const char* op, DType dtype, const cpu::PoolGeom& g) {
                    g.OH == conv_out_size(g.H, a.kernel_h, a.stride_h, a.pad_top, a.pad_bottom, 1) &&
                    g.OW == conv_out_size(g.W, a.kernel_w, a.stride_w, a.pad_left, a.pad_right, 1),
                describe(op, dtype, g), "inconsistent geometry");
-  return {g.N,        g.H,        g.W,       g.C,        g.OH,        g.OW,        a.kernel_h, a.kernel_w,
-          a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.count_include_pad ? 1 : 0};
+  return {g.N,       g.H,        g.W,          g.C,         g.OH,
+          g.OW,      a.kernel_h, a.kernel_w,   a.stride_h,  a.stride_w,
+          a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.count_include_pad ? 1 : 0};
 }
 
 // Launches kernel `k` over `n` elements with the given buffer arguments and the parameter block.

@@ -1,9 +1,10 @@
 // NVRTC front end for generated CUDA kernels (see nvrtc_compile.h). Part of the CUDA backend:
 // compiled into libaether only when AETHER_CUDA is ON (CMakeLists.txt).
 #include "backend/cuda/nvrtc_compile.h"
-#include "backend/cuda/lazy_libs.h"
 
 #include <nvrtc.h>
+
+#include "backend/cuda/lazy_libs.h"
 
 namespace aether::codegen {
 

@@ -9,8 +9,8 @@
 
 #include "aether/core/error.h"
 #include "backend/cuda/lazy_libs.h"
-#include "codegen/disk_cache.h"
 #include "backend/cuda/nvrtc_compile.h"
+#include "codegen/disk_cache.h"
 
 namespace aether::cuda {
 namespace {

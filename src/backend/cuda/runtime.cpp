@@ -20,8 +20,8 @@ namespace cuda {
 void throw_cuda_error(cudaError_t e, const char* call, const char* file, int line) {
   (void)cudaGetLastError();  // clear a non-sticky error so later calls can succeed
   const char* base = std::strrchr(file, '/');
-  throw Error(detail::cat("CUDA: ", call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), ") at ",
-                          base ? base + 1 : file, ":", line));
+  throw Error(detail::cat("CUDA: ", call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
+                          ") at ", base ? base + 1 : file, ":", line));
 }
 
 namespace {
@@ -48,8 +48,9 @@ const Probe& probe() {
                      std::to_string(CUDART_VERSION / 1000) + " runtime)";
           break;
         default:
-          r.reason = detail::cat("no CUDA driver or GPU usable: cudaGetDeviceCount failed: ", cudaGetErrorName(e), " (",
-                                 cudaGetErrorString(e), ")");
+          r.reason =
+              detail::cat("no CUDA driver or GPU usable: cudaGetDeviceCount failed: ", cudaGetErrorName(e),
+                          " (", cudaGetErrorString(e), ")");
       }
       return r;
     }
@@ -65,8 +66,8 @@ const Probe& probe() {
         (void)cudaGetLastError();
         r.count = 0;
         r.props.clear();
-        r.reason = detail::cat("CUDA GPU ", i, " is not usable: ", cudaGetErrorName(pe), " (", cudaGetErrorString(pe),
-                               ")");
+        r.reason = detail::cat("CUDA GPU ", i, " is not usable: ", cudaGetErrorName(pe), " (",
+                               cudaGetErrorString(pe), ")");
         return r;
       }
     }
@@ -231,8 +232,8 @@ std::string pick_arch(int device, const cudaDeviceProp& p) {
   int best = -1;
   for (int a : archs)
     if (a <= cc) best = a;
-  AETHER_CHECK(best > 0, "cuda", "GPU ", device, " (", p.name, ") has compute capability ", p.major, ".", p.minor,
-               ", older than the oldest this NVRTC supports (compute_", archs.front(), ")");
+  AETHER_CHECK(best > 0, "cuda", "GPU ", device, " (", p.name, ") has compute capability ", p.major, ".",
+               p.minor, ", older than the oldest this NVRTC supports (compute_", archs.front(), ")");
   return detail::cat("compute_", best);
 }
 }  // namespace cuda
