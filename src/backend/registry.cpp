@@ -5,9 +5,16 @@
 
 namespace aether {
 namespace {
+// The runtime of `type` in this build; null when there is none.
+DeviceRuntime* find_runtime(DeviceType type) {
+  switch (type) {
+    case DeviceType::cpu: return &cpu_runtime();
+    case DeviceType::cuda: return cuda_runtime();
+  }
+  return nullptr;
+}
 LibraryCaps caps_of(Device device) {
-  if (device.type == DeviceType::cpu) return cpu_runtime().capabilities();
-  DeviceRuntime* r = device.type == DeviceType::cuda ? cuda_runtime() : nullptr;
+  DeviceRuntime* r = find_runtime(device.type);
   return r ? r->capabilities() : LibraryCaps{};
 }
 [[maybe_unused]] const bool g_registered = [] {
@@ -18,8 +25,7 @@ LibraryCaps caps_of(Device device) {
 }  // namespace
 
 DeviceRuntime& runtime_for(Device device) {
-  if (device.type == DeviceType::cpu) return cpu_runtime();
-  DeviceRuntime* r = device.type == DeviceType::cuda ? cuda_runtime() : nullptr;
+  DeviceRuntime* r = find_runtime(device.type);
   AETHER_CHECK(r, "backend", "no backend for device ", device.str(), ": ", device_unavailable(device.type));
   return *r;
 }

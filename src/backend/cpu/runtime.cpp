@@ -28,6 +28,16 @@ const char* elements(const Node& n) {
   return static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(n.dtype);
 }
 
+cpu::ConvPostOp::Kind post_op_kind(EpilogueOp::Kind k) {
+  switch (k) {
+    case EpilogueOp::Kind::Add: return cpu::ConvPostOp::Kind::Add;
+    case EpilogueOp::Kind::Sub: return cpu::ConvPostOp::Kind::Sub;
+    case EpilogueOp::Kind::Mul: return cpu::ConvPostOp::Kind::Mul;
+    case EpilogueOp::Kind::Relu: return cpu::ConvPostOp::Kind::Relu;
+  }
+  return cpu::ConvPostOp::Kind::Relu;
+}
+
 // A conv library kernel with the epilogue the scheduler recorded (Kernel::epilogue, schedule pass
 // library_epilogues): one oneDNN convolution with post-ops writing the chain's last node. False
 // (nothing computed but the kernel's inputs) when oneDNN refuses or an operand's realized view is
@@ -36,24 +46,10 @@ bool run_conv_postops(const Kernel& k) {
   if (k.epilogue.empty() || k.outputs.size() != 1 || library_impl() != LibraryImpl::onednn) return false;
   const NodePtr& conv = k.nodes[0];
   if (conv->op != Op::Conv2d) return false;
-  struct Step {
-    cpu::ConvPostOp::Kind kind;
-    NodePtr operand;  // null for Relu
-  };
-  std::vector<Step> steps;
-  for (const EpilogueOp& e : k.epilogue) {
-    using K = cpu::ConvPostOp::Kind;
-    switch (e.kind) {
-      case EpilogueOp::Kind::Add: steps.push_back({K::Add, e.operand}); break;
-      case EpilogueOp::Kind::Sub: steps.push_back({K::Sub, e.operand}); break;
-      case EpilogueOp::Kind::Mul: steps.push_back({K::Mul, e.operand}); break;
-      case EpilogueOp::Kind::Relu: steps.push_back({K::Relu, nullptr}); break;
-    }
-  }
   // Inputs: x, w and the operands, as realized values (views of stored buffers).
   std::vector<NodePtr> need{conv->srcs[0], conv->srcs[1]};
-  for (const Step& st : steps)
-    if (st.operand) need.push_back(st.operand);
+  for (const EpilogueOp& e : k.epilogue)
+    if (e.operand) need.push_back(e.operand);
   run_unrealized(cpu_runtime(), need);
   const Node &x = *conv->srcs[0], &w = *conv->srcs[1];
   if (!x.view.is_contiguous() || !w.view.is_contiguous()) return false;
@@ -61,20 +57,21 @@ bool run_conv_postops(const Kernel& k) {
   const Shape& ys = conv->shape;
   std::vector<cpu::ConvPostOp> ops;
   const Node* residual = nullptr;
-  for (const Step& st : steps) {
-    if (!st.operand) {
-      ops.push_back({st.kind, nullptr});
+  for (const EpilogueOp& e : k.epilogue) {
+    const cpu::ConvPostOp::Kind kind = post_op_kind(e.kind);
+    if (!e.operand) {
+      ops.push_back({kind, nullptr});
       continue;
     }
-    const Node& o = *st.operand;
+    const Node& o = *e.operand;
     if (o.dtype != conv->dtype || o.shape != ys) return false;
     const View& v = o.view;
     const bool channel = v.ndim() == 4 && v.strides[0] == 0 && v.strides[1] == 0 && v.strides[2] == 0 &&
                          (v.strides[3] == 1 || ys[3] == 1) && !v.mask;
     if (channel) {
-      const bool bias = st.kind == cpu::ConvPostOp::Kind::Add && ops.empty();
-      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : st.kind, elements(o)});
-    } else if (st.kind == cpu::ConvPostOp::Kind::Add && !residual && o.view.is_contiguous()) {
+      const bool bias = kind == cpu::ConvPostOp::Kind::Add && ops.empty();
+      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : kind, elements(o)});
+    } else if (kind == cpu::ConvPostOp::Kind::Add && !residual && o.view.is_contiguous()) {
       residual = &o;  // the sum post-op adds what y holds before the conv writes it
       ops.push_back({cpu::ConvPostOp::Kind::Sum, nullptr});
     } else {
