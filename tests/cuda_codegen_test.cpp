@@ -321,7 +321,7 @@ namespace {
 
 std::vector<Op> all_ops() {
   return {
-#define AETHER_X(name, kind, nsrc) Op::name,
+#define AETHER_X(name, ...) Op::name,
       AETHER_OPS(AETHER_X)
 #undef AETHER_X
   };
@@ -329,15 +329,10 @@ std::vector<Op> all_ops() {
 
 // The dtypes an ALU op of the table is rendered for (those the reference backend computes).
 std::vector<DType> dtypes_of(Op op) {
-  switch (op) {
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sqrt:
-    case Op::Sin: return {DType::float32, DType::float64};
-    case Op::Cast:
-      return {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8, DType::boolean};
-    default: return {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
-  }
+  if (op_has(op, kFloatOnly)) return {DType::float32, DType::float64};
+  if (op == Op::Cast)
+    return {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8, DType::boolean};
+  return {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8};
 }
 
 // A kernel over (3, 5) computing `op` on loads of dtype `in`, storing its result.
@@ -395,7 +390,7 @@ TEST(cuda_codegen, EveryAluOpOfTheTableRendersInBothLanguages) {
     }
     ++alu_ops;
     for (const DType in_t : dtypes_of(op)) {
-      const bool cmp = op == Op::CmpLt || op == Op::CmpLe || op == Op::CmpEq || op == Op::CmpNe;
+      const bool cmp = op_has(op, kBoolResult);
       std::vector<DType> outs = {cmp ? DType::boolean : in_t};
       if (op == Op::Cast)
         outs = {DType::float32, DType::float64, DType::int32, DType::int64, DType::uint8, DType::boolean};

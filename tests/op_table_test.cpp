@@ -186,7 +186,7 @@ TEST(OpTable, EveryElementwiseAndReduceOpHasASnippetInEachRenderer) {
         ir::Inst in;
         in.kind = ir::InstKind::Alu;
         in.op = op;
-        const bool cmp = op == Op::CmpLt || op == Op::CmpLe || op == Op::CmpEq || op == Op::CmpNe;
+        const bool cmp = op_has(op, kBoolResult);
         in.dtype = cmp ? DType::boolean : op == Op::Cast ? DType::float64 : DType::float32;
         std::vector<std::string> a;
         std::vector<DType> t;
@@ -207,5 +207,76 @@ TEST(OpTable, EveryElementwiseAndReduceOpHasASnippetInEachRenderer) {
         EXPECT_FALSE(acc.final("acc").empty()) << lname;
       }
     }
+  }
+}
+
+// The row's properties agree with what the op does.
+TEST(OpTable, EveryRowsPropertiesMatchTheOp) {
+  const Tensor i = Tensor::from_vector<int32_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  for (Op op : all_ops()) {
+    SCOPED_TRACE(op_name(op));
+    const int n = op_num_srcs(op);
+    for (int k = 0; k < 3; ++k)
+      if (op_has(op, kSavesIn0 << k)) {
+        EXPECT_LT(k, n) << "saves source " << k << " of " << n;
+      }
+    if (op_has(op, kBoolResult)) {
+      EXPECT_EQ(op_kind(op), OpKind::Binary);
+      EXPECT_EQ(example(op).out.dtype(), DType::boolean);
+    }
+    if (op_has(op, kNoGrad)) {
+      EXPECT_FALSE(op_has(op, kSavesIn0 | kSavesIn1 | kSavesIn2 | kSavesOut));
+    }
+    if (!is_elementwise(op)) {  // snippets belong to elementwise rows only
+      EXPECT_STREQ(op_snippet(op, true), "");
+      EXPECT_STREQ(op_snippet(op, false), "");
+      EXPECT_FALSE(op_has(op, kFloatOnly | kExact16))
+          << "an elementwise property on a " << op_kind_name(op_kind(op)) << " op";
+      continue;
+    }
+    if (op == Op::Cast) continue;  // rendered by the conversion rules
+    EXPECT_STRNE(op_snippet(op, true), "");
+    // Float-only ops: the tensor API refuses integers, and the row has no integer snippet.
+    if (op_has(op, kFloatOnly)) {
+      EXPECT_THROW(prim::unary(op, i), Error);
+      EXPECT_STREQ(op_snippet(op, false), "");
+    } else {
+      EXPECT_STRNE(op_snippet(op, false), "");
+      if (op_kind(op) == OpKind::Unary) {
+        EXPECT_EQ(prim::unary(op, i).dtype(), DType::int32);
+      }
+      if (op_kind(op) == OpKind::Binary) {
+        EXPECT_NO_THROW(prim::binary(op, i, i));
+      }
+    }
+  }
+}
+
+// kExact16: the renderers store the op's float value in a 16-bit type without rounding it again
+// (exact because the op only moves or negates bits); every other float op's result is rounded.
+TEST(OpTable, OnlyExactRowsSkipTheSixteenBitRounding) {
+  using codegen::snippets::Lang;
+  for (Op op : all_ops()) {
+    // Cast rounds once, in its conversion; comparisons give bools.
+    if (!is_elementwise(op) || op == Op::Cast || op_has(op, kBoolResult)) continue;
+    SCOPED_TRACE(op_name(op));
+    std::vector<ir::Inst> insts;
+    std::vector<int> srcs;
+    for (int k = 0; k < op_num_srcs(op); ++k) {
+      ir::Inst ld;
+      ld.kind = ir::InstKind::Load;
+      ld.dtype = op == Op::Where && k == 0 ? DType::boolean : DType::bfloat16;
+      ld.buf = k;
+      srcs.push_back(int(insts.size()));
+      insts.push_back(ld);
+    }
+    ir::Inst alu;
+    alu.kind = ir::InstKind::Alu;
+    alu.op = op;
+    alu.dtype = DType::bfloat16;
+    alu.srcs = srcs;
+    insts.push_back(alu);
+    const std::string e = codegen::snippets::value_expr(Lang::Cpp, insts, insts.size() - 1, "v", {4});
+    EXPECT_EQ(e.rfind("ae_rb(", 0) == 0, !op_has(op, kExact16)) << e;
   }
 }

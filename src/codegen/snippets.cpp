@@ -24,6 +24,8 @@ $FN i64 ae_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? (i64)(0ull - (u64)a
 $FN float ae_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 $FN double ae_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 $FN i64 ae_maxi(i64 a, i64 b) { return a > b ? a : b; }
+$FN float ae_max(float a, float b) { return ae_maxf(a, b); }
+$FN double ae_max(double a, double b) { return ae_maxd(a, b); }
 template <class O, class C>
 $FN O ae_f2i(C v, O lo, O hi) { return v != v ? (O)0 : v <= (C)lo ? lo : v >= (C)hi ? hi : (O)v; }
 typedef unsigned int u32;
@@ -101,6 +103,8 @@ $FN unsigned short ae_f2b(float f) {
 template <class U> $FN U ae_seli(bool c, U a, U b) { return (U)(b ^ ((a ^ b) & (U)(0 - (U)c))); }
 $FN float ae_self(bool c, float a, float b) { return ae_bitsf(ae_seli<u32>(c, ae_fbits(a), ae_fbits(b))); }
 $FN double ae_seld(bool c, double a, double b) { return ae_bitsd(ae_seli<u64>(c, ae_dbits(a), ae_dbits(b))); }
+$FN float ae_sel(bool c, float a, float b) { return ae_self(c, a, b); }
+$FN double ae_sel(bool c, double a, double b) { return ae_seld(c, a, b); }
 $FN float ae_rh(float f) { return ae_h2f(ae_f2h(f)); }  // f rounded to float16
 $FN float ae_rb(float f) { return ae_b2f(ae_f2b(f)); }  // f rounded to bfloat16
 // double -> float rounded to odd, so that rounding once more to 16 bits rounds only once.
@@ -134,12 +138,6 @@ std::string int_limits(DType t) {
     case DType::uint8: return "(unsigned char)0, (unsigned char)255";
     default: throw Error("codegen: not an integer type");
   }
-}
-
-// A math function of the C library for a float32 or float64 argument.
-std::string math(Lang lang, const char* fn, DType t, const std::string& a) {
-  const char* f = t == DType::float64 ? "" : "f";
-  return detail::cat(lang == Lang::Cpp ? "__builtin_" : "", fn, f, "(", a, ")");
 }
 
 // NaN and +-infinity (CUDA C has no __builtin_inf: the bit patterns, which equal the host's).
@@ -264,67 +262,51 @@ std::string guards(const std::vector<ir::Guard>& gs, const Shape& extent) {
   return s.empty() ? "true" : s;
 }
 
+// The row's snippet (aether/graph/op.h) with its placeholders filled in: $0 $1 $2 the sources, $T the
+// result's C type, $B the math-builtin prefix, $F the float suffix.
+std::string expand_snippet(Lang lang, const char* tmpl, const std::vector<std::string>& a, DType o) {
+  std::string s;
+  for (const char* p = tmpl; *p; ++p) {
+    if (*p != '$' || !p[1]) {
+      s += *p;
+      continue;
+    }
+    switch (*++p) {
+      case '0':
+      case '1':
+      case '2': {
+        const size_t i = size_t(*p - '0');
+        AETHER_CHECK(i < a.size(), "codegen", "snippet ", tmpl, " reads source ", i, " of ", a.size());
+        s += a[i];
+        break;
+      }
+      case 'T': s += ctype(o); break;
+      case 'B': s += lang == Lang::Cpp ? "__builtin_" : ""; break;
+      case 'F': s += o == DType::float64 ? "" : "f"; break;
+      default: throw Error(detail::cat("codegen: unknown placeholder $", *p, " in snippet ", tmpl));
+    }
+  }
+  return s;
+}
+
 std::string alu_expr(Lang lang, const Inst& in, const std::vector<std::string>& a,
                      const std::vector<DType>& t) {
   const DType o = in.dtype;
-  const bool fp = is_fp(o);
-  auto int_op = [&](const char* fn) {
-    return convert(o, DType::int64, detail::cat(fn, "((i64)", a[0], ", (i64)", a[1], ")"));
-  };
-  switch (in.op) {
-    case Op::Copy: return a[0];
-    case Op::Cast: return convert(o, t[0], detail::cat("(", compute_type(t[0]), ")", a[0]));
-    case Op::Neg: return fp ? "(-" + a[0] + ")" : convert(o, DType::int64, "ae_sub(0, (i64)" + a[0] + ")");
-    case Op::Exp: return math(lang, "exp", o, a[0]);
-    case Op::Log: return math(lang, "log", o, a[0]);
-    case Op::Sqrt: return math(lang, "sqrt", o, a[0]);
-    case Op::Sin: return math(lang, "sin", o, a[0]);
-    case Op::Recip:
-      return fp ? detail::cat("(", literal(lang, o, 1.0), " / ", a[0], ")")
-                : convert(o, DType::int64, "ae_div(1, (i64)" + a[0] + ")");
-    case Op::Add: return fp ? "(" + a[0] + " + " + a[1] + ")" : int_op("ae_add");
-    case Op::Sub: return fp ? "(" + a[0] + " - " + a[1] + ")" : int_op("ae_sub");
-    case Op::Mul: return fp ? "(" + a[0] + " * " + a[1] + ")" : int_op("ae_mul");
-    case Op::Div: return fp ? "(" + a[0] + " / " + a[1] + ")" : int_op("ae_div");
-    case Op::Max:
-      return fp ? detail::cat(o == DType::float64 ? "ae_maxd(" : "ae_maxf(", a[0], ", ", a[1], ")")
-                : int_op("ae_maxi");
-    case Op::CmpLt: return "(" + a[0] + " < " + a[1] + ")";
-    case Op::CmpLe: return "(" + a[0] + " <= " + a[1] + ")";
-    case Op::CmpEq: return "(" + a[0] + " == " + a[1] + ")";
-    case Op::CmpNe: return "(" + a[0] + " != " + a[1] + ")";
-    case Op::Where:
-      // A select is written as bit operations, never a branch. g++ 12 targeting AVX2
-      // (no mask registers) does not if-convert `c ? a : b` on integers whose condition is a float
-      // comparison, nor a float select whose result is compared again (its PRE turns the
-      // comparison into a phi of bools): one such branch keeps the whole loop scalar. Max-pool
-      // backward's first-maximum chain ran at 7% of the copy bandwidth on a Zen3 because of it.
-      // The bits are those of `c ? a : b` (NaN payloads, -0 kept); CUDA uses the same helpers.
-      return detail::cat(o == DType::float64 ? "ae_seld("
-                         : fp                ? "ae_self("
-                                             : detail::cat("ae_seli<", ctype(o), ">("),
-                         a[0], ", ", a[1], ", ", a[2], ")");
-    case Op::Load:
-    case Op::Const:
-    case Op::Rand:
-    case Op::ReduceSum:
-    case Op::ReduceMax:
-    case Op::Reshape:
-    case Op::Permute:
-    case Op::Expand:
-    case Op::Slice:
-    case Op::Pad:
-    case Op::Flip:
-    case Op::Matmul:
-    case Op::Conv2d:
-    case Op::Conv2dBwdData:
-    case Op::Conv2dBwdWeight:
-    case Op::MaxPool2d:
-    case Op::MaxPool2dBwd:
-    case Op::AvgPool2d:
-    case Op::AvgPool2dBwd: break;
-  }
-  throw Error(detail::cat("codegen: ", op_name(in.op), " is not an ALU op"));
+  AETHER_CHECK(is_elementwise(in.op), "codegen", op_name(in.op), " is not an ALU op");
+  if (in.op == Op::Cast) return convert(o, t[0], detail::cat("(", compute_type(t[0]), ")", a[0]));
+  // A comparison is written once for every source dtype; other integer results are computed in
+  // int64 (wrapping helpers) and converted. Where is written as bit operations, never a branch:
+  // g++ 12 targeting AVX2 (no mask registers) does not if-convert `c ? a : b` on integers whose
+  // condition is a float comparison, nor a float select whose result is compared again (its PRE
+  // turns the comparison into a phi of bools): one such branch keeps the whole loop scalar.
+  // Max-pool backward's first-maximum chain ran at 7% of the copy bandwidth on a Zen3 because of it.
+  // The bits are those of `c ? a : b` (NaN payloads, -0 kept); CUDA uses the same helpers.
+  const bool fp = op_has(in.op, kBoolResult) ? is_fp(t[0]) : is_fp(o);
+  const char* tmpl = op_snippet(in.op, fp);
+  AETHER_CHECK(*tmpl, "codegen", op_name(in.op), " has no ", fp ? "float" : "integer", " snippet (",
+               dtype_name(o), ")");
+  const std::string e = expand_snippet(lang, tmpl, a, o);
+  return fp || op_has(in.op, kBoolResult) ? e : convert(o, DType::int64, e);
 }
 
 std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, const std::string& pre,
@@ -358,10 +340,8 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
         t.push_back(insts[size_t(s)].dtype);
       }
       // A 16-bit result is computed in float and rounded, as the reference stores every op's value.
-      const bool cmp = in.op == Op::CmpLt || in.op == Op::CmpLe || in.op == Op::CmpEq || in.op == Op::CmpNe;
-      const bool exact = in.op == Op::Copy || in.op == Op::Cast || in.op == Op::Neg || in.op == Op::Where;
       const std::string e = alu_expr(lang, in, a, t);
-      return cmp || exact ? e : round_to(in.dtype, e);
+      return op_has(in.op, kBoolResult | kExact16) ? e : round_to(in.dtype, e);
     }
     case InstKind::Accum:
     case InstKind::Result:

@@ -10,7 +10,10 @@
 
 namespace aether {
 namespace {
-Tensor val(const NodePtr& n) { return Tensor(n); }
+Tensor val(const NodePtr& n) {
+  AETHER_CHECK(n != nullptr, "autograd", "a gradient rule reads a value its op's row does not save");
+  return Tensor(n);
+}
 // The gradient in the dtype it should have: dy's dtype promoted with the input's (floats only).
 DType grad_dtype(DType dy, DType in) { return is_float(in) ? promote(dy, in) : dy; }
 // Inverse of a permutation.
@@ -21,100 +24,21 @@ Axes inverse(const Axes& p) {
 }
 }  // namespace
 
-bool is_differentiable(Op op) {
-  switch (op) {
-    case Op::Load:
-    case Op::Const:
-    case Op::Rand:
-    case Op::CmpLt:
-    case Op::CmpLe:
-    case Op::CmpEq:
-    case Op::CmpNe:
-    // Backward ops are not differentiated again (no double backward yet).
-    case Op::Conv2dBwdData:
-    case Op::Conv2dBwdWeight:
-    case Op::MaxPool2dBwd:
-    case Op::AvgPool2dBwd: return false;
-    case Op::Copy:
-    case Op::Cast:
-    case Op::Neg:
-    case Op::Exp:
-    case Op::Log:
-    case Op::Sqrt:
-    case Op::Recip:
-    case Op::Sin:
-    case Op::Add:
-    case Op::Sub:
-    case Op::Mul:
-    case Op::Div:
-    case Op::Max:
-    case Op::Where:
-    case Op::ReduceSum:
-    case Op::ReduceMax:
-    case Op::Reshape:
-    case Op::Permute:
-    case Op::Expand:
-    case Op::Slice:
-    case Op::Pad:
-    case Op::Flip:
-    case Op::Matmul:
-    case Op::Conv2d:
-    case Op::MaxPool2d:
-    case Op::AvgPool2d: return true;
-  }
-  return false;
-}
-
-// What each rule reads: only these values are kept alive for backward (flashlight's lesson:
-// tanh keeps its result, not its input).
-bool saves_input(Op op, int i) {
-  switch (op) {
-    case Op::Log:
-    case Op::Sin:
-    case Op::Mul:
-    case Op::Max:
-    case Op::ReduceMax:
-    case Op::Matmul:
-    case Op::Conv2d:
-    case Op::MaxPool2d: return true;
-    case Op::Div: return i == 1 || i == 0;
-    case Op::Where: return i == 0;
-    case Op::Load:
-    case Op::Const:
-    case Op::Rand:
-    case Op::Copy:
-    case Op::Cast:
-    case Op::Neg:
-    case Op::Exp:
-    case Op::Sqrt:
-    case Op::Recip:
-    case Op::Add:
-    case Op::Sub:
-    case Op::CmpLt:
-    case Op::CmpLe:
-    case Op::CmpEq:
-    case Op::CmpNe:
-    case Op::ReduceSum:
-    case Op::Reshape:
-    case Op::Permute:
-    case Op::Expand:
-    case Op::Slice:
-    case Op::Pad:
-    case Op::Flip:
-    case Op::Conv2dBwdData:
-    case Op::Conv2dBwdWeight:
-    case Op::MaxPool2dBwd:
-    case Op::AvgPool2d:
-    case Op::AvgPool2dBwd: return false;
-  }
-  return false;
-}
-
-bool saves_output(Op op) { return op == Op::Exp || op == Op::Sqrt || op == Op::Recip || op == Op::ReduceMax; }
+// From the op table (aether/graph/op.h): kNoGrad, and what each rule reads (kSavesIn0/1/2, kSavesOut):
+// only those values are kept alive for backward (flashlight's lesson: tanh keeps its result, not its
+// input). A rule that reads a value its row does not save throws (below), and
+// OpTable.EveryOpHasAGradientRuleOrIsMarkedWithoutOne runs every rule.
+bool is_differentiable(Op op) { return !op_has(op, kNoGrad); }
+bool saves_input(Op op, int i) { return i >= 0 && i < 3 && op_has(op, kSavesIn0 << i); }
+bool saves_output(Op op) { return op_has(op, kSavesOut); }
 
 std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
   const auto& in = fn.inputs;
-  auto x = [&](int i) { return val(in[i]); };
+  auto x = [&](int i) {
+    AETHER_CHECK(in[size_t(i)] != nullptr, "autograd", "the gradient rule of ", op_name(fn.op),
+                 " reads source ", i, ", which its row in aether/graph/op.h does not save (kSavesIn", i, ")");
+    return val(in[size_t(i)]);
+  };
   switch (fn.op) {
     case Op::Copy: return {dy};
     case Op::Cast: return {dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]))};

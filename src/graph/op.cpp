@@ -7,7 +7,7 @@ namespace aether {
 
 const char* op_name(Op op) {
   switch (op) {
-#define AETHER_X(name, kind, nsrc) \
+#define AETHER_X(name, ...) \
   case Op::name: return #name;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
@@ -17,7 +17,7 @@ const char* op_name(Op op) {
 
 OpKind op_kind(Op op) {
   switch (op) {
-#define AETHER_X(name, kind, nsrc) \
+#define AETHER_X(name, kind, ...) \
   case Op::name: return OpKind::kind;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
@@ -27,12 +27,32 @@ OpKind op_kind(Op op) {
 
 int op_num_srcs(Op op) {
   switch (op) {
-#define AETHER_X(name, kind, nsrc) \
+#define AETHER_X(name, kind, nsrc, ...) \
   case Op::name: return nsrc;
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
   }
   return 0;
+}
+
+uint32_t op_props(Op op) {
+  switch (op) {
+#define AETHER_X(name, kind, nsrc, props, ...) \
+  case Op::name: return props;
+    AETHER_OPS(AETHER_X)
+#undef AETHER_X
+  }
+  return kNoProps;
+}
+
+const char* op_snippet(Op op, bool fp) {
+  switch (op) {
+#define AETHER_X(name, kind, nsrc, props, ref, fp_snippet, int_snippet) \
+  case Op::name: return fp ? fp_snippet : int_snippet;
+    AETHER_OPS(AETHER_X)
+#undef AETHER_X
+  }
+  return "";
 }
 
 const char* op_kind_name(OpKind k) {

@@ -128,7 +128,7 @@ Tensor rand(const Shape& shape, DType dtype, uint64_t seed, uint64_t stream) {
 
 Tensor unary(Op op, const Tensor& x) {
   AETHER_CHECK(op_kind(op) == OpKind::Unary && op != Op::Cast, "unary", op_name(op), " is not a unary op");
-  if (op == Op::Exp || op == Op::Log || op == Op::Sqrt || op == Op::Sin || op == Op::Recip)
+  if (op_has(op, kFloatOnly))
     AETHER_CHECK(is_float(x.dtype()), op_name(op), "expected a float tensor, got ", desc(x),
                  " (cast it first)");
   return apply(op, {x}, {}, x.dtype(), x.shape());
@@ -140,8 +140,7 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   AETHER_CHECK(op_kind(op) == OpKind::Binary, "binary", op_name(op), " is not a binary op");
   AETHER_CHECK(a.shape() == b.shape(), op_name(op), "expected equal shapes, got ", desc(a), " and ", desc(b));
   AETHER_CHECK(a.dtype() == b.dtype(), op_name(op), "expected equal dtypes, got ", desc(a), " and ", desc(b));
-  const bool cmp = op == Op::CmpLt || op == Op::CmpLe || op == Op::CmpEq || op == Op::CmpNe;
-  return apply(op, {a, b}, {}, cmp ? DType::boolean : a.dtype(), a.shape());
+  return apply(op, {a, b}, {}, op_has(op, kBoolResult) ? DType::boolean : a.dtype(), a.shape());
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

@@ -37,8 +37,16 @@ bool apply_view(const Node& m, View& v) {
     }
     case Op::Expand: v = v.expand(m.shape); return true;
     case Op::Permute: v = v.permute(std::get<Axes>(m.arg)); return true;
-    default: return false;
+    case Op::Slice:  // not plain views of the whole value
+    case Op::Pad:
+    case Op::Flip:
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_LIBRARY_OPS(AETHER_OP_CASE)
+      return false;
   }
+  return false;
 }
 
 // The value node i shows through unstored movement nodes (their composed view in `v`); -1 when
@@ -114,17 +122,12 @@ Step match_step(const State& s, int cur, int e, int l, const std::vector<char>& 
     const int other = srcs[0] == cur ? srcs[1] : srcs[0];
     Step st{{k}, -1, {}, {}};
     using K = EpilogueOp::Kind;
-    switch (n.op) {
-      case Op::Max: return is_zero(s, other) ? st : Step{};
-      case Op::Sub:
-        if (srcs[0] != cur) return {};
-        [[fallthrough]];
-      case Op::Add:
-      case Op::Mul:
-        st.record = {n.op == Op::Add ? K::Add : n.op == Op::Sub ? K::Sub : K::Mul, other};
-        return operand_ok(s, n.op, y, c.node->dtype, other, e, l, on_chain, st) ? st : Step{};
-      default: return {};
-    }
+    // The library epilogues (EpilogueOp::Kind) are a short list: other ops are simply not absorbed.
+    if (n.op == Op::Max) return is_zero(s, other) ? st : Step{};  // ReLU as max(y, 0)
+    if (n.op == Op::Sub && srcs[0] != cur) return {};
+    if (n.op != Op::Add && n.op != Op::Sub && n.op != Op::Mul) return {};
+    st.record = {n.op == Op::Add ? K::Add : n.op == Op::Sub ? K::Sub : K::Mul, other};
+    return operand_ok(s, n.op, y, c.node->dtype, other, e, l, on_chain, st) ? st : Step{};
   }
   if (c.consumers.size() == 2) {  // ReLU: where(y <= 0, 0, y)
     int p = c.consumers[0], w = c.consumers[1];

@@ -54,9 +54,16 @@ bool apply_movement(const Node& m, View& v) {
       v = v.pad(a.before, a.after);
       return true;
     }
-    case Op::Flip: v = v.flip(std::get<Axes>(m.arg)); return true;
-    default: return false;  // not a movement op (callers only pass movement ops)
+    case Op::Flip:
+      v = v.flip(std::get<Axes>(m.arg));
+      return true;
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_LIBRARY_OPS(AETHER_OP_CASE)
+      return false;  // not a movement op (callers only pass movement ops)
   }
+  return false;
 }
 
 // A node that a group reads through views without it being part of the group.

@@ -470,7 +470,11 @@ void movement(Node& n) {
       n.set_value(src.buffer, v.flip(ax));
       return;
     }
-    default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a movement op"));
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_LIBRARY_OPS(AETHER_OP_CASE)
+      throw Error(detail::cat("reference: ", op_name(n.op), " is not a movement op"));
   }
 }
 
@@ -571,7 +575,12 @@ void library(Node& n, bool fast) {
         cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
       break;
     }
-    default: throw Error(detail::cat("reference: ", op_name(n.op), " is not a library op"));
+    case Op::Matmul:  // computed by matmul()
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_MOVEMENT_OPS(AETHER_OP_CASE)
+      throw Error(detail::cat("reference: ", op_name(n.op), " is not a convolution or pooling op"));
   }
   set_dense(n, std::move(out));
 }
@@ -582,23 +591,17 @@ void execute_node(Node& n, bool fast) {
     case Op::Load: AETHER_CHECK(n.realized(), "reference", "Load node ", n.id, " has no buffer"); return;
     case Op::Const: return constant(n);
     case Op::Rand: return rand_uniform(n);
-    case Op::Copy: return unary(n, [](auto x) { return x; });
-    case Op::Cast: return cast(n);
-    case Op::Neg: return unary(n, [](auto x) { return wrap_sub(decltype(x)(0), x); });
-    case Op::Exp: return unary(n, [](auto x) { return decltype(x)(std::exp(x)); });
-    case Op::Log: return unary(n, [](auto x) { return decltype(x)(std::log(x)); });
-    case Op::Sqrt: return unary(n, [](auto x) { return decltype(x)(std::sqrt(x)); });
-    case Op::Recip: return unary(n, [](auto x) { return safe_div(decltype(x)(1), x); });
-    case Op::Sin: return unary(n, [](auto x) { return decltype(x)(std::sin(x)); });
-    case Op::Add: return binary(n, [](auto a, auto b) { return wrap_add(a, b); });
-    case Op::Sub: return binary(n, [](auto a, auto b) { return wrap_sub(a, b); });
-    case Op::Mul: return binary(n, [](auto a, auto b) { return wrap_mul(a, b); });
-    case Op::Div: return binary(n, [](auto a, auto b) { return safe_div(a, b); });
-    case Op::Max: return binary(n, [](auto a, auto b) { return nan_max(a, b); });
-    case Op::CmpLt: return binary(n, [](auto a, auto b) { return a < b; });
-    case Op::CmpLe: return binary(n, [](auto a, auto b) { return a <= b; });
-    case Op::CmpEq: return binary(n, [](auto a, auto b) { return a == b; });
-    case Op::CmpNe: return binary(n, [](auto a, auto b) { return a != b; });
+    case Op::Cast:
+      return cast(n);
+      // The elementwise rows' reference expressions (aether/graph/op.h), in the compute type.
+#define AETHER_X(name, kind, nsrc, props, ref, ...) \
+  case Op::name: return unary(n, [](auto a) { return ref; });
+      AETHER_UNARY_OPS(AETHER_X)
+#undef AETHER_X
+#define AETHER_X(name, kind, nsrc, props, ref, ...) \
+  case Op::name: return binary(n, [](auto a, auto b) { return ref; });
+      AETHER_BINARY_OPS(AETHER_X)
+#undef AETHER_X
     case Op::Where: return where(n);
     case Op::ReduceSum: return reduce(n, false);
     case Op::ReduceMax: return reduce(n, true);
@@ -636,7 +639,15 @@ std::pair<double, double> node_cost(const Node& n) {
       flops = 2.0 * double(numel(n.srcs[0]->shape)) * window(n.srcs[1]->shape);
       break;                                                                                           // dy
     case Op::Conv2dBwdWeight: flops = 2.0 * double(numel(n.srcs[1]->shape)) * window(n.shape); break;  // dy
-    default: break;
+    case Op::MaxPool2d:  // comparisons and additions: counted as bytes only
+    case Op::MaxPool2dBwd:
+    case Op::AvgPool2d:
+    case Op::AvgPool2dBwd:
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_MOVEMENT_OPS(AETHER_OP_CASE)
+      break;
   }
   return {bytes, flops};
 }

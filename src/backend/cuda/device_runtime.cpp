@@ -193,20 +193,18 @@ void library(Node& n, int device) {
     case Op::AvgPool2dBwd:  // dy; node shape = x shape
       avgpool2d_bwd(st, t, a, y, pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg)));
       break;
-    default: throw Error(detail::cat("cuda: ", op_name(n.op), " is not a library op"));
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_MOVEMENT_OPS(AETHER_OP_CASE)
+      throw Error(detail::cat("cuda: ", op_name(n.op), " is not a library op"));
   }
   ++g_library_calls;
   n.set_value(std::move(out), View::contiguous(n.shape));
 }
 
-bool is_library(Op op) {
-  return op == Op::Matmul || op == Op::Conv2d || op == Op::Conv2dBwdData || op == Op::Conv2dBwdWeight ||
-         op == Op::MaxPool2d || op == Op::MaxPool2dBwd || op == Op::AvgPool2d || op == Op::AvgPool2dBwd;
-}
-bool is_movement(Op op) {
-  return op == Op::Reshape || op == Op::Permute || op == Op::Expand || op == Op::Slice || op == Op::Pad ||
-         op == Op::Flip;
-}
+bool is_library(Op op) { return op_kind(op) == OpKind::Library; }
+bool is_movement(Op op) { return op_kind(op) == OpKind::Movement; }
 
 // A movement op over a realized device value: a new view of its buffer (like the reference backend).
 void movement(Node& n) {
@@ -229,8 +227,13 @@ void movement(Node& n) {
       const auto& p = std::get<PadArg>(n.arg);
       return n.set_value(src.buffer, v.pad(p.before, p.after));
     }
-    case Op::Flip: return n.set_value(src.buffer, v.flip(std::get<Axes>(n.arg)));
-    default: throw Error(detail::cat("cuda: ", op_name(n.op), " is not a movement op"));
+    case Op::Flip:
+      return n.set_value(src.buffer, v.flip(std::get<Axes>(n.arg)));
+      AETHER_SOURCE_OPS(AETHER_OP_CASE)
+      AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
+      AETHER_REDUCE_OPS(AETHER_OP_CASE)
+      AETHER_LIBRARY_OPS(AETHER_OP_CASE)
+      throw Error(detail::cat("cuda: ", op_name(n.op), " is not a movement op"));
   }
 }
 
