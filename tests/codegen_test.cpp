@@ -23,6 +23,7 @@
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
 #include "codegen/lower.h"
+#include "codegen/render.h"
 #include "test_values.h"
 
 using namespace aether;
@@ -442,4 +443,35 @@ TEST(Codegen, SoftmaxCrossEntropyStoresNoProbabilities) {
   // Only the gradient itself is a stored (256, 10) buffer: the probabilities are recomputed from the
   // logits and the small row statistics wherever they are needed, never written out.
   EXPECT_EQ(stored_full, 1);
+}
+
+// Max-pool forward (a ReduceMax over the windows) gives each task a small block of outputs; their
+// accumulators and results live in the task (in L1), not in scratch arrays the size of the whole
+// output that would be written back to memory: the kernel asks for no scratch, and matches the
+// reference.
+TEST(Codegen, AnOwnedBlockOfOutputsAccumulatesInItsTask) {
+  const Tensor x = input({8, 16, 16, 32}, 41);  // (N,H,W,C)
+  const Tensor y = max_pool2d(x, 2);            // (8,8,8,32): 64 tasks of 8x32 outputs
+  const Schedule sch = schedule({y});
+  int reduces = 0;
+  for (const auto& k : sch.kernels) {
+    if (k.kind != KernelKind::Reduce) continue;
+    ++reduces;
+    std::string why;
+    const auto lowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    ASSERT_TRUE(lowered) << why;
+    const std::string src = codegen::render_cpp(lowered->kernel);
+    EXPECT_NE(src.find("aether_kernel_scratch(void) { return 0LL; }"), std::string::npos) << src;
+    EXPECT_NE(src.find("base_"), std::string::npos) << src;
+  }
+  EXPECT_EQ(reduces, 1);
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  const std::vector<double> fused = y.to_vector<double>();
+  set_fusion(false);
+  const std::vector<double> ref = max_pool2d(x, 2).to_vector<double>();
+  set_fusion(was);
+  ASSERT_EQ(fused.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
 }

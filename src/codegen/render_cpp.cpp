@@ -137,7 +137,7 @@ class Renderer {
           break;
         case InstKind::Result:
           os_ << ind << "const " << ctype(in.dtype) << " " << name << " = r" << in.slot << "["
-              << affine(in.offset) << "];\n";
+              << affine(in.offset) << (local_ ? " - base_" : "") << "];\n";
           break;
         case InstKind::Store:
           os_ << ind << "p" << in.buf << "[" << affine(in.offset)
@@ -260,6 +260,10 @@ class Renderer {
     // epilogue reads each reduction only at its own point.
     owner_block_ = owner_ && nest_.nchunks == 1 && total > 0 && epilogue_reads_own_point();
     if (owner_block_) block_ = out_n_ / nest_.q;
+    // A small owned block accumulates in arrays local to its task, which stay in L1 and are never
+    // written back to memory: max-pool forward's rows of outputs used to go through two scratch
+    // arrays the size of the whole output (accumulators, then results) on their way to it.
+    local_ = owner_block_ && block_ * 16 * int64_t(k_.reductions.size()) <= kMaxLocalBytes;
     if (owner_) {
       slabs_ = 1;
     } else {
@@ -269,7 +273,7 @@ class Renderer {
       slabs_ = std::max<int64_t>(slabs_, 1);
     }
     scratch_ = 0;
-    for (size_t r = 0; r < k_.reductions.size(); ++r) {
+    for (size_t r = 0; r < k_.reductions.size() && !local_; ++r) {
       acc_off_.push_back(scratch_);
       scratch_ += slabs_ * out_n_ * 8;
       res_off_.push_back(scratch_);
@@ -285,6 +289,7 @@ class Renderer {
     for (size_t r = 0; r < nr; ++r) {
       const Acc acc{k_.reductions[r], kLang};
       all_sums = all_sums && acc.sum();
+      if (local_) continue;  // declared in the task
       os_ << "  " << acc.type() << "* __restrict__ a" << r << " = (" << acc.type() << "*)((char*)scratch + "
           << acc_off_[r] << ");  // [" << slabs_ << " slabs][" << out_n_ << "]\n";
       os_ << "  " << ctype(acc.r.dtype) << "* __restrict__ r" << r << " = (" << ctype(acc.r.dtype)
@@ -293,7 +298,10 @@ class Renderer {
         os_ << "  for (i64 j = 0; j < " << slabs_ * out_n_ << "; ++j) a" << r << "[j] = " << acc.init()
             << ";\n";
     }
-    const std::string o = affine(reduced_offset());
+    // The current point's accumulator: its offset in the reduced shape, less the task's first
+    // output when the accumulators are local to the task.
+    const std::string o =
+        local_ ? detail::cat(affine(reduced_offset()), " - base_") : affine(reduced_offset());
     if (s.empty()) {  // a rank-0 reduce: one point
       os_ << "  {\n";
       statements(k_.body, "b", s, "    ");
@@ -314,15 +322,25 @@ class Renderer {
       os_ << "  #pragma omp parallel for schedule(static)" << (total >= 32768 ? "" : " if (0)") << "\n";
       os_ << "  for (i64 b_ = 0; b_ < " << (owner_ ? tasks : slabs_) << "; ++b_) {\n";
       std::string ind = "    ";
-      for (size_t r = 0; r < nr; ++r)
+      for (size_t r = 0; r < nr && !local_; ++r)
         os_ << ind << Acc{k_.reductions[r], kLang}.type() << "* s" << r << " = a" << r << " + "
             << (owner_ ? "0" : detail::cat("b_ * ", out_n_)) << ";\n";
       if (owner_) {
         os_ << ind << "const i64 t_ = b_;\n";
-        if (owner_block_)  // this task's outputs: a contiguous block of the reduced shape
+        if (local_) {  // this task's outputs [base_, base_ + block): accumulators on its stack
+          os_ << ind << "const i64 base_ = t_ * " << block_ << ";\n";
+          for (size_t r = 0; r < nr; ++r) {
+            const Acc acc{k_.reductions[r], kLang};
+            os_ << ind << acc.type() << " s" << r << "[" << block_ << "];  // [" << block_
+                << "] accumulators\n";
+            os_ << ind << "for (i64 j = 0; j < " << block_ << "; ++j) s" << r << "[j] = " << acc.init()
+                << ";\n";
+          }
+        } else if (owner_block_) {  // this task's outputs: a contiguous block of the reduced shape
           for (size_t r = 0; r < nr; ++r)
             os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) s" << r
                 << "[j] = " << Acc{k_.reductions[r], kLang}.init() << ";\n";
+        }
       } else {
         os_ << ind << "for (i64 t_ = b_ * " << tasks << " / " << slabs_ << "; t_ < (b_ + 1) * " << tasks
             << " / " << slabs_ << "; ++t_) {\n";
@@ -421,9 +439,18 @@ class Renderer {
   void owner_epilogue(const std::string& ind) {
     hoisted_.clear();  // (it described the body)
     const size_t nr = k_.reductions.size();
-    for (size_t r = 0; r < nr; ++r)
-      os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) r" << r
-          << "[j] = " << Acc{k_.reductions[r], kLang}.final(detail::cat("a", r, "[j]")) << ";\n";
+    for (size_t r = 0; r < nr; ++r) {
+      const Acc acc{k_.reductions[r], kLang};
+      if (local_) {
+        os_ << ind << ctype(acc.r.dtype) << " r" << r << "[" << block_ << "];  // [" << block_
+            << "] results\n";
+        os_ << ind << "for (i64 j = 0; j < " << block_ << "; ++j) r" << r
+            << "[j] = " << acc.final(detail::cat("s", r, "[j]")) << ";\n";
+      } else {
+        os_ << ind << "for (i64 j = t_ * " << block_ << "; j < (t_ + 1) * " << block_ << "; ++j) r" << r
+            << "[j] = " << acc.final(detail::cat("a", r, "[j]")) << ";\n";
+      }
+    }
     const Shape rs = k_.reduced_shape();
     std::string in = ind;
     int opened = 0;
@@ -438,13 +465,14 @@ class Renderer {
   }
 
   static constexpr int64_t kMinOwnerTasks = 16;
+  static constexpr int64_t kMaxLocalBytes = 32 * 1024;  // a task's local accumulators and results
   const ir::Kernel& k_;
   int n_;
   std::ostringstream os_;
   std::vector<bool> hoisted_;  // of the instruction list being rendered
   bool prologue_ = false;
   Nest nest_;
-  bool inner_reduce_ = false, owner_ = false, owner_block_ = false;
+  bool inner_reduce_ = false, owner_ = false, owner_block_ = false, local_ = false;
   int64_t out_n_ = 1, slabs_ = 1, scratch_ = 0, block_ = 1;
   std::vector<int64_t> acc_off_, res_off_;
 };

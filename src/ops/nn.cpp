@@ -8,6 +8,7 @@
 #include <span>
 
 #include "aether/core/random.h"
+#include "aether/graph/primitives.h"
 
 namespace aether {
 namespace {
@@ -340,18 +341,19 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     var = var_d;
     if (grad_enabled() && x.requires_grad()) {
       // The float64 statistics are detached: a float64 path would make x's gradient (and every
-      // gradient before it, e.g. a conv's) float64. Their gradients come from compute-dtype sums with
-      // the same derivatives, added as exact zeros (v - detach(v)):
-      //   mean += s1 - detach(s1),  s1 = E[x]                  d/dx_i = 1/n
-      //   var  += q - detach(q),    q = E[x^2] - 2 mean E[x]   d/dx_i = 2 (x_i - mean)/n, mean detached
-      // Their reduces read x like the statistics', so they run in the statistics kernel (no pass).
+      // gradient before it, e.g. a conv's) float64. Their gradients are those of compute-dtype
+      // expressions with the same derivatives, recorded as the gradient of an identity (Copy) from
+      // the statistic to the expression, whose value is never computed (the forward pass reads x
+      // once, for the two float64 sums):
+      //   mean ~ s1 = E[x]                  d/dx_i = 1/n
+      //   var  ~ q  = E[x^2] - 2 mean E[x]  d/dx_i = 2 (x_i - mean)/n, mean detached
       // The backward has no reduce depending on another: sum(dy), sum(dy (x - mean)), sum(dy scale)
-      // in one pass, dx in one more; d var/d mean (zero) is never formed. Limits: dx's var term is
+      // in one pass, dx in one more; d var/d mean (zero) is never formed. Limit: dx's var term is
       // 2 x a - 2 mean a (a = d var / n) in float32, about eps |mean|/std absolute error (2e-6 at
-      // mean/std = 1000); the float32 sum of squares must not overflow (|x| below ~1e16).
+      // mean/std = 1000).
       const Tensor s1 = xc.mean(axes), q = (xc * xc).mean(axes) - s1 * (mean_d * 2.0);  // (C)
-      mean = mean + (s1 - s1.detach());
-      var = var + (q - q.detach());
+      mean = prim::record_grad(mean_d, Op::Copy, {s1}, {s1.node()}, {});
+      var = prim::record_grad(var_d, Op::Copy, {q}, {q.node()}, {});
     }
     centered = xc - mean;
     r.batch_mean = mean;
