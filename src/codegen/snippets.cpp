@@ -21,11 +21,9 @@ $FN i64 ae_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 $FN i64 ae_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
 $FN i64 ae_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
 $FN i64 ae_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? (i64)(0ull - (u64)a) : a / b; }
-$FN float ae_maxf(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-$FN double ae_maxd(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+$FN float ae_max(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+$FN double ae_max(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
 $FN i64 ae_maxi(i64 a, i64 b) { return a > b ? a : b; }
-$FN float ae_max(float a, float b) { return ae_maxf(a, b); }
-$FN double ae_max(double a, double b) { return ae_maxd(a, b); }
 template <class O, class C>
 $FN O ae_f2i(C v, O lo, O hi) { return v != v ? (O)0 : v <= (C)lo ? lo : v >= (C)hi ? hi : (O)v; }
 typedef unsigned int u32;
@@ -101,10 +99,8 @@ $FN unsigned short ae_f2b(float f) {
 }
 // Where(c, a, b) as bit operations (the bits of `c ? a : b`, NaN payloads and -0 kept): see alu_expr.
 template <class U> $FN U ae_seli(bool c, U a, U b) { return (U)(b ^ ((a ^ b) & (U)(0 - (U)c))); }
-$FN float ae_self(bool c, float a, float b) { return ae_bitsf(ae_seli<u32>(c, ae_fbits(a), ae_fbits(b))); }
-$FN double ae_seld(bool c, double a, double b) { return ae_bitsd(ae_seli<u64>(c, ae_dbits(a), ae_dbits(b))); }
-$FN float ae_sel(bool c, float a, float b) { return ae_self(c, a, b); }
-$FN double ae_sel(bool c, double a, double b) { return ae_seld(c, a, b); }
+$FN float ae_sel(bool c, float a, float b) { return ae_bitsf(ae_seli<u32>(c, ae_fbits(a), ae_fbits(b))); }
+$FN double ae_sel(bool c, double a, double b) { return ae_bitsd(ae_seli<u64>(c, ae_dbits(a), ae_dbits(b))); }
 $FN float ae_rh(float f) { return ae_h2f(ae_f2h(f)); }  // f rounded to float16
 $FN float ae_rb(float f) { return ae_b2f(ae_f2b(f)); }  // f rounded to bfloat16
 // double -> float rounded to odd, so that rounding once more to 16 bits rounds only once.
@@ -357,13 +353,13 @@ std::string Acc::init() const {
 }
 std::string Acc::add(const std::string& acc, const std::string& v) const {
   if (sum()) return fp() ? acc + " + (double)" + v : acc + " + (u64)(i64)" + v;
-  if (narrow()) return "ae_maxf(" + acc + ", (float)" + v + ")";
-  return fp() ? "ae_maxd(" + acc + ", (double)" + v + ")" : "ae_maxi(" + acc + ", (i64)" + v + ")";
+  if (narrow()) return "ae_max(" + acc + ", (float)" + v + ")";
+  return fp() ? "ae_max(" + acc + ", (double)" + v + ")" : "ae_maxi(" + acc + ", (i64)" + v + ")";
 }
 std::string Acc::combine(const std::string& a, const std::string& b) const {
   if (sum()) return a + " + " + b;
-  if (narrow()) return "ae_maxf(" + a + ", " + b + ")";
-  return fp() ? "ae_maxd(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
+  if (narrow()) return "ae_max(" + a + ", " + b + ")";
+  return fp() ? "ae_max(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
 }
 std::string Acc::final(const std::string& a) const {
   if (is_16bit(r.dtype)) return convert(r.dtype, narrow() ? DType::float32 : DType::float64, a);

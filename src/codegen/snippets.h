@@ -20,7 +20,7 @@ namespace aether::codegen::snippets {
 
 enum class Lang : uint8_t { Cpp, Cuda };
 
-// typedefs (i64, u64, u32) and helper functions (ae_add, ae_div, ae_maxf, ae_f2i, ae_philox,
+// typedefs (i64, u64, u32) and helper functions (ae_add, ae_div, ae_max, ae_f2i, ae_philox,
 // ae_rand_f32, ...), declared `static inline` (Cpp) or `__device__ __forceinline__` (Cuda: not static, so
 // that NVRTC does not warn about the helpers a kernel does not call).
 std::string prelude_helpers(Lang lang);

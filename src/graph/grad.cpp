@@ -10,8 +10,13 @@
 
 namespace aether {
 namespace {
-Tensor val(const NodePtr& n) {
-  AETHER_CHECK(n != nullptr, "autograd", "a gradient rule reads a value its op's row does not save");
+// A value the rule of fn.op reads (source i, or its result for i < 0): one its row in
+// aether/graph/op.h saves, else an error naming it.
+Tensor saved(const GradFn& fn, const NodePtr& n, int i) {
+  AETHER_CHECK(
+      n != nullptr, "autograd", "the gradient rule of ", op_name(fn.op), " reads ",
+      i < 0 ? std::string("its result (kSavesOut)") : detail::cat("source ", i, " (kSavesIn", i, ")"),
+      ", which its row in aether/graph/op.h does not save");
   return Tensor(n);
 }
 // The gradient in the dtype it should have: dy's dtype promoted with the input's (floats only).
@@ -34,19 +39,16 @@ bool saves_output(Op op) { return op_has(op, kSavesOut); }
 
 std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
   const auto& in = fn.inputs;
-  auto x = [&](int i) {
-    AETHER_CHECK(in[size_t(i)] != nullptr, "autograd", "the gradient rule of ", op_name(fn.op),
-                 " reads source ", i, ", which its row in aether/graph/op.h does not save (kSavesIn", i, ")");
-    return val(in[size_t(i)]);
-  };
+  auto x = [&](int i) { return saved(fn, in[size_t(i)], i); };
+  auto out = [&] { return saved(fn, fn.output, -1); };
   switch (fn.op) {
     case Op::Copy: return {dy};
     case Op::Cast: return {dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]))};
     case Op::Neg: return {-dy};
-    case Op::Exp: return {dy * val(fn.output)};                      // d e^x = e^x
-    case Op::Log: return {dy / x(0)};                                // d ln x = 1/x
-    case Op::Sqrt: return {dy / (val(fn.output) * 2.0)};             // d sqrt x = 1/(2 sqrt x)
-    case Op::Recip: return {-dy * val(fn.output) * val(fn.output)};  // d 1/x = -1/x^2
+    case Op::Exp: return {dy * out()};             // d e^x = e^x
+    case Op::Log: return {dy / x(0)};              // d ln x = 1/x
+    case Op::Sqrt: return {dy / (out() * 2.0)};    // d sqrt x = 1/(2 sqrt x)
+    case Op::Recip: return {-dy * out() * out()};  // d 1/x = -1/x^2
     case Op::Sin: return {dy * x(0).cos()};
     case Op::Add: return {dy, dy};
     case Op::Sub: return {dy, -dy};
@@ -69,8 +71,7 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       // Split among ties: mask / count(mask) per reduced group.
       const Tensor xin = x(0);
       const auto& axes = std::get<Axes>(fn.arg);
-      const Tensor mask =
-          xin.eq(val(fn.output).expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
+      const Tensor mask = xin.eq(out().expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
       const Tensor count = prim::reduce(Op::ReduceSum, mask, axes);
       return {(dy / count).expand(xin.shape()) * mask};
     }
