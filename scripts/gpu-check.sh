@@ -14,9 +14,9 @@
 #      summary.txt, ctest.log, suite-on-cuda.log, build.log.
 #
 # Packages: what scripts/install-deps.sh lists must be installed. Without a network, put the .deb
-# files in $AETHER_GPU_DEBS (default .gpu-debs/; fetch them on a Debian machine with
-# `scripts/gpu-check.sh --fetch-debs`): they are unpacked into /opt/aether-deps (not over /) and
-# used from there. cuDNN is taken from the CUDA toolkit, else from PyTorch's nvidia-cudnn wheel.
+# files and oneDNN's two wheels in $AETHER_GPU_DEBS (default .gpu-debs/; fetch them on a Debian
+# machine with `scripts/gpu-check.sh --fetch-debs`): they are unpacked into /opt/aether-deps (not
+# over /) and used from there. cuDNN is taken from the CUDA toolkit, else from PyTorch's nvidia-cudnn wheel.
 # Environment: AETHER_GPU_BUILD (build dir, default build/gpu), AETHER_GPU_SKIP_TORCH=1,
 # AETHER_GPU_SKIP_COMPILE=1 (no torch.compile), AETHER_GPU_RUNS (timed runs, default 20).
 set -euo pipefail
@@ -25,7 +25,7 @@ root=$PWD
 
 # Build and test dependencies (Debian names; see scripts/install-deps.sh).
 deb_packages=(
-  libdnnl-dev libdnnl2 libcli11-dev nlohmann-json3-dev zlib1g-dev liblzma-dev libzip-dev libzip4
+  libcli11-dev nlohmann-json3-dev zlib1g-dev liblzma-dev libzip-dev libzip4
   libcurl4-openssl-dev libcurl4 libssl-dev libgtest-dev libgmock-dev libomp-dev
 )
 
@@ -33,6 +33,9 @@ if [ "${1:-}" = "--fetch-debs" ]; then  # run on a Debian 12 machine with a netw
   dir=${AETHER_GPU_DEBS:-.gpu-debs}
   mkdir -p "$dir"
   (cd "$dir" && apt-get download "${deb_packages[@]}")
+  # oneDNN 3.2's two wheels (scripts/install-onednn.sh unpacks them there)
+  python3 -m venv "$dir/.venv" && "$dir/.venv/bin/pip" download -q --no-deps --only-binary=:all: -d "$dir" \
+    onednn-cpu-gomp==2023.2.0 onednn-devel-cpu-gomp==2023.2.0 && rm -rf "$dir/.venv"
   grep -qx '/.gpu-debs/' .git/info/exclude 2>/dev/null || echo '/.gpu-debs/' >>.git/info/exclude
   du -sh "$dir"
   echo "carry $dir to the GPU machine (device tool: carry [\".gpu-debs\"])"
@@ -86,6 +89,17 @@ if [ ${#missing[@]} -gt 0 ]; then
     scripts/install-deps.sh || die "could not install ${missing[*]} (no network? see --fetch-debs above)"
   fi
 fi
+# oneDNN 3.2: installed by scripts/install-deps.sh, else unpacked from the carried wheels.
+onednn_prefix=/opt/aether/onednn-3.2.0
+if [ ! -f "$onednn_prefix/lib/cmake/dnnl/dnnl-config.cmake" ]; then
+  onednn_prefix=/opt/aether-deps/onednn-3.2.0
+  if compgen -G "$debs/onednn_cpu_gomp-*.whl" >/dev/null; then
+    AETHER_ONEDNN_WHEELS=$debs AETHER_ONEDNN_PREFIX=$onednn_prefix scripts/install-onednn.sh
+  else
+    AETHER_ONEDNN_PREFIX=$onednn_prefix scripts/install-onednn.sh || die "oneDNN 3.2 missing (see --fetch-debs)"
+  fi
+fi
+cmake_extra+=("-DAETHER_ONEDNN_PREFIX=$onednn_prefix")
 # cuDNN: the toolkit's, else PyTorch's wheel (nvidia-cudnn-cu13).
 if [ ! -e /usr/local/cuda/include/cudnn.h ] && [ ! -e /usr/include/cudnn.h ] && [ ! -e /usr/include/x86_64-linux-gnu/cudnn.h ]; then
   cudnn_dir=$(python3 -c 'import nvidia.cudnn as m; print(list(m.__path__)[0])' 2>/dev/null || true)

@@ -10,9 +10,9 @@ packages=(
   # libFuzzer (clang's runtime; not part of the clang package) for the fuzz targets in fuzz/
   libclang-rt-14-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  # oneDNN; its CMake config (dnnl-config.cmake) calls find_package(OpenCL), and libdnnl-dev only
-  # *recommends* the OpenCL headers and loader, which --no-install-recommends leaves out.
-  libdnnl-dev ocl-icd-opencl-dev opencl-c-headers libomp-dev
+  # OpenMP for clang builds (g++ has libgomp). oneDNN is not Debian's 2.6: scripts/install-onednn.sh
+  # (run last, below) installs oneDNN 3.2 from PyPI.
+  libomp-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
   python3 xz-utils
   # the Python package (pip install . in a venv; python/, pyproject.toml)
@@ -26,15 +26,16 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "aether: installing missing packages: ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then
+    SUDO="sudo"
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "aether: installing missing packages: ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-  SUDO="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# oneDNN 3.2 (needs python3 and python3-venv from the list above).
+"$(dirname "$0")/install-onednn.sh"

@@ -34,8 +34,8 @@ enum class Pass { fwd, bwd_data, bwd_weight };
 // false when oneDNN cannot do this (dtype, shape, post-ops) on this CPU; the failure is cached too,
 // so the caller's fallback is chosen at once next time.
 // Activations stay NHWC, but the weights are created with format_tag::any: with plain OHWI weights
-// oneDNN 2.6 falls back to its slow reference kernel, with its own blocked layout it picks the JIT
-// (brgemm / jit / jit_dw) kernels. The OHWI user weights are reordered to that layout once per
+// oneDNN falls back to slower kernels (2.6: its reference kernel), with its own blocked layout it
+// picks the JIT (brgconv / jit / jit_dw) kernels. The OHWI user weights are reordered to that layout once per
 // weights buffer (blocked_weights()). The weight gradient is computed in the backward-weights
 // primitive's layout and reordered to OHWI after the call. (Leaving the gradient, and the weights
 // the optimizer computes from it, in the primitive's order saved two reorders per conv per step but
@@ -103,19 +103,16 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   auto c = std::make_unique<CachedConv>();
   try {
-    const dnnl::convolution_forward::desc fwd_any(prop_kind::forward_training, algorithm::convolution_direct,
-                                                  d.src, d.weights_any, d.dst, d.strides, d.dilates, d.pad_l,
-                                                  d.pad_r);
-    const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_any, attr, eng);
-    const dnnl::memory::desc& fwd_w = d.weights_any;
-    const dnnl::convolution_forward::desc& fwd = fwd_any;
+    // The forward without post-ops: the backward passes' hint, and the forward itself without them.
+    const dnnl::convolution_forward::primitive_desc fwd_pd(eng, prop_kind::forward_training,
+                                                           algorithm::convolution_direct, d.src, d.weights_any,
+                                                           d.dst, d.strides, d.dilates, d.pad_l, d.pad_r, attr);
     switch (pass) {
       case Pass::fwd: {
         if (ops.empty()) {
-          const dnnl::convolution_forward::primitive_desc pd(fwd, attr, eng);
-          c->prim = dnnl::convolution_forward(pd);
-          c->scratchpad_desc = pd.scratchpad_desc();
-          c->weights = pd.weights_desc();
+          c->prim = dnnl::convolution_forward(fwd_pd);
+          c->scratchpad_desc = fwd_pd.scratchpad_desc();
+          c->weights = fwd_pd.weights_desc();
           break;
         }
         dnnl::post_ops po;
@@ -130,36 +127,35 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
             case ConvPostOp::Kind::Sub: po.append_binary(algorithm::binary_sub, channel_desc(dt, g)); break;
             case ConvPostOp::Kind::Mul: po.append_binary(algorithm::binary_mul, channel_desc(dt, g)); break;
             case ConvPostOp::Kind::Sum: po.append_sum(1.f); break;
-            case ConvPostOp::Kind::Relu: po.append_eltwise(1.f, algorithm::eltwise_relu, 0.f, 0.f); break;
+            case ConvPostOp::Kind::Relu: po.append_eltwise(algorithm::eltwise_relu, 0.f, 0.f); break;
           }
         }
         dnnl::primitive_attr pattr;
         pattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         pattr.set_post_ops(po);
         if (bias) c->bias = dnnl::memory::desc({g.O}, dt, dnnl::memory::format_tag::a);
-        const auto desc = bias ? dnnl::convolution_forward::desc(
-                                     prop_kind::forward_training, algorithm::convolution_direct, d.src, fwd_w,
-                                     c->bias, d.dst, d.strides, d.dilates, d.pad_l, d.pad_r)
-                               : fwd;
-        const dnnl::convolution_forward::primitive_desc pd(desc, pattr, eng);
+        const dnnl::convolution_forward::primitive_desc pd(eng, prop_kind::forward_training,
+                                                           algorithm::convolution_direct, d.src, d.weights_any,
+                                                           c->bias, d.dst, d.strides, d.dilates, d.pad_l,
+                                                           d.pad_r, pattr);
         c->prim = dnnl::convolution_forward(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.weights_desc();
         break;
       }
       case Pass::bwd_data: {
-        const dnnl::convolution_backward_data::desc bd(algorithm::convolution_direct, d.src, d.weights_any,
-                                                       d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-        const dnnl::convolution_backward_data::primitive_desc pd(bd, attr, eng, fwd_pd);
+        const dnnl::convolution_backward_data::primitive_desc pd(eng, algorithm::convolution_direct, d.src,
+                                                                 d.weights_any, d.dst, d.strides, d.dilates,
+                                                                 d.pad_l, d.pad_r, fwd_pd, attr);
         c->prim = dnnl::convolution_backward_data(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.weights_desc();
         break;
       }
       case Pass::bwd_weight: {
-        const dnnl::convolution_backward_weights::desc bd(algorithm::convolution_direct, d.src, d.weights_any,
-                                                          d.dst, d.strides, d.dilates, d.pad_l, d.pad_r);
-        const dnnl::convolution_backward_weights::primitive_desc pd(bd, attr, eng, fwd_pd);
+        const dnnl::convolution_backward_weights::primitive_desc pd(eng, algorithm::convolution_direct, d.src,
+                                                                    d.weights_any, d.dst, d.strides, d.dilates,
+                                                                    d.pad_l, d.pad_r, fwd_pd, attr);
         c->prim = dnnl::convolution_backward_weights(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.diff_weights_desc();

@@ -45,7 +45,7 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
     auto it = cache.find(key);
     if (it == cache.end()) {
       try {
-        dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), onednn_engine());
+        dnnl::matmul::primitive_desc pd(onednn_engine(), ad, bd, cd);
         it = cache.emplace(key, dnnl::matmul(pd)).first;
       } catch (const dnnl::error&) {
         return false;  // e.g. bf16 on a CPU without AVX-512: the caller runs the naive loop

@@ -13,8 +13,8 @@ namespace {
 std::atomic<int64_t> g_onednn_calls{0};
 
 // AETHER_CPU_ISA -> oneDNN's cap. oneDNN takes it only before its first primitive: the engine below
-// is that point, so every primitive aether creates runs under it. "avx512" allows every AVX-512
-// extension oneDNN 2.6 knows short of AMX (Zen4: avx512_core_bf16).
+// is that point, so every primitive aether creates runs under it. "avx512" allows AVX-512 with VNNI
+// and BF16 (Zen4: avx512_core_bf16), not AMX or AVX-512 FP16.
 void cap_onednn_isa() {
   const int cap = config().cpu_isa.load();
   if (cap == kCpuIsaNative) return;  // oneDNN's own choice (or DNNL_MAX_CPU_ISA / ONEDNN_MAX_CPU_ISA)
@@ -46,10 +46,13 @@ std::string onednn_isa() {
     case dnnl::cpu_isa::avx: return "avx";
     case dnnl::cpu_isa::avx2: return "avx2";
     case dnnl::cpu_isa::avx2_vnni: return "avx2_vnni";
+    case dnnl::cpu_isa::avx2_vnni_2: return "avx2_vnni_2";
     case dnnl::cpu_isa::avx512_core: return "avx512_core";
     case dnnl::cpu_isa::avx512_core_vnni: return "avx512_core_vnni";
     case dnnl::cpu_isa::avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl::cpu_isa::avx512_core_fp16: return "avx512_core_fp16";
     case dnnl::cpu_isa::avx512_core_amx: return "avx512_core_amx";
+    case dnnl::cpu_isa::avx512_core_amx_fp16: return "avx512_core_amx_fp16";
     default: return "other";
   }
 }
