@@ -4,9 +4,9 @@
 //
 // aether keeps conv weights OHWI and hands oneDNN a blocked copy (cached per weights buffer, so
 // evaluation and prediction reorder once). In training the weights change every step, and the
-// passes want different layouts (with AVX-512, oneDNN 2.6, measured before aether moved to 3.2: forward Acdb64a/Acdb32a from brgconv,
-// backward-data ABcd16a16b, backward-weights ABcd16b16a): no single layout kept across steps
-// serves all three, because the backward-data pass given another layout falls back to oneDNN's
+// passes want different layouts (with AVX-512, oneDNN 2.6, measured before aether moved to 3.2: forward
+// Acdb64a/Acdb32a from brgconv, backward-data ABcd16a16b, backward-weights ABcd16b16a): no single layout kept
+// across steps serves all three, because the backward-data pass given another layout falls back to oneDNN's
 // reference kernel (skipped below with that reason). These benchmarks measure that, and what a
 // weights reorder costs:
 //   build/test/bench/onednn_layouts_bench --benchmark_filter=Conv      # time per pass and layout
@@ -62,8 +62,16 @@ memory::desc weights(const Layer& l, tag t) {
 }
 
 dnnl::convolution_forward::primitive_desc fwd_pd(const Descs& d, const memory::desc& w) {
-  return {engine(), dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, d.src, w, d.dst,
-          d.strides, d.dil, d.pad, d.pad};
+  return {engine(),
+          dnnl::prop_kind::forward_training,
+          dnnl::algorithm::convolution_direct,
+          d.src,
+          w,
+          d.dst,
+          d.strides,
+          d.dil,
+          d.pad,
+          d.pad};
 }
 
 // One pass (range 0: fwd / bwd_data / bwd_weights) of layer range(1) with weights layout range(2).
@@ -85,8 +93,9 @@ void BM_Conv(benchmark::State& state) {
       args = {
           {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, memory(fpd.weights_desc(), engine())}, {DNNL_ARG_DST, dst}};
     } else if (pass == 1) {
-      const dnnl::convolution_backward_data::primitive_desc pd(
-          engine(), dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad, fpd);
+      const dnnl::convolution_backward_data::primitive_desc pd(engine(), dnnl::algorithm::convolution_direct,
+                                                               d.src, w, d.dst, d.strides, d.dil, d.pad,
+                                                               d.pad, fpd);
       prim = dnnl::convolution_backward_data(pd);
       impl = pd.impl_info_str();
       args = {{DNNL_ARG_DIFF_DST, dst},
@@ -94,7 +103,8 @@ void BM_Conv(benchmark::State& state) {
               {DNNL_ARG_DIFF_SRC, src}};
     } else {
       const dnnl::convolution_backward_weights::primitive_desc pd(
-          engine(), dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad, fpd);
+          engine(), dnnl::algorithm::convolution_direct, d.src, w, d.dst, d.strides, d.dil, d.pad, d.pad,
+          fpd);
       prim = dnnl::convolution_backward_weights(pd);
       impl = pd.impl_info_str();
       args = {{DNNL_ARG_SRC, src},
@@ -131,13 +141,14 @@ void BM_Reorder(benchmark::State& state) {
   const auto fpd = fwd_pd(d, d.w_any);
   memory::desc target = fpd.weights_desc();
   if (state.range(1) == 1)
-    target = dnnl::convolution_backward_data::primitive_desc(engine(), dnnl::algorithm::convolution_direct, d.src,
-                                                             d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad, fpd)
-                 .weights_desc();
+    target =
+        dnnl::convolution_backward_data::primitive_desc(engine(), dnnl::algorithm::convolution_direct, d.src,
+                                                        d.w_any, d.dst, d.strides, d.dil, d.pad, d.pad, fpd)
+            .weights_desc();
   if (state.range(1) == 2)
     target = dnnl::convolution_backward_weights::primitive_desc(engine(), dnnl::algorithm::convolution_direct,
-                                                                d.src, d.w_any, d.dst, d.strides, d.dil, d.pad,
-                                                                d.pad, fpd)
+                                                                d.src, d.w_any, d.dst, d.strides, d.dil,
+                                                                d.pad, d.pad, fpd)
                  .diff_weights_desc();
   memory from(weights(l, tag::ohwi), engine()), to(target, engine());
   dnnl::reorder r(from, to);

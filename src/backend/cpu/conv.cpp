@@ -104,9 +104,9 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
   auto c = std::make_unique<CachedConv>();
   try {
     // The forward without post-ops: the backward passes' hint, and the forward itself without them.
-    const dnnl::convolution_forward::primitive_desc fwd_pd(eng, prop_kind::forward_training,
-                                                           algorithm::convolution_direct, d.src, d.weights_any,
-                                                           d.dst, d.strides, d.dilates, d.pad_l, d.pad_r, attr);
+    const dnnl::convolution_forward::primitive_desc fwd_pd(
+        eng, prop_kind::forward_training, algorithm::convolution_direct, d.src, d.weights_any, d.dst,
+        d.strides, d.dilates, d.pad_l, d.pad_r, attr);
     switch (pass) {
       case Pass::fwd: {
         if (ops.empty()) {
@@ -134,10 +134,9 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
         pattr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         pattr.set_post_ops(po);
         if (bias) c->bias = dnnl::memory::desc({g.O}, dt, dnnl::memory::format_tag::a);
-        const dnnl::convolution_forward::primitive_desc pd(eng, prop_kind::forward_training,
-                                                           algorithm::convolution_direct, d.src, d.weights_any,
-                                                           c->bias, d.dst, d.strides, d.dilates, d.pad_l,
-                                                           d.pad_r, pattr);
+        const dnnl::convolution_forward::primitive_desc pd(
+            eng, prop_kind::forward_training, algorithm::convolution_direct, d.src, d.weights_any, c->bias,
+            d.dst, d.strides, d.dilates, d.pad_l, d.pad_r, pattr);
         c->prim = dnnl::convolution_forward(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.weights_desc();
@@ -153,9 +152,9 @@ std::unique_ptr<CachedConv> make_conv(Pass pass, dnnl::memory::data_type dt, con
         break;
       }
       case Pass::bwd_weight: {
-        const dnnl::convolution_backward_weights::primitive_desc pd(eng, algorithm::convolution_direct, d.src,
-                                                                    d.weights_any, d.dst, d.strides, d.dilates,
-                                                                    d.pad_l, d.pad_r, fwd_pd, attr);
+        const dnnl::convolution_backward_weights::primitive_desc pd(
+            eng, algorithm::convolution_direct, d.src, d.weights_any, d.dst, d.strides, d.dilates, d.pad_l,
+            d.pad_r, fwd_pd, attr);
         c->prim = dnnl::convolution_backward_weights(pd);
         c->scratchpad_desc = pd.scratchpad_desc();
         c->weights = pd.diff_weights_desc();
