@@ -16,12 +16,12 @@
 
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
-#include "aether/codegen/compiler.h"
-#include "aether/codegen/ir.h"
 #include "aether/core/random.h"
 #include "aether/graph/autograd.h"
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
+#include "codegen/compiler.h"
+#include "codegen/ir.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "test_values.h"
@@ -443,6 +443,45 @@ TEST(Codegen, SoftmaxCrossEntropyStoresNoProbabilities) {
   // Only the gradient itself is a stored (256, 10) buffer: the probabilities are recomputed from the
   // logits and the small row statistics wherever they are needed, never written out.
   EXPECT_EQ(stored_full, 1);
+}
+
+// Sums whose summands differ only by factors constant along the reduce axes (BatchNorm's backward:
+// sum(dy) and sum(-(dy * scale)) per channel) accumulate once: the factors and the sign are applied
+// to the one result in the epilogue. A factor that varies along the reduce axes stays in the sum.
+TEST(Codegen, ASumsInvariantFactorsMoveToTheEpilogue) {
+  const Tensor g = input({64, 32}, 43), s = input({1, 32}, 44), x = input({64, 32}, 45);
+  const std::vector<Tensor> outs = {g.sum({0}), (-(g * s)).sum({0}), (s * g * 3.0).sum({0}),
+                                    (g * x).sum({0})};
+  const Schedule sch = schedule(outs);
+  int reduces = 0;
+  for (const auto& k : sch.kernels) {
+    if (k.kind != KernelKind::Reduce) continue;
+    ++reduces;
+    std::string why;
+    const auto lowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    ASSERT_TRUE(lowered) << why;
+    // sum(g) (with -s and 3s applied after) and sum(g * x)
+    EXPECT_EQ(lowered->kernel.reductions.size(), 2u) << ir::to_string(lowered->kernel);
+    int accums = 0;
+    for (const ir::Inst& in : lowered->kernel.body) accums += in.kind == ir::InstKind::Accum;
+    EXPECT_EQ(accums, 2);
+  }
+  EXPECT_EQ(reduces, 1);
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  std::vector<std::vector<double>> fused;
+  for (const Tensor& t : outs) fused.push_back(t.to_vector<double>());
+  set_fusion(false);
+  std::vector<std::vector<double>> ref;
+  for (const Tensor& t : {g.sum({0}), (-(g * s)).sum({0}), (s * g * 3.0).sum({0}), (g * x).sum({0})})
+    ref.push_back(t.to_vector<double>());
+  set_fusion(was);
+  for (size_t o = 0; o < outs.size(); ++o) {
+    ASSERT_EQ(fused[o].size(), ref[o].size());
+    for (size_t i = 0; i < ref[o].size(); ++i)
+      EXPECT_NEAR(fused[o][i], ref[o][i], 1e-5 * (1 + std::abs(ref[o][i]))) << o << " " << i;
+  }
 }
 
 // Max-pool forward (a ReduceMax over the windows) gives each task a small block of outputs; their

@@ -69,26 +69,41 @@ class Lowerer {
     }
     if (k_.kind == KernelKind::Reduce) {
       K.reduce_axes = k_.reduce_axes;
+      std::vector<const Node*> reduces;
       for (const NodePtr& n : k_.nodes) {
         if (n->op != Op::ReduceSum && n->op != Op::ReduceMax) continue;
         const Node& src = *n->srcs[0];
         if (src.shape != k_.shape || std::get<Axes>(n->arg) != k_.reduce_axes || src.dtype != n->dtype)
           throw Unsupported{"a reduce of another shape, axes or dtype than its kernel's"};
-        slot_of_[n.get()] = int(K.reductions.size());
-        K.reductions.push_back({n->op, n->dtype});
+        reduces.push_back(n.get());
       }
-      if (K.reductions.empty()) throw Unsupported{"a reduce kernel without a reduce"};
+      if (reduces.empty()) throw Unsupported{"a reduce kernel without a reduce"};
       phase(&K.body, K.full);
-      for (const NodePtr& n : k_.nodes) {
-        auto it = slot_of_.find(n.get());
-        if (it == slot_of_.end()) continue;
-        const int v = eval(n->srcs[0], vars(), {});
-        Inst acc;
-        acc.kind = InstKind::Accum;
-        acc.dtype = n->dtype;
-        acc.srcs = {v};
-        acc.slot = it->second;
-        K.body.push_back(acc);
+      // One accumulation per distinct summand. A sum's factors that do not vary along the reduce
+      // axes (a per-channel scale, a negation) move to the epilogue: sum(-(dy * s)) over (N,H,W) is
+      // -s * sum(dy), the same accumulation as a sibling sum(dy) (BatchNorm's backward).
+      std::vector<int> accumulated;  // per slot: the body instruction it accumulates
+      for (const Node* n : reduces) {
+        ReduceOf r;
+        r.core = eval(n->srcs[0], vars(), {});
+        if (n->op == Op::ReduceSum) peel_invariant_factors(r);
+        int slot = -1;
+        for (size_t j = 0; j < accumulated.size(); ++j)
+          if (accumulated[j] == r.core && K.reductions[j].op == n->op && K.reductions[j].dtype == n->dtype)
+            slot = int(j);
+        if (slot < 0) {
+          slot = int(K.reductions.size());
+          K.reductions.push_back({n->op, n->dtype});
+          accumulated.push_back(r.core);
+          Inst acc;
+          acc.kind = InstKind::Accum;
+          acc.dtype = n->dtype;
+          acc.srcs = {r.core};
+          acc.slot = slot;
+          K.body.push_back(acc);
+        }
+        r.slot = slot;
+        reduce_of_[n] = r;
       }
       phase(&K.epilogue, K.reduced_shape());
     } else {
@@ -123,6 +138,8 @@ class Lowerer {
       st.offset = dense_offset(vars(), out_shape);
       list_->push_back(st);
     }
+    drop_unused(K.body);
+    drop_unused(K.epilogue);
     return std::move(out_);
   }
 
@@ -285,14 +302,18 @@ class Lowerer {
       case Op::Where: return alu(n, {src(0), src(1), src(2)});
       case Op::ReduceSum:
       case Op::ReduceMax: {
-        auto it = slot_of_.find(&n);
-        if (it == slot_of_.end() || !epilogue_) throw Unsupported{"a reduce read before it is computed"};
+        auto it = reduce_of_.find(&n);
+        if (it == reduce_of_.end() || !epilogue_) throw Unsupported{"a reduce read before it is computed"};
+        const ReduceOf& ro = it->second;
         Inst r;
         r.kind = InstKind::Result;
         r.dtype = n.dtype;
-        r.slot = it->second;
+        r.slot = ro.slot;
         r.offset = dense_offset(idx, n.shape);
-        return emit(r, detail::cat("r", r.slot, ":", ir::to_string(r.offset)));
+        int v = emit(r, detail::cat("r", r.slot, ":", ir::to_string(r.offset)));
+        for (int f : ro.factors) v = binary(Op::Mul, n.dtype, v, copy_from_body(f));
+        if (ro.negate) v = unary(Op::Neg, n.dtype, v);
+        return v;
       }
       case Op::Reshape: {
         const Shape& out = n.shape;
@@ -375,12 +396,131 @@ class Lowerer {
     throw Unsupported{"unknown op"};
   }
 
+  // Removes the instructions no Accum or Store reads (e.g. a product whose invariant factor moved
+  // to the epilogue), renumbering the sources of the rest.
+  static void drop_unused(std::vector<Inst>& list) {
+    std::vector<char> live(list.size(), 0);
+    for (size_t i = list.size(); i-- > 0;) {
+      const Inst& in = list[i];
+      if (in.kind == InstKind::Accum || in.kind == InstKind::Store) live[i] = 1;
+      if (live[i])
+        for (int s : in.srcs) live[size_t(s)] = 1;
+    }
+    std::vector<int> index(list.size(), -1);
+    std::vector<Inst> kept;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!live[i]) continue;
+      Inst in = std::move(list[i]);
+      for (int& s : in.srcs) s = index[size_t(s)];
+      index[i] = int(kept.size());
+      kept.push_back(std::move(in));
+    }
+    list = std::move(kept);
+  }
+
+  // A reduce of this kernel: the reduction slot it reads, and for a sum the factors (body
+  // instructions constant along the reduce axes) and sign applied to the slot's result.
+  struct ReduceOf {
+    int core = -1;  // the body instruction accumulated
+    int slot = -1;
+    std::vector<int> factors;
+    bool negate = false;
+  };
+
+  // Whether body instruction i has one value along the reduce axes (at fixed kept axes): loads
+  // whose offset and guards do not involve a reduced loop variable, constants, and ALU ops of those.
+  bool invariant(int i) {
+    if (auto it = invariant_.find(i); it != invariant_.end()) return it->second;
+    const Inst& in = out_.kernel.body[size_t(i)];
+    auto free_of_reduced = [&](const Affine& a) {
+      for (int ax : out_.kernel.reduce_axes)
+        if (a.k[size_t(ax)] != 0) return false;
+      return true;
+    };
+    bool inv = false;
+    switch (in.kind) {
+      case InstKind::Const: inv = true; break;
+      case InstKind::Load:
+      case InstKind::InBounds:
+        inv = (in.kind != InstKind::Load || free_of_reduced(in.offset)) &&
+              std::all_of(in.guards.begin(), in.guards.end(),
+                          [&](const Guard& g) { return free_of_reduced(g.e); });
+        break;
+      case InstKind::Alu:
+        inv = std::all_of(in.srcs.begin(), in.srcs.end(), [&](int s) { return invariant(s); });
+        break;
+      case InstKind::Rand:
+      case InstKind::Accum:
+      case InstKind::Result:
+      case InstKind::Store: inv = false; break;
+    }
+    return invariant_[i] = inv;
+  }
+
+  // sum(-x) = -sum(x) and sum(x * c) = sum(x) * c for c invariant along the reduce axes: strips
+  // those from r.core (of the reduce's dtype throughout) into r.factors / r.negate.
+  void peel_invariant_factors(ReduceOf& r) {
+    const auto& body = out_.kernel.body;
+    const DType t = body[size_t(r.core)].dtype;
+    if (!is_float(t)) return;
+    for (;;) {
+      const Inst& in = body[size_t(r.core)];
+      if (in.kind != InstKind::Alu || in.dtype != t) return;
+      if (in.op == Op::Neg) {
+        r.negate = !r.negate;
+        r.core = in.srcs[0];
+        continue;
+      }
+      if (in.op != Op::Mul) return;
+      const int a = in.srcs[0], b = in.srcs[1];
+      if (invariant(b) && !invariant(a)) {
+        r.factors.push_back(b);
+        r.core = a;
+      } else if (invariant(a) && !invariant(b)) {
+        r.factors.push_back(a);
+        r.core = b;
+      } else {
+        return;
+      }
+    }
+  }
+
+  // Body instruction i (invariant along the reduce axes) recomputed in the epilogue, where the
+  // reduced loop variables are 0: its loads' offsets and guards hold as they are.
+  int copy_from_body(int i) {
+    if (auto it = copied_.find(i); it != copied_.end()) return it->second;
+    Inst in = out_.kernel.body[size_t(i)];
+    for (int& s : in.srcs) s = copy_from_body(s);
+    list_->push_back(std::move(in));
+    return copied_[i] = int(list_->size()) - 1;
+  }
+
+  int unary(Op op, DType t, int a) {
+    Inst in;
+    in.kind = InstKind::Alu;
+    in.op = op;
+    in.dtype = t;
+    in.srcs = {a};
+    return emit(in, detail::cat("a", int(op), ":", int(t), ",", a));
+  }
+  int binary(Op op, DType t, int a, int b) {
+    Inst in;
+    in.kind = InstKind::Alu;
+    in.op = op;
+    in.dtype = t;
+    in.srcs = {a, b};
+    return emit(in, detail::cat("a", int(op), ":", int(t), ",", a, ",", b));
+  }
+
   const Kernel& k_;
   const LeafView& leaf_;
   Shape full_;
   int rank_;
   Lowered out_;
-  std::unordered_map<const Node*, int> slot_of_, buf_of_;
+  std::unordered_map<const Node*, int> buf_of_;
+  std::unordered_map<const Node*, ReduceOf> reduce_of_;
+  std::unordered_map<int, bool> invariant_;
+  std::unordered_map<int, int> copied_;  // body instruction -> its copy in the epilogue
   std::vector<Inst>* list_ = nullptr;
   Shape extent_;
   bool epilogue_ = false;
