@@ -19,9 +19,9 @@
 
 #include "aether/aether.h"
 #include "aether/core/random.h"
-#include "aether/io/checkpoint.h"
 #include "aether/io/file.h"
 #include "aether/model/model.h"
+#include "io/checkpoint.h"
 #include "io/zip_archive.h"
 
 #ifndef AETHER_SOURCE_DIR
@@ -92,7 +92,7 @@ std::string save_example(const std::string& path) {
   o.data.std = {0.25f, 0.24f, 0.26f};
   o.progress = false;
   m.train(example_data(), o);
-  m.info() = {{"model", "example"}, {"dataset", "example"}, {"epochs", 1}};
+  m.set_info(R"({"model": "example", "dataset": "example", "epochs": 1})");
   m.save(path);
   const std::string bytes = read_file(path);  // must outlive the reader
   const zipio::Reader zip(bytes, path, "an aether checkpoint");

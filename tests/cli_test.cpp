@@ -18,8 +18,8 @@
 #include <utility>
 
 #include "aether/backend/cuda.h"
-#include "aether/io/checkpoint.h"
 #include "data/fixtures.h"
+#include "io/checkpoint.h"
 
 #ifndef AETHER_CLI_PATH
 #error "AETHER_CLI_PATH must be defined by tests/CMakeLists.txt"

@@ -16,9 +16,9 @@
 #include "aether/aether.h"
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
-#include "aether/schedule/schedule.h"
 #include "backend/cpu/kernels.h"
 #include "core/config.h"
+#include "schedule/schedule.h"
 
 using namespace aether;
 

@@ -21,11 +21,11 @@
 
 #include "aether/aether.h"
 #include "aether/backend/backend.h"
-#include "aether/codegen/compiler.h"
-#include "aether/codegen/ir.h"
 #include "aether/graph/autograd.h"
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
+#include "codegen/compiler.h"
+#include "codegen/ir.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "codegen/snippets.h"

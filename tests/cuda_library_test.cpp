@@ -30,10 +30,10 @@
 #if AETHER_HAS_CUDA
 #include <cuda_runtime_api.h>
 
-#include "aether/codegen/compiler.h"
 #include "backend/cuda/library.h"
 #include "backend/cuda/library_common.h"
 #include "backend/cuda/nvrtc_compile.h"
+#include "codegen/compiler.h"
 #endif
 
 using namespace aether;

@@ -12,8 +12,8 @@
 
 #include "aether/aether.h"
 #include "aether/ops/conv.h"
-#include "aether/schedule/schedule.h"
 #include "backend/runtime.h"
+#include "schedule/schedule.h"
 
 using namespace aether;
 

@@ -14,8 +14,8 @@
 #include <set>
 
 #include "aether/aether.h"
-#include "aether/io/checkpoint.h"
 #include "aether/io/file.h"
+#include "io/checkpoint.h"
 #include "io/zip_archive.h"
 
 using namespace aether;

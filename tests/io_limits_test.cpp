@@ -16,12 +16,12 @@
 #include <set>
 
 #include "aether/aether.h"
-#include "aether/io/checkpoint.h"
 #include "aether/io/file.h"
-#include "aether/io/json.h"
 #include "aether/io/limits.h"
 #include "aether/nn/layers.h"
 #include "aether/nn/module.h"
+#include "io/checkpoint.h"
+#include "io/json.h"
 #include "io/zip_archive.h"
 
 using namespace aether;
@@ -29,6 +29,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
+
+// Module configs as parsed JSON, and modules rebuilt from JSON (the API passes JSON text).
+nn::ModulePtr from_config(const json& c) { return nn::module_from_config(c.dump()); }
+json config_of(const nn::Module& m) { return json::parse(m.config()); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -331,33 +335,33 @@ TEST_F(Hostile, CompressedTensorMemberIsBoundedByItsCompressedSize) {
 // ---- module configs -------------------------------------------------------------------------------
 
 TEST(ModuleConfigLimits, DeepNestingIsAnErrorNotACrash) {
-  // Built in memory, so no parser limit applies: module_from_config checks its own depth.
+  // The text is parsed with a depth limit (two JSON levels per Sequential) before any module is
+  // built; module_from_config then checks its own depth.
   const json deep = nested_sequential(20000);
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(deep); }),
-               "module_from_config: modules are nested deeper than 64 levels");
+  EXPECT_ERROR(error_of([&] { from_config(deep); }), "module config is nested deeper than 130 levels");
   // 64 modules deep: 63 Sequentials around a ReLU.
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(nested_sequential(64)); }), "nested deeper than 64");
-  const auto ok = nn::module_from_config(nested_sequential(63));
-  EXPECT_EQ(ok->config(), nested_sequential(63));
+  EXPECT_ERROR(error_of([&] { from_config(nested_sequential(64)); }), "nested deeper than 64");
+  const auto ok = from_config(nested_sequential(63));
+  EXPECT_EQ(config_of(*ok), nested_sequential(63));
   // The guard unwinds: a later shallow call works.
-  EXPECT_NO_THROW(nn::module_from_config(nested_sequential(3)));
+  EXPECT_NO_THROW(from_config(nested_sequential(3)));
   // Residual nests through "body".
   json r = {{"type", "ReLU"}};
   for (int i = 0; i < 70; ++i) r = json{{"type", "Residual"}, {"body", std::move(r)}};
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(r); }), "nested deeper than 64");
+  EXPECT_ERROR(error_of([&] { from_config(r); }), "nested deeper than 64");
 }
 
 TEST(ModuleConfigLimits, QuotedConfigsAreShort) {
   json c = {{"type", "Linear"}, {"in", 3}, {"out", json::array()}};
   for (int i = 0; i < 100000; ++i) c["out"].push_back(i);
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(c); }),
+  EXPECT_ERROR(error_of([&] { from_config(c); }),
                "module_from_config: \"out\" must be a whole number, got [0,1,2,", "...");
-  EXPECT_LT(error_of([&] { nn::module_from_config(c); }).size(), 600u);
+  EXPECT_LT(error_of([&] { from_config(c); }).size(), 600u);
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", std::string(1 << 20, 't')}});
+                 from_config(json{{"type", std::string(1 << 20, 't')}});
                }),
                "unknown layer type 'ttt", "...'");
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(json::array({std::string(1 << 20, 'q')})); }),
+  EXPECT_ERROR(error_of([&] { from_config(json::array({std::string(1 << 20, 'q')})); }),
                "expected an object with a \"type\", got [\"qqq", "...");
 }
 
@@ -366,46 +370,46 @@ TEST(ModuleConfigLimits, QuotedConfigsAreShort) {
 // truncated 3.5, or an allocation of terabytes.
 TEST(ModuleConfigLimits, FieldsAreTypedAndSizesBounded) {
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", 5}});
+                 from_config(json{{"type", 5}});
                }),
                "module_from_config: \"type\" must be a string, got 5");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "Linear"}, {"in", 3.5}, {"out", 2}});
+                 from_config(json{{"type", "Linear"}, {"in", 3.5}, {"out", 2}});
                }),
                "\"in\" must be a whole number, got 3.5");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 1e300}});
+                 from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 1e300}});
                }),
                "\"out\" must be a whole number, got 1e+300");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "Linear"}, {"in", -3}, {"out", 2}});
+                 from_config(json{{"type", "Linear"}, {"in", -3}, {"out", 2}});
                }),
                "\"in\" = -3 is outside [0, 16777216]");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "Linear"}, {"in", 1 << 20}, {"out", 1 << 20}});
+                 from_config(json{{"type", "Linear"}, {"in", 1 << 20}, {"out", 1 << 20}});
                }),
                "would hold 1.09951e+12 parameters; at most 2147483648 are allowed per layer");
   const json conv = {{"type", "Conv2d"},   {"in", 65536},       {"out", 65536},
                      {"kernel", {64, 64}}, {"stride", 1},       {"dilation", 1},
                      {"groups", 1},        {"padding", "same"}, {"bias", true}};
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(conv); }), "parameters; at most 2147483648");
+  EXPECT_ERROR(error_of([&] { from_config(conv); }), "parameters; at most 2147483648");
   json bad_pad = conv;
   bad_pad["in"] = 3, bad_pad["out"] = 4, bad_pad["kernel"] = 3, bad_pad["padding"] = json::array({1, 1});
-  EXPECT_ERROR(error_of([&] { nn::module_from_config(bad_pad); }),
+  EXPECT_ERROR(error_of([&] { from_config(bad_pad); }),
                "\"padding\" must be \"same\", \"valid\" or [top, bottom, left, right], got [1,1]");
+  EXPECT_ERROR(
+      error_of([&] {
+        from_config(json{{"type", "BatchNorm2d"}, {"channels", 4}, {"momentum", "x"}, {"eps", 1e-5}});
+      }),
+      "\"momentum\" must be a finite number, got \"x\"");
   EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(
-                     json{{"type", "BatchNorm2d"}, {"channels", 4}, {"momentum", "x"}, {"eps", 1e-5}});
-               }),
-               "\"momentum\" must be a finite number, got \"x\"");
-  EXPECT_ERROR(error_of([&] {
-                 nn::module_from_config(json{{"type", "GELU"}, {"tanh_approx", 1}});
+                 from_config(json{{"type", "GELU"}, {"tanh_approx", 1}});
                }),
                "\"tanh_approx\" must be true or false, got 1");
   // The same fields, well formed, still build the layers.
   bad_pad["padding"] = json::array({1, 1, 1, 1});
-  EXPECT_EQ(nn::module_from_config(bad_pad)->config().at("out"), 4);
-  EXPECT_NO_THROW(nn::module_from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 2}}));
+  EXPECT_EQ(config_of(*from_config(bad_pad)).at("out"), 4);
+  EXPECT_NO_THROW(from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 2}}));
 }
 
 // ---- safetensors ----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "aether/aether.h"
-#include "aether/codegen/compiler.h"
+#include "codegen/compiler.h"
 #include "codegen/disk_cache.h"
 #include "core/config.h"
 

@@ -20,8 +20,8 @@
 #include "aether/nn/module.h"
 #include "aether/ops/nn.h"
 #include "aether/optim/optimizer.h"
-#include "aether/schedule/schedule.h"
 #include "backend/liveness.h"
+#include "schedule/schedule.h"
 
 using namespace aether;
 

@@ -19,7 +19,7 @@
 
 #include "aether/aether.h"
 #include "aether/core/random.h"
-#include "aether/io/checkpoint.h"
+#include "io/checkpoint.h"
 
 using namespace aether;
 namespace fs = std::filesystem;
@@ -300,7 +300,10 @@ TEST(ModelSaveLoad, RoundTripGivesIdenticalPredictionsAndState) {
   add_layers(m);
   m.configure(sgd_config("cosine")).finalize({8, 8, 1});
   m.train(d, train_options(1));
-  m.info()["note"] = "hello";
+  m.set_info(R"({"note": "hello"})");
+  expect_error([&] { m.set_info("[1, 2]"); }, {"Model::set_info", "expected a JSON object"});
+  expect_error([&] { m.set_info("{\"note\": "); }, {"Model::set_info"});
+  EXPECT_EQ(m.info(), R"({"note":"hello"})");  // a bad value leaves the old one
   const std::string path = tmp.file("m.aether");
   m.save(path);
   Model back = Model::load(path);
@@ -310,7 +313,7 @@ TEST(ModelSaveLoad, RoundTripGivesIdenticalPredictionsAndState) {
   EXPECT_EQ(back.config().lr, 0.05);
   EXPECT_EQ(back.norm_mean(), m.norm_mean());
   EXPECT_EQ(back.norm_std(), m.norm_std());
-  EXPECT_EQ(back.info().at("note"), "hello");
+  EXPECT_EQ(back.info(), R"({"note":"hello"})");
   EXPECT_EQ(back.optimizer()->lr(), m.optimizer()->lr());
   EXPECT_EQ(back.network().config(), m.network().config());
   EXPECT_EQ(back.summary(), m.summary());
@@ -502,7 +505,7 @@ TEST(ModelSaveLoad, RegisteredModuleTypesRoundTrip) {
   struct Twice : nn::Module {
     Tensor forward(const Tensor& x) override { return x * 2.0; }
     std::string type_name() const override { return "Twice"; }
-    nlohmann::json config() const override { return {{"type", "TestTwice"}}; }
+    std::string config() const override { return R"({"type": "TestTwice"})"; }
   };
   TempDir dir;
   manual_seed(6);
@@ -511,7 +514,7 @@ TEST(ModelSaveLoad, RegisteredModuleTypesRoundTrip) {
   m.configure(ModelConfig{}).finalize({4});
   m.save(dir.file("t.aether"));
   expect_error([&] { Model::load(dir.file("t.aether")); }, {"unknown layer type 'TestTwice'"});
-  nn::register_module_type("TestTwice", [](const nlohmann::json&) { return std::make_shared<Twice>(); });
+  nn::register_module_type("TestTwice", [](const std::string&) { return std::make_shared<Twice>(); });
   Model back = Model::load(dir.file("t.aether"));
   const Tensor x = Tensor::ones({3, 4});
   EXPECT_TRUE(bit_equal(back.predict(x), m.predict(x)));

@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "aether/aether.h"
-#include "aether/codegen/compiler.h"
 #include "aether/graph/primitives.h"
 #include "aether/ops/conv.h"
-#include "aether/schedule/schedule.h"
+#include "codegen/compiler.h"
 #include "oracle_util.h"
+#include "schedule/schedule.h"
 
 using namespace aether;
 

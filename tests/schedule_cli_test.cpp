@@ -1,4 +1,4 @@
-// The built-in graphs of `aether schedule` (aether/model/schedule_graphs.h) and schedule_bytes_min():
+// The built-in graphs of `aether schedule` (model/schedule_graphs.h) and schedule_bytes_min():
 // every graph builds and schedules at batch 2 without computing anything, each requested output
 // is provided by a kernel, the library calls match the conv/matmul/pool nodes counted here by a
 // walk of the graph (and by hand), and bytes_min matches sizes worked out by hand.
@@ -10,8 +10,8 @@
 #include <string>
 
 #include "aether/aether.h"
-#include "aether/model/schedule_graphs.h"
-#include "aether/schedule/schedule.h"
+#include "model/schedule_graphs.h"
+#include "schedule/schedule.h"
 
 using namespace aether;
 

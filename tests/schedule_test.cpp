@@ -2,7 +2,7 @@
 // tinygrad's check_schedule, plus big-buffer passes, bytes, views, library calls, and the verifier.
 // x, y, z are (256, 256) realized buffers; a, b are (1, 256) realized rows broadcast over them.
 // Scheduling only analyses the graph: nothing here computes the scheduled values.
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 #include <gtest/gtest.h>
 

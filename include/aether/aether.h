@@ -20,7 +20,6 @@
 #include "aether/ops/nn.h"
 // Layers, optimizers, data and the Model API.
 #include "aether/data/data.h"
-#include "aether/io/checkpoint.h"
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "aether/nn/layers.h"

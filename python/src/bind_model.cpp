@@ -224,9 +224,9 @@ void bind_model(nb::module_& m) {
       .def_prop_ro("norm_mean", [](const Model& mod) { return mod.norm_mean(); })
       .def_prop_ro("norm_std", [](const Model& mod) { return mod.norm_std(); })
       .def_prop_rw(
-          "info", [](Model& mod) { return mod.info().dump(); },
-          [](Model& mod, const std::string& j) { mod.info() = nlohmann::json::parse(j); },
-          "extra JSON saved with the model (a string)");
+          "info", [](Model& mod) { return mod.info(); },
+          [](Model& mod, const std::string& j) { mod.set_info(j); },
+          "extra JSON saved with the model (the text of a JSON object)");
 
   m.def(
       "_preset",

@@ -41,13 +41,14 @@ class PyModule : public nn::Module {
   }
   // {"type": "Python", "class": "<module>.<qualname>", "args": get_config()}: load() rebuilds the
   // layer through the Python module type registered below.
-  nlohmann::json config() const override {
+  std::string config() const override {
     nb::gil_scoped_acquire gil;
     nb::handle self = nb_trampoline.base();
     nb::handle cls = self.type();
     const std::string name =
         nb::cast<std::string>(cls.attr("__module__")) + "." + nb::cast<std::string>(cls.attr("__qualname__"));
-    return {{"type", "Python"}, {"class", name}, {"args", to_json(self.attr("get_config")())}};
+    return nlohmann::json{{"type", "Python"}, {"class", name}, {"args", to_json(self.attr("get_config")())}}
+        .dump();
   }
 
   Tensor& add_parameter(const std::string& name, const Tensor& t) {
@@ -75,8 +76,9 @@ class PyModule : public nn::Module {
 
 // Rebuilds Python layers when a checkpoint is loaded: imports the module, finds the class and
 // calls its from_config(args).
-nn::ModulePtr python_module_factory(const nlohmann::json& config) {
+nn::ModulePtr python_module_factory(const std::string& config_json) {
   nb::gil_scoped_acquire gil;
+  const nlohmann::json config = nlohmann::json::parse(config_json);
   const std::string name = config.at("class").get<std::string>();
   const size_t dot = name.rfind('.');
   AETHER_CHECK(dot != std::string::npos, "load", "Python layer class '", name, "' has no module");
@@ -111,7 +113,8 @@ void bind_nn(nb::module_& m) {
       .def("__call__", &nn::Module::forward)
       .def("type_name", &nn::Module::type_name)
       .def("describe", &nn::Module::describe)
-      .def("config", [](const nn::Module& mod) { return from_json(mod.config()); })
+      .def("config",
+           [](const nn::Module& mod) { return nb::module_::import_("json").attr("loads")(mod.config()); })
       .def(
           "named_parameters",
           [](nn::Module& mod) {

@@ -11,10 +11,10 @@
 #include <string>
 #include <unordered_set>
 
-#include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
 #include "backend/runtime.h"
+#include "codegen/compiler.h"
 #include "core/config.h"
 
 namespace aether {

@@ -31,15 +31,15 @@
 #include <unordered_set>
 
 #include "aether/backend/backend.h"
-#include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
-#include "aether/schedule/schedule.h"
 #include "backend/graph_signature.h"
 #include "backend/liveness.h"
 #include "backend/runtime.h"
+#include "codegen/compiler.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
 #include "core/config.h"
+#include "schedule/schedule.h"
 
 namespace aether {
 

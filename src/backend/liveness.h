@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "aether/graph/node.h"
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 namespace aether {
 

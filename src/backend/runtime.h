@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "aether/graph/node.h"
-#include "aether/schedule/schedule.h"
 #include "codegen/render.h"
 #include "core/device_memory.h"
+#include "schedule/schedule.h"
 
 namespace aether {
 

@@ -22,10 +22,10 @@
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "aether/optim/optimizer.h"
-#include "aether/schedule/schedule.h"
 #include "args.h"
 #include "bench_util.h"
 #include "commands.h"
+#include "schedule/schedule.h"
 
 namespace aether::cli {
 namespace {

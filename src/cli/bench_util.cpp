@@ -12,9 +12,9 @@
 #include <memory>
 
 #include "aether/backend/backend.h"
-#include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "args.h"
+#include "codegen/compiler.h"
 
 namespace aether::cli::bench {
 namespace {

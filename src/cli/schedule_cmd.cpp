@@ -9,10 +9,10 @@
 
 #include "aether/aether.h"
 #include "aether/io/file.h"
-#include "aether/model/schedule_graphs.h"
-#include "aether/schedule/schedule.h"
 #include "args.h"
 #include "commands.h"
+#include "model/schedule_graphs.h"
+#include "schedule/schedule.h"
 
 namespace aether::cli {
 namespace {

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "aether/aether.h"
@@ -116,14 +117,16 @@ int run_train(const TrainArgs& a) {
   Model model;
   TrainOptions opt;
   std::string model_name;
+  nlohmann::json info;     // the model's info(): preset and data set names, epochs, loader settings
   if (a.resume.given()) {  // the checkpoint first: a bad one fails before the data is read
     model = Model::load(a.resume.text);
-    model_name = model.info().value("model", std::string("?"));
+    info = nlohmann::json::parse(model.info());
+    model_name = info.value("model", std::string("?"));
     // Without --dataset, the one the checkpoint was trained on.
-    if (!a.dataset.given()) ds_name = model.info().value("dataset", ds_name);
-    AETHER_CHECK(model.info().value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
-                 " was trained on ", model.info().value("dataset", std::string("?")), ", not ", ds_name);
-    opt.epochs = v.epochs ? *v.epochs : model.info().value("epochs", int64_t(1));
+    if (!a.dataset.given()) ds_name = info.value("dataset", ds_name);
+    AETHER_CHECK(info.value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
+                 " was trained on ", info.value("dataset", std::string("?")), ", not ", ds_name);
+    opt.epochs = v.epochs ? *v.epochs : info.value("epochs", int64_t(1));
     AETHER_CHECK(opt.epochs > model.epochs_done(), "train", "--resume ", a.resume.text, " has done ",
                  model.epochs_done(), " epochs, ", v.epochs ? "--epochs asks for " : "its run was for ",
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
@@ -138,7 +141,7 @@ int run_train(const TrainArgs& a) {
   if (a.resume.given()) {
     check_images_fit("train", train, "training", model, a.resume.text);
     model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
-    const auto& ls = model.info().at("loader");
+    const auto& ls = info.at("loader");
     opt.data.batch_size = ls.at("batch_size");
     opt.data.seed = ls.at("seed");
     opt.data.crop_padding = ls.at("crop_padding");
@@ -160,12 +163,13 @@ int run_train(const TrainArgs& a) {
     opt.data = p.data;
     opt.data.seed = v.seed;
     std::tie(opt.data.mean, opt.data.std) = data::channel_stats(train);
-    model.info() = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
+    info = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
   }
-  model.info()["loader"] = {{"batch_size", opt.data.batch_size},
-                            {"seed", opt.data.seed},
-                            {"crop_padding", opt.data.crop_padding},
-                            {"hflip", opt.data.hflip}};
+  info["loader"] = {{"batch_size", opt.data.batch_size},
+                    {"seed", opt.data.seed},
+                    {"crop_padding", opt.data.crop_padding},
+                    {"hflip", opt.data.hflip}};
+  model.set_info(info.dump());
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
   opt.progress = !a.quiet;
@@ -249,7 +253,7 @@ int run_evaluate(const EvalArgs& a) {
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   const std::string ds_name = data::canonical_dataset_name(
-      a.dataset.empty() ? model.info().value("dataset", std::string()) : a.dataset);
+      a.dataset.empty() ? nlohmann::json::parse(model.info()).value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
       data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
   check_images_fit("evaluate", test, "test", model, a.checkpoint);

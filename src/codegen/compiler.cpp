@@ -1,7 +1,7 @@
 // Host compiler runtime: finds the compiler and proves it works (its version, then a probe kernel
 // that must build, load and run), keeps the kernel cache directory safe, compiles missing kernels in
 // parallel (one compiler process each) and loads them with dlopen once their hash is verified.
-#include "aether/codegen/compiler.h"
+#include "codegen/compiler.h"
 
 #include <dlfcn.h>
 #include <fcntl.h>

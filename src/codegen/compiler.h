@@ -1,4 +1,4 @@
-// aether/codegen/compiler.h - run-time compilation of generated CPU kernels, with a disk cache.
+// src/codegen/compiler.h - (internal) run-time compilation of generated CPU kernels, with a disk cache.
 //
 // Generated C++ is compiled by the host compiler (AETHER_CXX, else the compiler aether was built
 // with) into a shared object and loaded. Objects are cached on disk, keyed by a hash of the source,

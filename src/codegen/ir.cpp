@@ -1,5 +1,5 @@
 // Kernel IR helpers: affine index arithmetic and a readable listing of a kernel.
-#include "aether/codegen/ir.h"
+#include "codegen/ir.h"
 
 #include <sstream>
 

@@ -1,4 +1,4 @@
-// aether/codegen/ir.h - the kernel IR: what one generated kernel computes, for any backend to render.
+// src/codegen/ir.h - (internal) the kernel IR: what one generated kernel computes, for any backend to render.
 //
 // A kernel iterates over an iteration shape `full` with one loop variable per dim (i0, i1, ...).
 // Its body is a list of SSA instructions evaluated at every point of `full`: loads through affine

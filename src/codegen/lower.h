@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "aether/codegen/ir.h"
-#include "aether/schedule/schedule.h"
+#include "codegen/ir.h"
+#include "schedule/schedule.h"
 
 namespace aether::codegen {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "aether/codegen/ir.h"
+#include "codegen/ir.h"
 
 namespace aether::codegen::snippets {
 

@@ -1,14 +1,14 @@
 // src/io/checkpoint.cpp - save_checkpoint / load_checkpoint: a zip of manifest.json and two
-// safetensors files, written atomically and validated on load (format: aether/io/checkpoint.h).
-#include "aether/io/checkpoint.h"
+// safetensors files, written atomically and validated on load (format: io/checkpoint.h).
+#include "io/checkpoint.h"
 
 #include <map>
 #include <utility>
 
 #include "aether/core/error.h"
 #include "aether/io/file.h"
-#include "aether/io/json.h"
 #include "aether/io/limits.h"
+#include "io/json.h"
 #include "zip_archive.h"
 
 namespace aether {

@@ -1,4 +1,4 @@
-// aether/io/checkpoint.h - .aether checkpoints: model weights, optimizer state and training state.
+// src/io/checkpoint.h - (internal) .aether checkpoints: model weights, optimizer state and training state.
 //
 // A .aether file is a zip archive (docs/checkpoint-format.md has the full description):
 //   manifest.json          format marker and version, the caller's JSON (architecture, training

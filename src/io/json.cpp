@@ -1,6 +1,6 @@
 // src/io/json.cpp - depth-limited JSON parsing and length-limited quoting of JSON values and strings
-// read from files (see aether/io/json.h).
-#include "aether/io/json.h"
+// read from files (see io/json.h).
+#include "io/json.h"
 
 #include <algorithm>
 
@@ -18,12 +18,12 @@ constexpr size_t kMaxParserMessageChars = 240;
 
 template <typename Json>
 Json parse_limited(std::string_view text, const std::string& what,
-                   const std::function<void(const std::string&)>& on_top_level_key) {
+                   const std::function<void(const std::string&)>& on_top_level_key, int max_depth) {
   // depth = the number of containers enclosing the event: 0 for the top-level value.
   const typename Json::parser_callback_t on_event = [&](int depth, typename Json::parse_event_t event,
                                                         Json& parsed) {
     if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
+        depth >= max_depth)
       throw TooDeep{};
     if (on_top_level_key && depth == 1 && event == Json::parse_event_t::key && parsed.is_string())
       on_top_level_key(parsed.template get<std::string>());
@@ -32,8 +32,8 @@ Json parse_limited(std::string_view text, const std::string& what,
   try {
     return Json::parse(text.begin(), text.end(), on_event);
   } catch (const TooDeep&) {
-    throw Error(detail::cat(what, " is nested deeper than ", kMaxJsonDepth,
-                            " levels (the limit for JSON aether reads)"));
+    throw Error(
+        detail::cat(what, " is nested deeper than ", max_depth, " levels (the limit for JSON aether reads)"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(detail::cat(what, " is not valid JSON: ", text_excerpt(e.what(), kMaxParserMessageChars)));
   }
@@ -95,13 +95,13 @@ std::string excerpt(const Json& v, size_t max_chars) {
 
 }  // namespace
 
-nlohmann::json parse_json(std::string_view text, const std::string& what) {
-  return parse_limited<nlohmann::json>(text, what, {});
+nlohmann::json parse_json(std::string_view text, const std::string& what, int max_depth) {
+  return parse_limited<nlohmann::json>(text, what, {}, max_depth);
 }
 
 nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::string& what,
                                           const std::function<void(const std::string&)>& on_top_level_key) {
-  return parse_limited<nlohmann::ordered_json>(text, what, on_top_level_key);
+  return parse_limited<nlohmann::ordered_json>(text, what, on_top_level_key, kMaxJsonDepth);
 }
 
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars) { return excerpt(v, max_chars); }

@@ -1,4 +1,4 @@
-// aether/io/json.h - parsing JSON read from files with a nesting limit, and quoting values read
+// src/io/json.h - (internal) parsing JSON read from files with a nesting limit, and quoting values read
 // from files in error messages with a length limit (limits: aether/io/limits.h).
 //
 // Every JSON document aether reads from a file goes through parse_json / parse_ordered_json: a
@@ -17,8 +17,9 @@ namespace aether {
 
 // Parses `text`. Throws aether::Error "<what> is not valid JSON: <parser message>" or
 // "<what> is nested deeper than 64 levels (the limit for JSON aether reads)". `what` names the
-// document, e.g. "run.aether: manifest.json".
-nlohmann::json parse_json(std::string_view text, const std::string& what);
+// document, e.g. "run.aether: manifest.json". A caller with a deeper format of its own (module
+// configs: two levels per module) passes its max_depth and bounds the nesting itself.
+nlohmann::json parse_json(std::string_view text, const std::string& what, int max_depth = kMaxJsonDepth);
 
 // The same, keeping the document's key order. on_top_level_key, when set, is called with each
 // key of the top-level object as it is read (duplicates included, which the result merges).

@@ -13,7 +13,7 @@
 
 #include "aether/core/error.h"
 #include "aether/io/file.h"
-#include "aether/io/json.h"
+#include "io/json.h"
 
 namespace aether {
 

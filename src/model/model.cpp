@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "aether/backend/cuda.h"
+#include "io/json.h"
 #include "model_impl.h"
 #include "progress.h"
 
@@ -429,6 +430,11 @@ int64_t Model::steps_done() const { return impl_->steps_done; }
 const Shape& Model::input_shape() const { return impl_->input_shape; }
 const std::vector<float>& Model::norm_mean() const { return impl_->mean; }
 const std::vector<float>& Model::norm_std() const { return impl_->std; }
-nlohmann::json& Model::info() { return impl_->info; }
+std::string Model::info() const { return impl_->info.dump(); }
+void Model::set_info(const std::string& json_object) {
+  nlohmann::json j = parse_json(json_object, "Model::set_info");
+  AETHER_CHECK(j.is_object(), "Model::set_info", "expected a JSON object, got ", json_excerpt(j));
+  impl_->info = std::move(j);
+}
 
 }  // namespace aether

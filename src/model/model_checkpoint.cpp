@@ -10,9 +10,10 @@
 #include <unordered_map>
 
 #include "aether/core/random.h"
-#include "aether/io/checkpoint.h"
-#include "aether/io/json.h"
+#include "io/checkpoint.h"
+#include "io/json.h"
 #include "model_impl.h"
+#include "nn/config_json.h"
 
 namespace aether {
 using namespace model_internal;
@@ -25,7 +26,7 @@ void Model::save(const std::string& path) {
   Checkpoint ck;
   const auto rng = generator_state();
   const auto [mean, std] = m.saved_normalization();
-  ck.manifest_extra = {{"architecture", m.net->config()},
+  ck.manifest_extra = {{"architecture", nn::child_config(*m.net)},
                        {"input_shape", m.input_shape},
                        {"config", config_to_json(m.config)},
                        {"precision", m.precision},
@@ -38,7 +39,7 @@ void Model::save(const std::string& path) {
                          {"optimizer_steps", m.opt->steps()},
                          {"lr", m.opt->lr()},
                          {"loader", m.loader_state}}},
-                       {"optimizer", m.opt->config()},
+                       {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
   std::vector<std::string> names;
@@ -188,7 +189,7 @@ Model Model::load(const std::string& path) {
     check_layer_sizes(arch, stored, declared, r, "architecture");
     std::shared_ptr<nn::Sequential> seq;
     try {
-      seq = std::dynamic_pointer_cast<nn::Sequential>(nn::module_from_config(arch));
+      seq = std::dynamic_pointer_cast<nn::Sequential>(nn::module_from_json(arch));
     } catch (const Error& e) {
       r.fail("architecture", detail::cat("is invalid: ", e.what()));
     }
@@ -275,10 +276,10 @@ Model Model::load(const std::string& path) {
     m.loader_state = loader;
     // The optimizer's description must be the one the configuration and the state give.
     const json& opt_json = r.member(j, "", "optimizer");
-    if (opt_json != m.opt->config())
+    if (opt_json != json::parse(m.opt->config()))
       r.fail("optimizer", "is " + brief(opt_json) +
                               ", which disagrees with config and training_state.lr (expected " +
-                              m.opt->config().dump() + ")");
+                              m.opt->config() + ")");
     if (j.contains("info")) {
       if (!j["info"].is_object()) r.fail("info", "is " + brief(j["info"]) + ", expected an object");
       m.info = j["info"];

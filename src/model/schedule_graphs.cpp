@@ -1,7 +1,7 @@
-// The built-in graphs of `aether schedule` (see aether/model/schedule_graphs.h): lazy training steps
+// The built-in graphs of `aether schedule` (see model/schedule_graphs.h): lazy training steps
 // over leaves that are never computed, so any batch size costs shapes only (cifarnet-step also
 // initialises the preset's 1.2M parameters, once).
-#include "aether/model/schedule_graphs.h"
+#include "model/schedule_graphs.h"
 
 #include "aether/graph/autograd.h"
 #include "aether/model/presets.h"

@@ -1,4 +1,4 @@
-// aether/model/schedule_graphs.h - built-in training graphs to inspect with the scheduler (`aether
+// src/model/schedule_graphs.h - (internal) built-in training graphs to inspect with the scheduler (`aether
 // schedule`).
 //
 // Each graph is a lazy training computation (forward, backward and, for cifarnet-step, the optimizer
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "aether/core/tensor.h"
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 namespace aether {
 

@@ -6,10 +6,11 @@
 #include <map>
 #include <mutex>
 
-#include "aether/io/json.h"
 #include "aether/io/limits.h"
 #include "aether/ops/nn.h"
 #include "config_depth.h"
+#include "config_json.h"
+#include "io/json.h"
 
 namespace aether::nn {
 namespace {
@@ -46,8 +47,8 @@ Tensor Linear::forward(const Tensor& x) {
 std::string Linear::describe() const {
   return detail::cat("Linear(", in_, " -> ", out_, bias.defined() ? "" : ", no bias", ")");
 }
-nlohmann::json Linear::config() const {
-  return {{"type", "Linear"}, {"in", in_}, {"out", out_}, {"bias", bias.defined()}};
+std::string Linear::config() const {
+  return nlohmann::json{{"type", "Linear"}, {"in", in_}, {"out", out_}, {"bias", bias.defined()}}.dump();
 }
 
 // ---- Conv2d -------------------------------------------------------------------------------------------
@@ -82,18 +83,19 @@ std::string Conv2d::describe() const {
                      opt_.groups != 1 ? ", groups " + std::to_string(opt_.groups) : "",
                      bias.defined() ? "" : ", no bias", ")");
 }
-nlohmann::json Conv2d::config() const {
+std::string Conv2d::config() const {
   const auto& p = opt_.padding;
   nlohmann::json pad = p.same ? nlohmann::json("same") : nlohmann::json({p.top, p.bottom, p.left, p.right});
-  return {{"type", "Conv2d"},
-          {"in", in_},
-          {"out", out_},
-          {"kernel", size2_json(kernel_)},
-          {"stride", size2_json(opt_.stride)},
-          {"padding", pad},
-          {"dilation", size2_json(opt_.dilation)},
-          {"groups", opt_.groups},
-          {"bias", bias.defined()}};
+  return nlohmann::json{{"type", "Conv2d"},
+                        {"in", in_},
+                        {"out", out_},
+                        {"kernel", size2_json(kernel_)},
+                        {"stride", size2_json(opt_.stride)},
+                        {"padding", pad},
+                        {"dilation", size2_json(opt_.dilation)},
+                        {"groups", opt_.groups},
+                        {"bias", bias.defined()}}
+      .dump();
 }
 
 // ---- BatchNorm ----------------------------------------------------------------------------------------
@@ -126,12 +128,13 @@ Tensor BatchNorm::forward(const Tensor& x) {
   return r.out;
 }
 std::string BatchNorm::describe() const { return detail::cat(type_name(), "(", channels_, ")"); }
-nlohmann::json BatchNorm::config() const {
-  return {{"type", type_name()},
-          {"channels", channels_},
-          {"momentum", momentum_},
-          {"eps", eps_},
-          {"affine", affine_}};
+std::string BatchNorm::config() const {
+  return nlohmann::json{{"type", type_name()},
+                        {"channels", channels_},
+                        {"momentum", momentum_},
+                        {"eps", eps_},
+                        {"affine", affine_}}
+      .dump();
 }
 
 // ---- parameter-free layers -------------------------------------------------------------------------------
@@ -142,22 +145,24 @@ MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride, Size2 padding)
     : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding) {}
 Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, k_, s_, p_); }
 std::string MaxPool2d::describe() const { return "MaxPool2d(" + size2(k_) + ")"; }
-nlohmann::json MaxPool2d::config() const {
-  return {{"type", "MaxPool2d"},
-          {"kernel", size2_json(k_)},
-          {"stride", size2_json(s_)},
-          {"padding", size2_json(p_)}};
+std::string MaxPool2d::config() const {
+  return nlohmann::json{{"type", "MaxPool2d"},
+                        {"kernel", size2_json(k_)},
+                        {"stride", size2_json(s_)},
+                        {"padding", size2_json(p_)}}
+      .dump();
 }
 AvgPool2d::AvgPool2d(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad)
     : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding), cip_(count_include_pad) {}
 Tensor AvgPool2d::forward(const Tensor& x) { return avg_pool2d(x, k_, s_, p_, cip_); }
 std::string AvgPool2d::describe() const { return "AvgPool2d(" + size2(k_) + ")"; }
-nlohmann::json AvgPool2d::config() const {
-  return {{"type", "AvgPool2d"},
-          {"kernel", size2_json(k_)},
-          {"stride", size2_json(s_)},
-          {"padding", size2_json(p_)},
-          {"count_include_pad", cip_}};
+std::string AvgPool2d::config() const {
+  return nlohmann::json{{"type", "AvgPool2d"},
+                        {"kernel", size2_json(k_)},
+                        {"stride", size2_json(s_)},
+                        {"padding", size2_json(p_)},
+                        {"count_include_pad", cip_}}
+      .dump();
 }
 Tensor GlobalAvgPool2d::forward(const Tensor& x) { return global_avg_pool2d(x); }
 Tensor GlobalMaxPool2d::forward(const Tensor& x) { return global_max_pool2d(x); }
@@ -172,6 +177,21 @@ SpatialDropout::SpatialDropout(double p) : p_(p) {
 }
 Tensor SpatialDropout::forward(const Tensor& x) { return spatial_dropout(x, p_, is_training()); }
 std::string SpatialDropout::describe() const { return detail::cat("SpatialDropout(", p_, ")"); }
+
+// ---- configs of the parameter-free layers --------------------------------------------------------------
+std::string ReLU::config() const { return nlohmann::json{{"type", "ReLU"}}.dump(); }
+std::string LeakyReLU::config() const {
+  return nlohmann::json{{"type", "LeakyReLU"}, {"slope", slope_}}.dump();
+}
+std::string GELU::config() const { return nlohmann::json{{"type", "GELU"}, {"tanh_approx", tanh_}}.dump(); }
+std::string Softmax::config() const { return nlohmann::json{{"type", "Softmax"}, {"axis", axis_}}.dump(); }
+std::string GlobalAvgPool2d::config() const { return nlohmann::json{{"type", "GlobalAvgPool2d"}}.dump(); }
+std::string GlobalMaxPool2d::config() const { return nlohmann::json{{"type", "GlobalMaxPool2d"}}.dump(); }
+std::string Flatten::config() const { return nlohmann::json{{"type", "Flatten"}}.dump(); }
+std::string Dropout::config() const { return nlohmann::json{{"type", "Dropout"}, {"p", p_}}.dump(); }
+std::string SpatialDropout::config() const {
+  return nlohmann::json{{"type", "SpatialDropout"}, {"p", p_}}.dump();
+}
 
 // ---- Residual -------------------------------------------------------------------------------------------
 Residual::Residual(ModulePtr body, ModulePtr shortcut)
@@ -189,10 +209,10 @@ Tensor Residual::forward(const Tensor& x) {
 std::string Residual::describe() const {
   return "Residual(" + body_->describe() + (shortcut_ ? " + " + shortcut_->describe() : " + identity") + ")";
 }
-nlohmann::json Residual::config() const {
-  nlohmann::json j{{"type", "Residual"}, {"body", body_->config()}};
-  if (shortcut_) j["shortcut"] = shortcut_->config();
-  return j;
+std::string Residual::config() const {
+  nlohmann::json j{{"type", "Residual"}, {"body", child_config(*body_)}};
+  if (shortcut_) j["shortcut"] = child_config(*shortcut_);
+  return j.dump();
 }
 
 // ---- rebuilding from config
@@ -237,7 +257,7 @@ void check_params(double params, const nlohmann::json& c) {
 }
 }  // namespace
 
-ModulePtr module_from_config(const nlohmann::json& c) {
+ModulePtr module_from_json(const nlohmann::json& c) {
   const ModuleNestingGuard nesting;  // throws past kMaxModuleNesting
   AETHER_CHECK(c.is_object() && c.contains("type"), "module_from_config",
                "expected an object with a \"type\", got ", json_excerpt(c));
@@ -247,7 +267,7 @@ ModulePtr module_from_config(const nlohmann::json& c) {
   try {
     if (t == "Sequential") {
       auto s = std::make_shared<Sequential>();
-      for (const auto& l : c.at("layers")) s->add(module_from_config(l));
+      for (const auto& l : c.at("layers")) s->add(module_from_json(l));
       return s;
     }
     if (t == "Linear") {
@@ -305,9 +325,9 @@ ModulePtr module_from_config(const nlohmann::json& c) {
     if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(number_at(c, "p"));
     if (t == "Residual")
       return std::make_shared<Residual>(
-          module_from_config(c.at("body")),
-          c.contains("shortcut") ? module_from_config(c.at("shortcut")) : nullptr);
-    if (const ModuleFactory* make = registered_module_type(t)) return (*make)(c);
+          module_from_json(c.at("body")),
+          c.contains("shortcut") ? module_from_json(c.at("shortcut")) : nullptr);
+    if (const ModuleFactory* make = registered_module_type(t)) return (*make)(c.dump());
   } catch (const nlohmann::json::exception& e) {
     throw Error(detail::cat("module_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ",
                             e.what()));
@@ -317,6 +337,16 @@ ModulePtr module_from_config(const nlohmann::json& c) {
       (t == "Python"
            ? " (a layer written in Python: load this file from Python, with the layer's module importable)"
            : ""));
+}
+
+ModulePtr module_from_config(const std::string& config_json) {
+  // A Sequential is two JSON levels ({"layers": [...]}): kMaxModuleNesting modules fit; the
+  // nesting guard in module_from_json gives the error past it.
+  return module_from_json(parse_json(config_json, "module config", 2 * kMaxModuleNesting + 2));
+}
+
+nlohmann::json child_config(const Module& m) {
+  return parse_json(m.config(), m.type_name() + "'s config()", 2 * kMaxModuleNesting + 2);
 }
 
 namespace {

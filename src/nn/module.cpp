@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "config_json.h"
+
 namespace aether::nn {
 namespace {
 std::string join(const std::string& prefix, const std::string& name) {
@@ -107,10 +109,10 @@ Tensor Sequential::forward(const Tensor& x) {
   return h;
 }
 
-nlohmann::json Sequential::config() const {
+std::string Sequential::config() const {
   nlohmann::json layers = nlohmann::json::array();
-  for (auto& [n, c] : children()) layers.push_back(c->config());
-  return {{"type", "Sequential"}, {"layers", layers}};
+  for (auto& [n, c] : children()) layers.push_back(child_config(*c));
+  return nlohmann::json{{"type", "Sequential"}, {"layers", layers}}.dump();
 }
 
 std::string summary(Module& m, const Shape& input_shape) {

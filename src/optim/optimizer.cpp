@@ -2,6 +2,7 @@
 #include "aether/optim/optimizer.h"
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 
 namespace aether::optim {
 
@@ -95,10 +96,11 @@ Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t /*t*/)
   return p - g * lr_;
 }
 
-nlohmann::json SGD::config() const {
-  return {{"type", "SGD"},           {"lr", lr_},
-          {"momentum", o_.momentum}, {"dampening", o_.dampening},
-          {"nesterov", o_.nesterov}, {"weight_decay", o_.weight_decay}};
+std::string SGD::config() const {
+  return nlohmann::json{{"type", "SGD"},           {"lr", lr_},
+                        {"momentum", o_.momentum}, {"dampening", o_.dampening},
+                        {"nesterov", o_.nesterov}, {"weight_decay", o_.weight_decay}}
+      .dump();
 }
 
 // ---- Adam / AdamW -----------------------------------------------------------------------------------------
@@ -124,9 +126,10 @@ Tensor Adam::update(size_t i, const Tensor& p0, const Tensor& grad, int64_t t) {
   return p - (m / bc1) / ((v / bc2).sqrt() + o_.eps) * lr_;
 }
 
-nlohmann::json Adam::config() const {
-  return {{"type", type_name()}, {"lr", lr_},     {"beta1", o_.beta1},
-          {"beta2", o_.beta2},   {"eps", o_.eps}, {"weight_decay", o_.weight_decay}};
+std::string Adam::config() const {
+  return nlohmann::json{{"type", type_name()}, {"lr", lr_},     {"beta1", o_.beta1},
+                        {"beta2", o_.beta2},   {"eps", o_.eps}, {"weight_decay", o_.weight_decay}}
+      .dump();
 }
 
 // ---- clipping --------------------------------------------------------------------------------------------

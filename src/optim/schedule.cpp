@@ -6,7 +6,7 @@
 #include <numbers>
 
 #include "aether/core/error.h"
-#include "aether/io/json.h"
+#include "io/json.h"
 
 namespace aether::optim {
 namespace {
@@ -20,16 +20,17 @@ StepLR::StepLR(double base, int64_t step_size, double gamma)
   AETHER_CHECK(step_size > 0, "StepLR", "step_size must be > 0, got ", step_size);
 }
 double StepLR::lr(int64_t step) const { return base_ * std::pow(gamma_, double(step / step_size_)); }
-nlohmann::json StepLR::config() const {
-  return {{"type", "step"}, {"base", base_}, {"step_size", step_size_}, {"gamma", gamma_}};
+std::string StepLR::config() const {
+  return nlohmann::json{{"type", "step"}, {"base", base_}, {"step_size", step_size_}, {"gamma", gamma_}}
+      .dump();
 }
 
 CosineLR::CosineLR(double base, int64_t total, double min_lr) : base_(base), total_(total), min_(min_lr) {
   AETHER_CHECK(total > 0, "CosineLR", "total_steps must be > 0, got ", total);
 }
 double CosineLR::lr(int64_t step) const { return cos_anneal(base_, min_, double(step) / double(total_)); }
-nlohmann::json CosineLR::config() const {
-  return {{"type", "cosine"}, {"base", base_}, {"total", total_}, {"min", min_}};
+std::string CosineLR::config() const {
+  return nlohmann::json{{"type", "cosine"}, {"base", base_}, {"total", total_}, {"min", min_}}.dump();
 }
 
 WarmupLinearLR::WarmupLinearLR(double base, int64_t warmup, int64_t total, double final_lr)
@@ -42,9 +43,10 @@ double WarmupLinearLR::lr(int64_t step) const {
   const double frac = std::clamp(double(step - warmup_) / double(total_ - warmup_), 0.0, 1.0);
   return base_ + (final_ - base_) * frac;
 }
-nlohmann::json WarmupLinearLR::config() const {
-  return {
-      {"type", "warmup_linear"}, {"base", base_}, {"warmup", warmup_}, {"total", total_}, {"final", final_}};
+std::string WarmupLinearLR::config() const {
+  return nlohmann::json{
+      {"type", "warmup_linear"}, {"base", base_}, {"warmup", warmup_}, {"total", total_}, {"final", final_}}
+      .dump();
 }
 
 OneCycleLR::OneCycleLR(double max_lr, int64_t total, double pct, double div, double final_div)
@@ -59,12 +61,18 @@ double OneCycleLR::lr(int64_t step) const {
   if (s <= up_end) return cos_anneal(initial, max_, up_end > 0 ? s / up_end : 1.0);
   return cos_anneal(max_, final_lr, (s - up_end) / (double(total_ - 1) - up_end));
 }
-nlohmann::json OneCycleLR::config() const {
-  return {{"type", "one_cycle"}, {"max", max_},        {"total", total_},
-          {"pct_start", pct_},   {"div_factor", div_}, {"final_div_factor", final_div_}};
+std::string OneCycleLR::config() const {
+  return nlohmann::json{{"type", "one_cycle"}, {"max", max_},        {"total", total_},
+                        {"pct_start", pct_},   {"div_factor", div_}, {"final_div_factor", final_div_}}
+      .dump();
 }
 
-std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c) {
+std::string ConstantLR::config() const {
+  return nlohmann::json{{"type", "constant"}, {"base", base_}}.dump();
+}
+
+std::unique_ptr<LRSchedule> schedule_from_config(const std::string& config_json) {
+  const nlohmann::json c = parse_json(config_json, "schedule config");
   AETHER_CHECK(c.is_object() && c.contains("type") && c.at("type").is_string(), "schedule_from_config",
                "expected an object with a \"type\", got ", json_excerpt(c));
   const std::string t = c.at("type");

@@ -1,6 +1,6 @@
 // schedule(): runs the scheduler passes in order, verifying (and optionally dumping) after each;
 // plus the Schedule's JSON form.
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 #include <atomic>
 #include <cstdlib>

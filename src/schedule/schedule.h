@@ -1,4 +1,5 @@
-// aether/schedule/schedule.h - the fusing scheduler's analysis: which unrealized nodes form which kernel.
+// src/schedule/schedule.h - (internal) the fusing scheduler's analysis: which unrealized nodes form which
+// kernel.
 //
 // schedule(outputs) groups every unrealized node reachable from `outputs` into kernels, like
 // tinygrad's scheduler. It only analyses the lazy graph: nothing is computed, generated or changed.

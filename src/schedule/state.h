@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 namespace aether::sched {
 

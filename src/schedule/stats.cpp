@@ -5,7 +5,7 @@
 #include <unordered_set>
 
 #include "aether/core/error.h"
-#include "aether/schedule/schedule.h"
+#include "schedule/schedule.h"
 
 namespace aether {
 

@@ -22,7 +22,7 @@ class Backend {
 };
 
 // Execution mode: the fused executor (the default: scheduler + generated kernels, see
-// aether/schedule/schedule.h and aether/codegen/) or the reference backend, one primitive at a time.
+// src/schedule/ and src/codegen/) or the reference backend, one primitive at a time.
 // AETHER_FUSE=0 in the environment selects the reference at start-up; set_fusion() at run time.
 void set_fusion(bool enabled);
 bool fusion_enabled();

@@ -169,8 +169,11 @@ class Model {
   // Normalisation the model was trained with (saved with it).
   const std::vector<float>& norm_mean() const;
   const std::vector<float>& norm_std() const;
-  // Extra JSON saved in the manifest (e.g. the preset name and data set).
-  nlohmann::json& info();
+  // Extra metadata saved in the manifest, as the text of a JSON object (the CLI keeps the preset
+  // and data set names, epochs and loader settings there); "{}" by default. set_info throws
+  // aether::Error, and keeps the old value, unless `json_object` is a JSON object.
+  std::string info() const;
+  void set_info(const std::string& json_object);
 
  private:
   struct Impl;

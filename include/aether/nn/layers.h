@@ -19,7 +19,7 @@ class Linear : public Module {
   Tensor forward(const Tensor& x) override;  // x (..., in) -> (..., out)
   std::string type_name() const override { return "Linear"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
   Tensor weight;  // (out, in)
   Tensor bias;    // (out) or empty
  private:
@@ -32,7 +32,7 @@ class Conv2d : public Module {
   Tensor forward(const Tensor& x) override;  // x (N,H,W,C) -> (N,OH,OW,O)
   std::string type_name() const override { return "Conv2d"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
   Tensor weight;  // (O, KH, KW, C/groups)
   Tensor bias;    // (O) or empty
  private:
@@ -50,7 +50,7 @@ class BatchNorm : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return dims_ == 1 ? "BatchNorm1d" : "BatchNorm2d"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
   Tensor weight, bias;               // (C), or empty without affine
   Tensor running_mean, running_var;  // (C) buffers
  private:
@@ -75,14 +75,14 @@ class ReLU : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.relu(); }
   std::string type_name() const override { return "ReLU"; }
-  nlohmann::json config() const override { return {{"type", "ReLU"}}; }
+  std::string config() const override;
 };
 class LeakyReLU : public Module {
  public:
   explicit LeakyReLU(double slope = 0.01) : slope_(slope) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "LeakyReLU"; }
-  nlohmann::json config() const override { return {{"type", "LeakyReLU"}, {"slope", slope_}}; }
+  std::string config() const override;
 
  private:
   double slope_;
@@ -92,7 +92,7 @@ class GELU : public Module {
   explicit GELU(bool tanh_approx = false) : tanh_(tanh_approx) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "GELU"; }
-  nlohmann::json config() const override { return {{"type", "GELU"}, {"tanh_approx", tanh_}}; }
+  std::string config() const override;
 
  private:
   bool tanh_;
@@ -102,7 +102,7 @@ class Softmax : public Module {
   explicit Softmax(int64_t axis = -1) : axis_(axis) {}
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Softmax"; }
-  nlohmann::json config() const override { return {{"type", "Softmax"}, {"axis", axis_}}; }
+  std::string config() const override;
 
  private:
   int64_t axis_;
@@ -115,7 +115,7 @@ class MaxPool2d : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "MaxPool2d"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   Size2 k_, s_, p_;
@@ -126,7 +126,7 @@ class AvgPool2d : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "AvgPool2d"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   Size2 k_, s_, p_;
@@ -136,20 +136,20 @@ class GlobalAvgPool2d : public Module {
  public:
   Tensor forward(const Tensor& x) override;  // (N,H,W,C) -> (N,C)
   std::string type_name() const override { return "GlobalAvgPool2d"; }
-  nlohmann::json config() const override { return {{"type", "GlobalAvgPool2d"}}; }
+  std::string config() const override;
 };
 class GlobalMaxPool2d : public Module {
  public:
   Tensor forward(const Tensor& x) override;  // (N,H,W,C) -> (N,C)
   std::string type_name() const override { return "GlobalMaxPool2d"; }
-  nlohmann::json config() const override { return {{"type", "GlobalMaxPool2d"}}; }
+  std::string config() const override;
 };
 // (N, ...) -> (N, prod(...))
 class Flatten : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.flatten(1); }
   std::string type_name() const override { return "Flatten"; }
-  nlohmann::json config() const override { return {{"type", "Flatten"}}; }
+  std::string config() const override;
 };
 // Zeroes each element with probability p in training and scales the rest by 1/(1-p).
 class Dropout : public Module {
@@ -158,7 +158,7 @@ class Dropout : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Dropout"; }
   std::string describe() const override;
-  nlohmann::json config() const override { return {{"type", "Dropout"}, {"p", p_}}; }
+  std::string config() const override;
 
  private:
   double p_;
@@ -170,7 +170,7 @@ class SpatialDropout : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "SpatialDropout"; }
   std::string describe() const override;
-  nlohmann::json config() const override { return {{"type", "SpatialDropout"}, {"p", p_}}; }
+  std::string config() const override;
 
  private:
   double p_;
@@ -182,7 +182,7 @@ class Residual : public Module {
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Residual"; }
   std::string describe() const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   ModulePtr body_, shortcut_;

@@ -13,7 +13,6 @@
 
 #include <functional>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,8 +36,9 @@ class Module {
   // "Conv2d"; describe() adds the hyperparameters: "Conv2d(3 -> 32, 3x3, stride 1, pad same)".
   virtual std::string type_name() const = 0;
   virtual std::string describe() const { return type_name(); }
-  // The constructor arguments as JSON, so module_from_config() can rebuild the module.
-  virtual nlohmann::json config() const = 0;
+  // The constructor arguments as JSON text (an object with a "type"), so module_from_config() can
+  // rebuild the module: {"type": "Linear", "in": 784, "out": 128, "bias": true}.
+  virtual std::string config() const = 0;
 
   NamedTensors named_parameters(const std::string& prefix = "");
   NamedTensors named_buffers(const std::string& prefix = "");
@@ -88,7 +88,7 @@ class Sequential : public Module {
   Sequential& add(ModulePtr layer);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Sequential"; }
-  nlohmann::json config() const override;
+  std::string config() const override;
   size_t size() const { return children().size(); }
   const ModulePtr& operator[](size_t i) const { return children()[i].second; }
 };
@@ -98,11 +98,13 @@ class Sequential : public Module {
 // evaluation mode: batch-norm statistics, the modes and the random generator are left unchanged.
 std::string summary(Module& m, const Shape& input_shape);
 
-// Rebuilds a module (and its children) from config(); weights are fresh (load them afterwards).
-ModulePtr module_from_config(const nlohmann::json& config);
+// Rebuilds a module (and its children) from config()'s JSON text; weights are fresh (load them
+// afterwards). Throws aether::Error naming what is wrong in a malformed or unknown config.
+ModulePtr module_from_config(const std::string& config_json);
 // Layer types defined outside the library (Python's aether.Layer registers "Python"):
-// module_from_config calls the factory registered for a "type" it does not know itself.
-using ModuleFactory = std::function<ModulePtr(const nlohmann::json& config)>;
+// module_from_config calls the factory registered for a "type" it does not know itself, with that
+// layer's config as JSON text.
+using ModuleFactory = std::function<ModulePtr(const std::string& config_json)>;
 void register_module_type(const std::string& type, ModuleFactory make);
 const ModuleFactory* registered_module_type(const std::string& type);  // null when none
 

@@ -12,7 +12,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,7 +42,8 @@ class Optimizer {
   const std::vector<Tensor>& params() const { return params_; }
 
   virtual std::string type_name() const = 0;
-  virtual nlohmann::json config() const = 0;
+  // The hyperparameters as JSON text: {"type": "SGD", "lr": 0.1, "momentum": 0.9, ...}.
+  virtual std::string config() const = 0;
   // State tensors for checkpoints, named "<param index>.<slot>" (e.g. "3.momentum"); and the step
   // count, restored with set_steps().
   std::vector<std::pair<std::string, Tensor*>> named_state();
@@ -83,7 +83,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions o);
   std::string type_name() const override { return "SGD"; }
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  protected:
   Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) override;
@@ -107,7 +107,7 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled_weight_decay = false);
   std::string type_name() const override { return decoupled_ ? "AdamW" : "Adam"; }
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  protected:
   Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) override;

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 
 namespace aether::optim {
@@ -15,7 +14,8 @@ class LRSchedule {
  public:
   virtual ~LRSchedule() = default;
   virtual double lr(int64_t step) const = 0;
-  virtual nlohmann::json config() const = 0;
+  // The schedule as JSON text (schedule_from_config rebuilds it): {"type": "cosine", ...}.
+  virtual std::string config() const = 0;
 };
 
 // base for every step.
@@ -23,7 +23,7 @@ class ConstantLR : public LRSchedule {
  public:
   explicit ConstantLR(double base) : base_(base) {}
   double lr(int64_t) const override { return base_; }
-  nlohmann::json config() const override { return {{"type", "constant"}, {"base", base_}}; }
+  std::string config() const override;
 
  private:
   double base_;
@@ -34,7 +34,7 @@ class StepLR : public LRSchedule {
  public:
   StepLR(double base, int64_t step_size, double gamma = 0.1);
   double lr(int64_t step) const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   double base_;
@@ -47,7 +47,7 @@ class CosineLR : public LRSchedule {
  public:
   CosineLR(double base, int64_t total_steps, double min_lr = 0);
   double lr(int64_t step) const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   double base_;
@@ -63,7 +63,7 @@ class WarmupLinearLR : public LRSchedule {
  public:
   WarmupLinearLR(double base, int64_t warmup_steps, int64_t total_steps, double final_lr = 0);
   double lr(int64_t step) const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   double base_;
@@ -79,7 +79,7 @@ class OneCycleLR : public LRSchedule {
   OneCycleLR(double max_lr, int64_t total_steps, double pct_start = 0.3, double div_factor = 25,
              double final_div_factor = 1e4);
   double lr(int64_t step) const override;
-  nlohmann::json config() const override;
+  std::string config() const override;
 
  private:
   double max_;
@@ -87,6 +87,7 @@ class OneCycleLR : public LRSchedule {
   double pct_, div_, final_div_;
 };
 
-std::unique_ptr<LRSchedule> schedule_from_config(const nlohmann::json& c);
+// Throws aether::Error naming what is wrong in malformed JSON or an unknown or bad schedule.
+std::unique_ptr<LRSchedule> schedule_from_config(const std::string& config_json);
 
 }  // namespace aether::optim

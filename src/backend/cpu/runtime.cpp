@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "aether/backend/backend.h"
-#include "aether/codegen/compiler.h"
 #include "aether/core/error.h"
 #include "backend/cpu/kernels.h"
+#include "codegen/compiler.h"
 
 namespace aether {
 
