@@ -70,6 +70,15 @@ mkdir -p "$root"
 tar -C "$root" --numeric-owner -xf "$base"
 chmod 755 "$root"  # the new system's / (apt's _apt user must reach its lists)
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# The network's TLS trust as this machine has it, like its resolv.conf: where HTTPS goes through an
+# intercepting proxy, this machine's pip is given the proxy's CA bundle (PIP_CERT or /etc/pip.conf),
+# and a new machine on the same network needs the same for scripts/install-onednn.sh's download.
+pip_cert=""
+host_ca=${PIP_CERT:-$(sed -n 's/^cert *= *//p' /etc/pip.conf 2>/dev/null | head -1)}
+if [ -n "$host_ca" ] && [ -f "$host_ca" ]; then
+  cp "$host_ca" "$root/etc/aether-network-ca.crt"
+  pip_cert=/etc/aether-network-ca.crt
+fi
 echo "deb $mirror bookworm main" >"$root/etc/apt/sources.list"
 mkdir -p "$root/src/aether"
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard |
@@ -81,11 +90,12 @@ echo "==> fresh-check: $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" 
 #    next run (the packages are still installed from scratch each time).
 start=$SECONDS
 unshare --mount --propagation private /bin/bash -euo pipefail -c '
-  root=$1; debs=$2; shift 2
+  root=$1; debs=$2; pip_cert=$3; shift 3
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
   mount --bind "$debs" "$root/var/cache/apt/archives"
   exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb /bin/bash -c "cd /src/aether && scripts/quickstart.sh --epochs 1 \"\$@\"" quickstart "$@"
-' fresh-check "$root" "$cache/debs" "$@"
+    LANG=C.UTF-8 TERM=dumb ${pip_cert:+PIP_CERT=$pip_cert} \
+    /bin/bash -c "cd /src/aether && scripts/quickstart.sh --epochs 1 \"\$@\"" quickstart "$@"
+' fresh-check "$root" "$cache/debs" "$pip_cert" "$@"
 echo "==> fresh-check: passed in $((SECONDS - start)) s"
