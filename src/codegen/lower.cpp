@@ -233,12 +233,13 @@ class Lowerer {
     return emit(ld, detail::cat("l", it->second, ":", ir::to_string(off), key_of({}, ld.guards)));
   }
 
-  int alu(const Node& n, std::vector<int> srcs) {
+  int alu(const Node& n, std::vector<int> srcs) { return alu(n.op, n.dtype, std::move(srcs)); }
+  int alu(Op op, DType t, std::vector<int> srcs) {
     Inst a;
     a.kind = InstKind::Alu;
-    a.op = n.op;
-    a.dtype = n.dtype;
-    std::string key = detail::cat("a", int(n.op), ":", int(n.dtype));
+    a.op = op;
+    a.dtype = t;
+    std::string key = detail::cat("a", int(op), ":", int(t));
     for (int s : srcs) key += detail::cat(",", s);
     a.srcs = std::move(srcs);
     return emit(a, key);
@@ -311,8 +312,8 @@ class Lowerer {
         r.slot = ro.slot;
         r.offset = dense_offset(idx, n.shape);
         int v = emit(r, detail::cat("r", r.slot, ":", ir::to_string(r.offset)));
-        for (int f : ro.factors) v = binary(Op::Mul, n.dtype, v, copy_from_body(f));
-        if (ro.negate) v = unary(Op::Neg, n.dtype, v);
+        for (int f : ro.factors) v = alu(Op::Mul, n.dtype, {v, copy_from_body(f)});
+        if (ro.negate) v = alu(Op::Neg, n.dtype, {v});
         return v;
       }
       case Op::Reshape: {
@@ -493,23 +494,6 @@ class Lowerer {
     for (int& s : in.srcs) s = copy_from_body(s);
     list_->push_back(std::move(in));
     return copied_[i] = int(list_->size()) - 1;
-  }
-
-  int unary(Op op, DType t, int a) {
-    Inst in;
-    in.kind = InstKind::Alu;
-    in.op = op;
-    in.dtype = t;
-    in.srcs = {a};
-    return emit(in, detail::cat("a", int(op), ":", int(t), ",", a));
-  }
-  int binary(Op op, DType t, int a, int b) {
-    Inst in;
-    in.kind = InstKind::Alu;
-    in.op = op;
-    in.dtype = t;
-    in.srcs = {a, b};
-    return emit(in, detail::cat("a", int(op), ":", int(t), ",", a, ",", b));
   }
 
   const Kernel& k_;
