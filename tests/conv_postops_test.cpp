@@ -40,7 +40,7 @@ std::vector<double> conv_ref(const Tensor& x, const Tensor& w, const Conv2dArg& 
   const Shape &xs = x.shape(), &ws = w.shape();
   const int64_t OH = (xs[1] + a.pad_top + a.pad_bottom - ws[1]) / a.stride_h + 1;
   const int64_t OW = (xs[2] + a.pad_left + a.pad_right - ws[2]) / a.stride_w + 1;
-  const cpu::ConvGeom g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], OH, OW, a};
+  const ConvGeom g{xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], OH, OW, a};
   const auto xv = x.to_vector<double>(), wv = w.to_vector<double>();
   std::vector<double> y(size_t(xs[0] * OH * OW * ws[0]));
   cpu::conv2d_fwd_naive(DType::float64, xv.data(), wv.data(), y.data(), g);
@@ -244,7 +244,7 @@ TEST(ConvWeights, ReorderedOncePerWeightsBuffer) {
 TEST(ConvWeights, FreedWeightsBufferIsNeverReusedStale) {
   // Weights in a Buffer that is freed, then new values in a new Buffer of the same size (the host
   // block cache hands back the same block): the conv must see the new values.
-  const cpu::ConvGeom g{2, 7, 7, 16, 32, 3, 3, 7, 7, arg_of(1, 1)};
+  const ConvGeom g{2, 7, 7, 16, 32, 3, 3, 7, 7, arg_of(1, 1)};
   const int64_t wn = 32 * 3 * 3 * 16;
   const auto xv = values(2 * 7 * 7 * 16, 29);
   std::vector<float> y(2 * 7 * 7 * 32), want(y.size());

@@ -260,7 +260,7 @@ TEST_P(ConvCase, NaiveMatchesReferenceF64) {
 TEST_P(ConvCase, OnednnSupportsF32AndMatchesNaive) {
   const Case& c = GetParam();
   const Ref r(c);
-  const cpu::ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
+  const ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
   auto to_f = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
   const auto x = to_f(random_vec(size_t(c.N * c.H * c.W * c.C), 21));
   const auto w = to_f(random_vec(size_t(c.O * c.KH * c.KW * r.Cg), 22));
@@ -340,7 +340,7 @@ TEST_P(ConvCase, NaiveHalfAndBfloat16) {
 TEST_P(ConvCase, OnednnBfloat16MatchesNaive) {
   const Case& c = GetParam();
   const Ref r(c);
-  const cpu::ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
+  const ConvGeom g{c.N, c.H, c.W, c.C, c.O, c.KH, c.KW, r.OH, r.OW, c.a};
   auto to_bf = [](const std::vector<double>& v) {
     std::vector<bfloat16> o;
     for (double e : v) o.emplace_back(float(e));
@@ -374,7 +374,7 @@ INSTANTIATE_TEST_SUITE_P(Geometries, ConvCase, ::testing::ValuesIn(cases()),
 
 // ---- unsupported dtypes ----------------------------------------------------------------------------------
 TEST(ConvKernels, OnednnDeclinesFloat64AndFloat16) {
-  const cpu::ConvGeom g{1, 3, 3, 1, 1, 1, 1, 3, 3, Conv2dArg{}};
+  const ConvGeom g{1, 3, 3, 1, 1, 1, 1, 3, 3, Conv2dArg{}};
   std::vector<double> x(9, 1.0), w(1, 1.0), y(9);
   EXPECT_FALSE(cpu::conv2d_fwd_onednn(DType::float64, x.data(), w.data(), y.data(), g));
   EXPECT_FALSE(cpu::conv2d_bwd_data_onednn(DType::float16, x.data(), w.data(), y.data(), g));
@@ -382,7 +382,7 @@ TEST(ConvKernels, OnednnDeclinesFloat64AndFloat16) {
 }
 
 TEST(ConvKernels, NaiveRejectsIntegers) {
-  const cpu::ConvGeom g{1, 1, 1, 1, 1, 1, 1, 1, 1, Conv2dArg{}};
+  const ConvGeom g{1, 1, 1, 1, 1, 1, 1, 1, 1, Conv2dArg{}};
   int32_t x = 1, w = 1, y = 0;
   EXPECT_THROW(cpu::conv2d_fwd_naive(DType::int32, &x, &w, &y, g), Error);
 }

@@ -137,9 +137,9 @@ double tol_of(DType t) {
 }
 
 // ---- geometries ----------------------------------------------------------------------------------------
-cpu::ConvGeom conv_geom(int64_t N, int64_t H, int64_t W, int64_t C, int64_t O, int64_t KH, int64_t KW,
-                        Conv2dArg a) {
-  cpu::ConvGeom g{N, H, W, C, O, KH, KW, 0, 0, a};
+ConvGeom conv_geom(int64_t N, int64_t H, int64_t W, int64_t C, int64_t O, int64_t KH, int64_t KW,
+                   Conv2dArg a) {
+  ConvGeom g{N, H, W, C, O, KH, KW, 0, 0, a};
   g.OH = conv_out_size(H, KH, a.stride_h, a.pad_top, a.pad_bottom, a.dil_h);
   g.OW = conv_out_size(W, KW, a.stride_w, a.pad_left, a.pad_right, a.dil_w);
   return g;
@@ -155,7 +155,7 @@ Conv2dArg conv_arg(int64_t stride, int64_t pt, int64_t pl, int64_t pb, int64_t p
 }
 struct ConvCase {
   const char* name;
-  cpu::ConvGeom g;
+  ConvGeom g;
 };
 std::vector<ConvCase> conv_cases() {
   return {
@@ -173,8 +173,8 @@ std::vector<ConvCase> conv_cases() {
   };
 }
 
-cpu::PoolGeom pool_geom(int64_t N, int64_t H, int64_t W, int64_t C, Pool2dArg a) {
-  cpu::PoolGeom g{N, H, W, C, 0, 0, a};
+PoolGeom pool_geom(int64_t N, int64_t H, int64_t W, int64_t C, Pool2dArg a) {
+  PoolGeom g{N, H, W, C, 0, 0, a};
   g.OH = conv_out_size(H, a.kernel_h, a.stride_h, a.pad_top, a.pad_bottom, 1);
   g.OW = conv_out_size(W, a.kernel_w, a.stride_w, a.pad_left, a.pad_right, 1);
   return g;
@@ -189,7 +189,7 @@ Pool2dArg pool_arg(int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t pt, i
 }
 struct PoolCase {
   const char* name;
-  cpu::PoolGeom g;
+  PoolGeom g;
 };
 std::vector<PoolCase> pool_cases() {
   return {
@@ -362,13 +362,13 @@ HostKernels host_kernels(DType t) {
   return {compiled[0].fn, t};
 }
 
-cuda::lib::PoolParams pool_params(const cpu::PoolGeom& g) {
+cuda::lib::PoolParams pool_params(const PoolGeom& g) {
   const Pool2dArg& a = g.arg;
   return {g.N,       g.H,        g.W,          g.C,         g.OH,
           g.OW,      a.kernel_h, a.kernel_w,   a.stride_h,  a.stride_w,
           a.pad_top, a.pad_left, a.pad_bottom, a.pad_right, a.count_include_pad};
 }
-cuda::lib::ConvParams conv_params(const cpu::ConvGeom& g) {
+cuda::lib::ConvParams conv_params(const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
   return {g.N,  g.H,        g.W,        g.C,       g.O,        g.KH,    g.KW,    g.OH,
           g.OW, a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dil_h, a.dil_w, a.groups};
@@ -386,7 +386,7 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
     uint32_t seed = 1;
     for (const PoolCase& c : pool_cases()) {
       const std::string what = std::string(dtype_name(t)) + " pool " + c.name;
-      const cpu::PoolGeom& g = c.g;
+      const PoolGeom& g = c.g;
       cuda::lib::PoolParams p = pool_params(g);
       const HostBuf x = host_buf(t, small_ints(g.N * g.H * g.W * g.C, seed++));
       const HostBuf dy = host_buf(t, uniform(g.N * g.OH * g.OW * g.C, seed++));
@@ -407,7 +407,7 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
     }
     for (const ConvCase& c : conv_cases()) {
       const std::string what = std::string(dtype_name(t)) + " conv " + c.name;
-      const cpu::ConvGeom& g = c.g;
+      const ConvGeom& g = c.g;
       cuda::lib::ConvParams p = conv_params(g);
       const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.OH * g.OW * g.O,
                     nw = g.O * g.KH * g.KW * (g.C / g.arg.groups);
@@ -432,7 +432,7 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
           a.pad_top, a.pad_left};
       HostBuf xp = garbage(t, g.N * pp.HP * pp.WP * g.C);
       hk.run(Kern::pad, {(void*)x.bytes.data(), xp.bytes.data(), &pp});
-      cpu::ConvGeom gp = g;
+      ConvGeom gp = g;
       gp.H = pp.HP, gp.W = pp.WP;
       gp.arg.pad_top = gp.arg.pad_left = gp.arg.pad_bottom = gp.arg.pad_right = 0;
       HostBuf yp = zeros(t, ny);
@@ -453,10 +453,10 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
 TEST(cuda_library, BadCallsThrowBeforeTouchingADevice) {
   expect_error([] { cuda::matmul(nullptr, DType::int32, nullptr, nullptr, nullptr, 1, 2, 3, 4); },
                {"matmul", "int32"});
-  cpu::ConvGeom g = conv_geom(1, 4, 4, 2, 2, 3, 3, conv_arg(1, 1, 1, 1, 1, 1, 1));
+  ConvGeom g = conv_geom(1, 4, 4, 2, 2, 3, 3, conv_arg(1, 1, 1, 1, 1, 1, 1));
   expect_error([&] { cuda::conv2d_fwd(nullptr, DType::int64, nullptr, nullptr, nullptr, g); },
                {"conv2d", "int64", "x (1,4,4,2)"});
-  cpu::ConvGeom bad = g;
+  ConvGeom bad = g;
   bad.arg.groups = 3;
   expect_error([&] { cuda::conv2d_bwd_data(nullptr, DType::float32, nullptr, nullptr, nullptr, bad); },
                {"conv2d_bwd_data", "groups"});
@@ -464,7 +464,7 @@ TEST(cuda_library, BadCallsThrowBeforeTouchingADevice) {
   bad.OH = 7;
   expect_error([&] { cuda::conv2d_bwd_weight(nullptr, DType::float32, nullptr, nullptr, nullptr, bad); },
                {"conv2d_bwd_weight", "inconsistent geometry"});
-  cpu::PoolGeom pg = pool_geom(1, 4, 4, 2, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false));
+  PoolGeom pg = pool_geom(1, 4, 4, 2, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false));
   expect_error([&] { cuda::maxpool2d_fwd(nullptr, DType::uint8, nullptr, nullptr, pg); },
                {"max_pool2d", "uint8"});
   pg.OW = 3;
@@ -522,7 +522,7 @@ TEST(cuda_library, ConvMatchesCpu) {
   uint32_t seed = 200;
   for (DType t : kFloatTypes)
     for (const ConvCase& c : conv_cases()) {
-      const cpu::ConvGeom& g = c.g;
+      const ConvGeom& g = c.g;
       const std::string what = std::string(dtype_name(t)) + " conv " + c.name;
       const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.OH * g.OW * g.O,
                     nw = g.O * g.KH * g.KW * (g.C / g.arg.groups);
@@ -568,7 +568,7 @@ TEST(cuda_library, DirectConvKernelsMatchCpu) {
   uint32_t seed = 300;
   for (DType t : kFloatTypes)
     for (const ConvCase& c : conv_cases()) {
-      const cpu::ConvGeom& g = c.g;
+      const ConvGeom& g = c.g;
       const std::string what = std::string(dtype_name(t)) + " direct conv " + c.name;
       const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.OH * g.OW * g.O,
                     nw = g.O * g.KH * g.KW * (g.C / g.arg.groups);
@@ -599,7 +599,7 @@ TEST(cuda_library, PoolingMatchesCpu) {
   uint32_t seed = 400;
   for (DType t : kFloatTypes)
     for (const PoolCase& c : pool_cases()) {
-      const cpu::PoolGeom& g = c.g;
+      const PoolGeom& g = c.g;
       const std::string what = std::string(dtype_name(t)) + " pool " + c.name;
       const int64_t nx = g.N * g.H * g.W * g.C, ny = g.N * g.OH * g.OW * g.C;
       // Small integers: ties everywhere, so the first-maximum rule decides the max gradient.
@@ -641,7 +641,7 @@ TEST(cuda_library, PoolingMatchesCpu) {
 
 TEST(cuda_library, MaxPoolPropagatesNaNLikeTheCpu) {
   REQUIRE_GPU();
-  const cpu::PoolGeom g = pool_geom(1, 4, 4, 2, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false));
+  const PoolGeom g = pool_geom(1, 4, 4, 2, pool_arg(2, 2, 2, 2, 0, 0, 0, 0, false));
   std::vector<double> v = small_ints(32, 9);
   v[5] = std::nan("");   // (0,2,1) channel 1: window (0,1)
   v[18] = std::nan("");  // (2,1,0) channel 0: window (1,0)
@@ -665,7 +665,7 @@ TEST(cuda_library, EmptyReductionsGiveZeros) {
   DevBuf c(garbage(t, 6));
   cuda::matmul(test_stream(), t, c.p, c.p, c.p, 1, 2, 0, 3);
   expect_close(c.get(t), zeros(t, 6), 0, 0, "matmul K=0");
-  const cpu::ConvGeom g = conv_geom(1, 2, 2, 3, 4, 3, 3, conv_arg(1, 0, 0, 0, 0, 1, 1));  // OH = OW = 0
+  const ConvGeom g = conv_geom(1, 2, 2, 3, 4, 3, 3, conv_arg(1, 0, 0, 0, 0, 1, 1));  // OH = OW = 0
   ASSERT_EQ(g.OH, 0);
   const HostBuf x = host_buf(t, uniform(12, 5));
   DevBuf dxin(x), dw(garbage(t, 4 * 3 * 3 * 3)), dx(garbage(t, 12));

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether::testing_values {
 

@@ -11,11 +11,11 @@
 #include "aether/core/error.h"
 #include "aether/core/random.h"
 #include "aether/core/shape.h"
-#include "aether/core/tensor.h"
 #include "aether/graph/autograd.h"
 #include "aether/graph/op.h"
 #include "aether/graph/primitives.h"
 #include "aether/graph/print.h"
+#include "aether/graph/tensor.h"
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
 // Layers, optimizers, data and the Model API.

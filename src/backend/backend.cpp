@@ -12,9 +12,7 @@
 #include <unordered_set>
 
 #include "aether/core/error.h"
-#include "backend/cpu/kernels.h"
 #include "backend/runtime.h"
-#include "codegen/compiler.h"
 #include "core/config.h"
 
 namespace aether {
@@ -103,11 +101,7 @@ bool fusion_enabled() { return config().fuse; }
 void set_library_impl(LibraryImpl impl) { config().onednn = impl == LibraryImpl::onednn; }
 LibraryImpl library_impl() { return config().onednn ? LibraryImpl::onednn : LibraryImpl::naive; }
 
-int64_t conv_weight_reorders() { return cpu::conv_weight_reorders(); }
-CpuIsa cpu_isa() {
-  check_config("cpu_isa");
-  return {cpu_isa_name(config().cpu_isa), codegen::kernel_isa(), cpu::onednn_isa()};
-}
+// conv_weight_reorders() and cpu_isa(): the CPU's, in backend/cpu/queries.cpp.
 
 int debug_level() { return config().debug; }
 

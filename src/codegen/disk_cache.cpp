@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "aether/core/error.h"
-#include "aether/data/checksum.h"
 #include "core/config.h"
+#include "core/digest.h"
 
 namespace aether::codegen::disk {
 namespace {
@@ -159,7 +159,7 @@ std::string hex16(uint64_t h) {
   return hex;
 }
 
-std::string sha256_hex(const std::string& bytes) { return data::sha256_hex(bytes.data(), bytes.size()); }
+std::string sha256_hex(const std::string& bytes) { return aether::sha256_hex(bytes.data(), bytes.size()); }
 
 bool mkdirs(const std::string& path) {
   for (size_t i = 1; i <= path.size(); ++i) {

@@ -27,7 +27,7 @@ bool write_file(const std::string& path, const std::string& text);
 bool read_trusted(const std::string& path, std::string* text, std::string* why);
 uint64_t fnv1a(const std::string& s);
 std::string hex16(uint64_t h);                     // 16 lowercase hex digits
-std::string sha256_hex(const std::string& bytes);  // 64 lowercase hex digits (data::sha256_hex)
+std::string sha256_hex(const std::string& bytes);  // 64 lowercase hex digits (core/digest.h)
 // mkdir -p; the directories it creates are 0700 whatever the umask.
 bool mkdirs(const std::string& path);
 // Whether `dir` is safe to load code from (else *why says why). The rule (as OpenSSH's safe_path):

@@ -10,20 +10,9 @@
 
 #include "aether/core/error.h"
 #include "aether/data/byte_reader.h"
+#include "core/digest.h"
 
 namespace aether::data {
-namespace {
-// Lowercase hex of a digest.
-std::string hex_of(const unsigned char* md, unsigned len) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned i = 0; i < len; ++i) {
-    out += kHex[md[i] >> 4];
-    out += kHex[md[i] & 15];
-  }
-  return out;
-}
-}  // namespace
 
 struct Md5::Impl {
   EVP_MD_CTX* ctx = nullptr;
@@ -50,7 +39,7 @@ std::string Md5::hex_digest() {
   unsigned int len = 0;
   AETHER_CHECK(EVP_DigestFinal_ex(impl_->ctx, md, &len) == 1, "md5", "OpenSSL digest final failed");
   impl_->finished = true;
-  return hex_of(md, len);
+  return hex_lower(md, len);
 }
 
 std::string md5_hex(const void* data, size_t n) {
@@ -59,13 +48,7 @@ std::string md5_hex(const void* data, size_t n) {
   return m.hex_digest();
 }
 
-std::string sha256_hex(const void* data, size_t n) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  AETHER_CHECK(EVP_Digest(data, n, md, &len, EVP_sha256(), nullptr) == 1, "sha256",
-               "OpenSSL could not compute a SHA-256 digest");
-  return hex_of(md, len);
-}
+std::string sha256_hex(const void* data, size_t n) { return aether::sha256_hex(data, n); }
 
 FileDigest digest_file(const std::string& path, bool decompress) {
   Md5 m;

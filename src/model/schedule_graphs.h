@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 #include "schedule/schedule.h"
 
 namespace aether {

@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "aether/core/tensor.h"
 #include "aether/graph/node.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

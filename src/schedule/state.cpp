@@ -7,10 +7,6 @@
 
 namespace aether::sched {
 
-bool is_movement(Op op) { return op_kind(op) == OpKind::Movement; }
-bool is_library(Op op) { return op_kind(op) == OpKind::Library; }
-bool is_reduce(Op op) { return op_kind(op) == OpKind::Reduce; }
-
 bool reshape_merges_dims(const Shape& src, const Shape& out) {
   std::vector<int64_t> cuts;  // prefix products of out
   int64_t p = 1;

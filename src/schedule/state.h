@@ -69,9 +69,6 @@ struct Load {
 };
 
 // ---- helpers (state.cpp) ------------------------------------------------------------------------
-bool is_movement(Op op);
-bool is_library(Op op);
-bool is_reduce(Op op);
 // Whether a reshape from `src` to `out` merges dims (a boundary of src is not one of out): its
 // reader's index into src then needs division and remainder, which kernels do not compute, so a
 // computed value read through such a reshape is stored first (e.g. max-pool windows

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "aether/graph/node.h"
+#include "aether/graph/realize.h"
 
 namespace aether {
 
@@ -75,7 +76,6 @@ int debug_level();
 // The unrealized nodes the targets need, sources before their consumers.
 std::vector<Node*> unrealized_in_order(const std::vector<NodePtr>& targets);
 
-// Computes the given nodes (and everything they need) now.
-void realize_nodes(const std::vector<NodePtr>& nodes);
+// realize_nodes(nodes): aether/graph/realize.h (defined with the executor, src/backend/backend.cpp).
 
 }  // namespace aether

@@ -31,8 +31,8 @@
 #include <thread>
 #include <vector>
 
-#include "aether/core/tensor.h"
 #include "aether/data/dataset.h"
+#include "aether/graph/tensor.h"
 
 namespace aether::data {
 

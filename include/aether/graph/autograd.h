@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

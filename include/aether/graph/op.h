@@ -140,6 +140,9 @@ inline bool is_elementwise(Op op) {
   const OpKind k = op_kind(op);
   return k == OpKind::Unary || k == OpKind::Binary || k == OpKind::Ternary;
 }
+inline bool is_movement(Op op) { return op_kind(op) == OpKind::Movement; }
+inline bool is_library(Op op) { return op_kind(op) == OpKind::Library; }
+inline bool is_reduce(Op op) { return op_kind(op) == OpKind::Reduce; }
 
 // ---- op arguments ---------------------------------------------------------------------------------
 struct RandArg {

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether::prim {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

@@ -29,7 +29,7 @@
 #include <vector>
 
 #include "aether/core/dtype.h"
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether::nn {
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "aether/core/tensor.h"
 #include "aether/graph/op.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

@@ -21,7 +21,7 @@
 
 #include <cstdint>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 namespace aether::optim {
 

@@ -15,6 +15,7 @@
 #include "aether/core/buffer.h"
 #include "aether/core/error.h"
 #include "aether/graph/op.h"
+#include "backend/geometry.h"  // ConvGeom, PoolGeom
 
 namespace aether::cpu {
 
@@ -48,12 +49,6 @@ void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B,
 bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                    int64_t N);
 
-// Geometry of one 2-D convolution, NHWC activations and OHWI weights:
-//   x (N,H,W,C), w (O,KH,KW,C/groups), y (N,OH,OW,O).
-struct ConvGeom {
-  int64_t N, H, W, C, O, KH, KW, OH, OW;
-  Conv2dArg arg;
-};
 void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
 void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);
 void conv2d_bwd_weight_naive(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
@@ -90,11 +85,6 @@ int64_t conv_weight_reorders();
 // Successful conv2d_fwd_postops_onednn calls so far (process-wide).
 int64_t conv_postop_calls();
 
-// Geometry of one 2-D pooling: x (N,H,W,C) -> y (N,OH,OW,C).
-struct PoolGeom {
-  int64_t N, H, W, C, OH, OW;
-  Pool2dArg arg;
-};
 // The oracle (reference_pool.cpp): same contracts as the library loops below.
 void maxpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g);
 void maxpool2d_bwd_naive(DType dtype, const void* x, const void* dy, void* dx, const PoolGeom& g);

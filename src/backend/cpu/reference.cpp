@@ -505,10 +505,10 @@ void matmul(Node& n, bool fast) {
   set_dense(n, std::move(out));
 }
 
-cpu::ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
+ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
   return {x[0], x[1], x[2], x[3], w[0], w[1], w[2], y[1], y[2], arg};
 }
-cpu::PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
+PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
   return {x[0], x[1], x[2], x[3], y[1], y[2], arg};
 }
 

@@ -82,8 +82,8 @@ bool run_conv_postops(const Kernel& k) {
   // y (N,OH,OW,O)
   auto y = std::make_shared<Buffer>(out.device, out.dtype, numel(out.shape), /*zero_fill=*/false);
   if (residual) std::memcpy(y->data(), elements(*residual), size_t(y->nbytes()));
-  const cpu::ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],
-                        w.shape[1], w.shape[2], ys[1],      ys[2],      std::get<Conv2dArg>(conv->arg)};
+  const ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],
+                   w.shape[1], w.shape[2], ys[1],      ys[2],      std::get<Conv2dArg>(conv->arg)};
   if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, elements(x), elements(w), y->data(), g, ops, w.buffer))
     return false;
   k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));

@@ -142,10 +142,10 @@ void host_compute(const std::vector<NodePtr>& outs, int device, bool count, cons
 }
 
 // ---- library ops ------------------------------------------------------------------------------------------
-cpu::ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
+ConvGeom conv_geom(const Shape& x, const Shape& w, const Shape& y, const Conv2dArg& arg) {
   return {x[0], x[1], x[2], x[3], w[0], w[1], w[2], y[1], y[2], arg};
 }
-cpu::PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
+PoolGeom pool_geom(const Shape& x, const Shape& y, const Pool2dArg& arg) {
   return {x[0], x[1], x[2], x[3], y[1], y[2], arg};
 }
 
@@ -202,9 +202,6 @@ void library(Node& n, int device) {
   ++g_library_calls;
   n.set_value(std::move(out), View::contiguous(n.shape));
 }
-
-bool is_library(Op op) { return op_kind(op) == OpKind::Library; }
-bool is_movement(Op op) { return op_kind(op) == OpKind::Movement; }
 
 // A movement op over a realized device value: a new view of its buffer (like the reference backend).
 void movement(Node& n) {

@@ -47,7 +47,7 @@ const char* pass_name(Pass p) {
   return "";
 }
 
-std::string describe(Pass pass, DType dtype, const cpu::ConvGeom& g) {
+std::string describe(Pass pass, DType dtype, const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
   return detail::cat(pass_name(pass), " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") w (", g.O, ",",
                      g.KH, ",", g.KW, ",", a.groups > 0 ? g.C / a.groups : 0, ") y (", g.N, ",", g.OH, ",",
@@ -110,7 +110,7 @@ int to_int(int64_t v) {
 }
 
 // Builds the cuDNN plan; throws Unsupported when cuDNN cannot do it.
-void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, Plan* p) {
+void plan_cudnn(cudnnHandle_t h, Pass pass, DType dtype, const ConvGeom& g, Plan* p) {
   const Conv2dArg& a = g.arg;
   cudnnDataType_t compute = CUDNN_DATA_FLOAT;
   cudnnMathType_t math = CUDNN_TENSOR_OP_MATH;
@@ -221,7 +221,7 @@ void fall_back(Plan* p, const std::string& what, const std::string& why) {
                  why.c_str());
 }
 
-Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, const std::string& what) {
+Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const ConvGeom& g, const std::string& what) {
   const Conv2dArg& a = g.arg;
   Plan p;
   p.padded = a.pad_top != a.pad_bottom || a.pad_left != a.pad_right;
@@ -239,7 +239,7 @@ Plan make_plan(cudnnHandle_t h, Pass pass, DType dtype, const cpu::ConvGeom& g, 
 }
 
 using Key = std::vector<int64_t>;
-Key key_of(int device, Pass pass, DType dtype, const cpu::ConvGeom& g) {
+Key key_of(int device, Pass pass, DType dtype, const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
   return {device,    int64_t(pass), int64_t(dtype), g.N,         g.H,     g.W,        g.C,
           g.O,       g.KH,          g.KW,           g.OH,        g.OW,    a.stride_h, a.stride_w,
@@ -248,7 +248,7 @@ Key key_of(int device, Pass pass, DType dtype, const cpu::ConvGeom& g) {
 
 // Runs the direct kernel of `pass`: in0, in1 -> out in the op table's order.
 void run_direct(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const void* in1, void* out,
-                const cpu::ConvGeom& g, const std::string& what) {
+                const ConvGeom& g, const std::string& what) {
   const Conv2dArg& a = g.arg;
   lib::ConvParams cp{g.N,  g.H,        g.W,        g.C,       g.O,        g.KH,    g.KW,    g.OH,
                      g.OW, a.stride_h, a.stride_w, a.pad_top, a.pad_left, a.dil_h, a.dil_w, a.groups};
@@ -268,7 +268,7 @@ void run_direct(cudaStream_t stream, Pass pass, DType dtype, const void* in0, co
 
 // Runs one pass: fwd (x, w -> y), bwd_data (dy, w -> dx), bwd_weight (x, dy -> dw).
 void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const void* in1, void* out,
-         const cpu::ConvGeom& g) {
+         const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
   auto what = [&] { return describe(pass, dtype, g); };
   AETHER_CHECK(dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16 ||
@@ -376,16 +376,15 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
 
 }  // namespace
 
-void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y,
-                const cpu::ConvGeom& g) {
+void conv2d_fwd(cudaStream_t stream, DType dtype, const void* x, const void* w, void* y, const ConvGeom& g) {
   run(stream, Pass::fwd, dtype, x, w, y, g);
 }
 void conv2d_bwd_data(cudaStream_t stream, DType dtype, const void* dy, const void* w, void* dx,
-                     const cpu::ConvGeom& g) {
+                     const ConvGeom& g) {
   run(stream, Pass::bwd_data, dtype, dy, w, dx, g);
 }
 void conv2d_bwd_weight(cudaStream_t stream, DType dtype, const void* x, const void* dy, void* dw,
-                       const cpu::ConvGeom& g) {
+                       const ConvGeom& g) {
   run(stream, Pass::bwd_weight, dtype, x, dy, dw, g);
 }
 

@@ -13,7 +13,7 @@
 namespace aether::cuda {
 namespace {
 
-std::string describe(const char* op, DType dtype, const cpu::PoolGeom& g) {
+std::string describe(const char* op, DType dtype, const PoolGeom& g) {
   const Pool2dArg& a = g.arg;
   return detail::cat(op, " (cuda): x (", g.N, ",", g.H, ",", g.W, ",", g.C, ") -> y (", g.N, ",", g.OH, ",",
                      g.OW, ",", g.C, ") ", lib::dname(dtype), ", kernel ", a.kernel_h, "x", a.kernel_w,
@@ -21,7 +21,7 @@ std::string describe(const char* op, DType dtype, const cpu::PoolGeom& g) {
                      a.pad_bottom, ",r", a.pad_right, ")", a.count_include_pad ? ", count_include_pad" : "");
 }
 
-lib::PoolParams params(const char* op, DType dtype, const cpu::PoolGeom& g) {
+lib::PoolParams params(const char* op, DType dtype, const PoolGeom& g) {
   const Pool2dArg& a = g.arg;
   AETHER_CHECK(a.kernel_h >= 1 && a.kernel_w >= 1 && a.stride_h >= 1 && a.stride_w >= 1 && a.pad_top >= 0 &&
                    a.pad_left >= 0 && a.pad_bottom >= 0 && a.pad_right >= 0 && g.N >= 0 && g.H >= 0 &&
@@ -35,7 +35,7 @@ lib::PoolParams params(const char* op, DType dtype, const cpu::PoolGeom& g) {
 }
 
 // Launches kernel `k` over `n` elements with the given buffer arguments and the parameter block.
-void run(const char* op, lib::Kern k, cudaStream_t stream, DType dtype, const cpu::PoolGeom& g, int64_t n,
+void run(const char* op, lib::Kern k, cudaStream_t stream, DType dtype, const PoolGeom& g, int64_t n,
          std::initializer_list<const void*> bufs) {
   lib::PoolParams p = params(op, dtype, g);
   if (n <= 0) return;
@@ -51,17 +51,17 @@ void run(const char* op, lib::Kern k, cudaStream_t stream, DType dtype, const cp
 
 }  // namespace
 
-void maxpool2d_fwd(cudaStream_t stream, DType dtype, const void* x, void* y, const cpu::PoolGeom& g) {
+void maxpool2d_fwd(cudaStream_t stream, DType dtype, const void* x, void* y, const PoolGeom& g) {
   run("max_pool2d", lib::Kern::maxpool_fwd, stream, dtype, g, g.N * g.OH * g.OW * g.C, {x, y});
 }
 void maxpool2d_bwd(cudaStream_t stream, DType dtype, const void* x, const void* dy, void* dx,
-                   const cpu::PoolGeom& g) {
+                   const PoolGeom& g) {
   run("max_pool2d_bwd", lib::Kern::maxpool_bwd, stream, dtype, g, g.N * g.H * g.W * g.C, {x, dy, dx});
 }
-void avgpool2d_fwd(cudaStream_t stream, DType dtype, const void* x, void* y, const cpu::PoolGeom& g) {
+void avgpool2d_fwd(cudaStream_t stream, DType dtype, const void* x, void* y, const PoolGeom& g) {
   run("avg_pool2d", lib::Kern::avgpool_fwd, stream, dtype, g, g.N * g.OH * g.OW * g.C, {x, y});
 }
-void avgpool2d_bwd(cudaStream_t stream, DType dtype, const void* dy, void* dx, const cpu::PoolGeom& g) {
+void avgpool2d_bwd(cudaStream_t stream, DType dtype, const void* dy, void* dx, const PoolGeom& g) {
   run("avg_pool2d_bwd", lib::Kern::avgpool_bwd, stream, dtype, g, g.N * g.H * g.W * g.C, {dy, dx});
 }
 

@@ -1,5 +1,5 @@
 // Tensor handles: creation, properties, realization and copying data in and out.
-#include "aether/core/tensor.h"
+#include "aether/graph/tensor.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,10 +7,10 @@
 #include <ostream>
 #include <sstream>
 
-#include "aether/backend/backend.h"
 #include "aether/core/random.h"
 #include "aether/graph/autograd.h"
 #include "aether/graph/primitives.h"
+#include "aether/graph/realize.h"
 #include "core/device_memory.h"  // copies between devices
 
 namespace aether {

@@ -1,4 +1,4 @@
-// aether/core/tensor.h - Tensor: a handle to a value in the lazy graph, with autograd.
+// aether/graph/tensor.h - Tensor: a handle to a value in the lazy graph, with autograd.
 //
 // A Tensor is cheap to copy (it is a shared handle). Operations record graph nodes and return at
 // once; nothing is computed until a value is needed: realize(), item(), to_vector(), or printing.
