@@ -373,12 +373,48 @@ INSTANTIATE_TEST_SUITE_P(Geometries, ConvCase, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 // ---- unsupported dtypes ----------------------------------------------------------------------------------
-TEST(ConvKernels, OnednnDeclinesFloat64AndFloat16) {
+TEST(ConvKernels, OnednnDeclinesFloat64) {
   const ConvGeom g{1, 3, 3, 1, 1, 1, 1, 3, 3, Conv2dArg{}};
   std::vector<double> x(9, 1.0), w(1, 1.0), y(9);
   EXPECT_FALSE(cpu::conv2d_fwd_onednn(DType::float64, x.data(), w.data(), y.data(), g));
-  EXPECT_FALSE(cpu::conv2d_bwd_data_onednn(DType::float16, x.data(), w.data(), y.data(), g));
+  EXPECT_FALSE(cpu::conv2d_bwd_data_onednn(DType::float64, x.data(), w.data(), y.data(), g));
   EXPECT_FALSE(cpu::conv2d_bwd_weight_onednn(DType::float64, x.data(), x.data(), w.data(), g));
+}
+
+// float16 has no oneDNN convolution here (nor bfloat16 without avx512_core_bf16 / AMX): all three
+// passes run in float32 on widened copies and round once, like the naive loops (which accumulate
+// in float32 too): at most one ulp apart, here compared in float16 on a strided, padded geometry.
+TEST(ConvKernels, SixteenBitWithoutNativeKernelsRunsWidenedAndMatchesNaive) {
+  Conv2dArg a;
+  a.stride_h = a.stride_w = 2;
+  a.pad_top = a.pad_left = 1;
+  a.pad_bottom = a.pad_right = 0;
+  const ConvGeom g{2, 7, 6, 5, 4, 3, 3, 3, 3, a};
+  auto halves = [](size_t n, uint64_t seed) {
+    std::vector<half> v;
+    for (double e : random_vec(n, seed)) v.emplace_back(float(e));
+    return v;
+  };
+  auto close = [](const std::vector<half>& got, const std::vector<half>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(float(got[i]), float(want[i]), 2e-3 * std::max(1.0f, std::fabs(float(want[i]))))
+          << what << i;
+  };
+  const auto x = halves(size_t(2 * 7 * 6 * 5), 61), w = halves(size_t(4 * 3 * 3 * 5), 62),
+             dy = halves(size_t(2 * 3 * 3 * 4), 63);
+  std::vector<half> y1(dy.size()), y2(dy.size()), dx1(x.size()), dx2(x.size()), dw1(w.size()), dw2(w.size());
+  const int64_t before = cpu::conv_widened_calls();
+  ASSERT_TRUE(cpu::conv2d_fwd_onednn(DType::float16, x.data(), w.data(), y2.data(), g));
+  ASSERT_TRUE(cpu::conv2d_bwd_data_onednn(DType::float16, dy.data(), w.data(), dx2.data(), g));
+  ASSERT_TRUE(cpu::conv2d_bwd_weight_onednn(DType::float16, x.data(), dy.data(), dw2.data(), g));
+  EXPECT_EQ(cpu::conv_widened_calls(), before + 3);
+  cpu::conv2d_fwd_naive(DType::float16, x.data(), w.data(), y1.data(), g);
+  cpu::conv2d_bwd_data_naive(DType::float16, dy.data(), w.data(), dx1.data(), g);
+  cpu::conv2d_bwd_weight_naive(DType::float16, x.data(), dy.data(), dw1.data(), g);
+  close(y2, y1, "fwd ");
+  close(dx2, dx1, "bwd_data ");
+  close(dw2, dw1, "bwd_weight ");
 }
 
 TEST(ConvKernels, NaiveRejectsIntegers) {

@@ -185,6 +185,33 @@ TEST(Matmul, OnednnMatchesNaiveFloat32) {
   EXPECT_EQ(by_impl[1], c1);
 }
 
+// 16-bit operands: natively where the CPU has the instructions, else float32 on widened copies
+// (backend/cpu/widen.h); either way one rounding of a float32 sum, like the naive loop.
+TEST(Matmul, OnednnSixteenBitMatchesNaive) {
+  const int64_t B = 2, M = 9, K = 40, N = 7;
+  const auto av = uniform(size_t(B * M * K), 5), bv = uniform(size_t(B * K * N), 6);
+  for (DType t : {DType::bfloat16, DType::float16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const Tensor a =
+        Tensor::from_vector(std::vector<float>(av.begin(), av.end()), {B, M, K}).cast(t).realize();
+    const Tensor b =
+        Tensor::from_vector(std::vector<float>(bv.begin(), bv.end()), {B, K, N}).cast(t).realize();
+    std::vector<uint16_t> ah(size_t(B * M * K)), bh(size_t(B * K * N)), c1(size_t(B * M * N)), c2(c1.size());
+    a.copy_to(ah.data(), t);
+    b.copy_to(bh.data(), t);
+    const int64_t widened = cpu::matmul_widened_calls();
+    ASSERT_TRUE(cpu::matmul_onednn(t, ah.data(), bh.data(), c2.data(), B, M, K, N));
+    if (t == DType::float16) {  // oneDNN has no float16 matmul here
+      EXPECT_EQ(cpu::matmul_widened_calls(), widened + 1);
+    }
+    cpu::matmul_naive(t, ah.data(), bh.data(), c1.data(), B, M, K, N);
+    const auto to_f = [t](uint16_t h) { return t == DType::float16 ? half_to_float(h) : bf16_to_float(h); };
+    const double ulp = t == DType::float16 ? 1.0 / 1024 : 1.0 / 128;
+    for (size_t i = 0; i < c1.size(); ++i)
+      EXPECT_NEAR(to_f(c2[i]), to_f(c1[i]), ulp * std::max(1.0f, std::fabs(to_f(c1[i])))) << i;
+  }
+}
+
 TEST(Matmul, OnednnDeclinesUnsupportedDtypes) {
   double a = 1, b = 2, c = 0;
   EXPECT_FALSE(cpu::matmul_onednn(DType::float64, &a, &b, &c, 1, 1, 1, 1));

@@ -31,7 +31,8 @@ void register_devices(CLI::App& app) {
     std::cout << "cpu    " << cpu_model() << ", " << omp_get_max_threads() << " threads\n"
               << "       instruction sets (AETHER_CPU_ISA=" << isa.cap << "): generated kernels "
               << (isa.kernels.empty() ? "none (no working compiler)" : isa.kernels) << "; oneDNN "
-              << isa.onednn << "\n";
+              << isa.onednn << "\n"
+              << "       mixed precision: " << isa.sixteen_bit << "\n";
     const auto gpus = cuda_devices();
     if (gpus.empty()) std::cout << "cuda   not available: " << cuda_unavailable_reason() << "\n";
     for (const auto& g : gpus) {

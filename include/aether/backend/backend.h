@@ -39,8 +39,11 @@ LibraryImpl library_impl();
 // vector extensions generated kernels are compiled for (the compiler's macros, "__AVX2__ __AVX__
 // __FMA__"; "" when no compiler works) and the ISA oneDNN dispatches its kernels to ("avx2",
 // "avx512_core_bf16", ...).
+// sixteen_bit: how conv and matmul run on bfloat16 / float16 operands here (mixed precision):
+// natively where oneDNN has 16-bit kernels for this CPU (bfloat16 with avx512_core_bf16 or AMX), else
+// in float32 on widened copies of the 16-bit operands, rounded back.
 struct CpuIsa {
-  std::string cap, kernels, onednn;
+  std::string cap, kernels, onednn, sixteen_bit;
 };
 CpuIsa cpu_isa();
 

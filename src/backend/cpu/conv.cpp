@@ -22,6 +22,7 @@
 #include "core/config.h"
 #include "kernels.h"
 #include "onednn.h"
+#include "widen.h"
 
 namespace aether::cpu {
 
@@ -193,6 +194,7 @@ std::mutex g_weights_mu;
 std::vector<BlockedWeights> g_weights;
 std::atomic<int64_t> g_weight_reorders{0};
 std::atomic<int64_t> g_postop_calls{0};
+std::atomic<int64_t> g_widened_calls{0};  // convolutions run on widened 16-bit operands
 
 // Reorders the user weights `user_w` (OHWI) into `dst`, in c's layout.
 void reorder_to_primitive(const CachedConv& c, dnnl::memory& user_w, dnnl::memory& dst, dnnl::stream& s) {
@@ -342,11 +344,34 @@ bool run_conv(Pass pass, DType dtype, const void* a, const void* b, void* out, c
   return true;
 }
 
+// 16-bit operands on a CPU whose oneDNN has no 16-bit convolution (widen.h): the pass in float32 on
+// widened copies, the result rounded back to `dtype`. Element counts per pass as in run_conv's order.
+bool run_conv_widened(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g) {
+  const int64_t x = g.N * g.H * g.W * g.C, w = g.O * g.KH * g.KW * (g.C / g.arg.groups),
+                y = g.N * g.OH * g.OW * g.O;
+  const int64_t na = pass == Pass::bwd_data ? y : x, nb = pass == Pass::bwd_weight ? y : w,
+                nout = pass == Pass::fwd        ? y
+                       : pass == Pass::bwd_data ? x
+                                                : w;
+  const BufferPtr fa = widen(dtype, a, na), fb = widen(dtype, b, nb);
+  const auto fout = std::make_shared<Buffer>(Device::cpu(), DType::float32, nout, /*zero_fill=*/false);
+  if (!run_conv(pass, DType::float32, fa->data(), fb->data(), fout->data(), g, {}, nullptr)) return false;
+  narrow(dtype, static_cast<const float*>(fout->data()), out, nout);
+  ++g_widened_calls;
+  return true;
+}
+// run_conv in `dtype`, or for 16-bit dtypes oneDNN declines here, on widened float32 copies.
+bool run_conv_any(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g,
+                  const std::shared_ptr<const Buffer>& w_owner) {
+  if (run_conv(pass, dtype, a, b, out, g, {}, w_owner)) return true;
+  return (dtype == DType::bfloat16 || dtype == DType::float16) && run_conv_widened(pass, dtype, a, b, out, g);
+}
+
 }  // namespace
 
 bool conv2d_fwd_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
                        const std::shared_ptr<const Buffer>& w_owner) {
-  return run_conv(Pass::fwd, dtype, x, w, y, g, {}, w_owner);
+  return run_conv_any(Pass::fwd, dtype, x, w, y, g, w_owner);
 }
 bool conv2d_fwd_postops_onednn(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g,
                                const std::vector<ConvPostOp>& ops,
@@ -357,12 +382,13 @@ bool conv2d_fwd_postops_onednn(DType dtype, const void* x, const void* w, void* 
 }
 bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g,
                             const std::shared_ptr<const Buffer>& w_owner) {
-  return run_conv(Pass::bwd_data, dtype, dy, w, dx, g, {}, w_owner);
+  return run_conv_any(Pass::bwd_data, dtype, dy, w, dx, g, w_owner);
 }
 bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g) {
-  return run_conv(Pass::bwd_weight, dtype, x, dy, dw, g, {}, nullptr);
+  return run_conv_any(Pass::bwd_weight, dtype, x, dy, dw, g, nullptr);
 }
 int64_t conv_weight_reorders() { return g_weight_reorders.load(); }
 int64_t conv_postop_calls() { return g_postop_calls.load(); }
+int64_t conv_widened_calls() { return g_widened_calls.load(); }
 
 }  // namespace aether::cpu

@@ -45,7 +45,8 @@ std::string onednn_isa();
 // a (B,M,K), b (B,K,N) -> c (B,M,N)
 void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                   int64_t N);
-// Returns false (and does nothing) when oneDNN does not support `dtype`.
+// Returns false (and does nothing) when oneDNN does not support `dtype`. float16 / bfloat16 run
+// natively where the CPU can, else in float32 on widened copies (widen.h).
 bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                    int64_t N);
 
@@ -84,6 +85,10 @@ bool conv2d_fwd_postops_onednn(DType dtype, const void* x, const void* w, void* 
 int64_t conv_weight_reorders();
 // Successful conv2d_fwd_postops_onednn calls so far (process-wide).
 int64_t conv_postop_calls();
+// oneDNN convolutions (and matmuls) run in float32 on widened copies of 16-bit operands so far,
+// because this CPU has no native 16-bit kernel for them (widen.h; process-wide).
+int64_t conv_widened_calls();
+int64_t matmul_widened_calls();
 
 // The oracle (reference_pool.cpp): same contracts as the library loops below.
 void maxpool2d_fwd_naive(DType dtype, const void* x, void* y, const PoolGeom& g);

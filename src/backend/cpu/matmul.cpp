@@ -4,10 +4,12 @@
 #include <dnnl.hpp>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "kernels.h"
 #include "onednn.h"
+#include "widen.h"
 
 namespace aether::cpu {
 
@@ -25,17 +27,17 @@ std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
   }
   return std::nullopt;
 }
-}  // namespace
 
-bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
+std::atomic<int64_t> g_widened_calls{0};
+bool matmul_native(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                    int64_t N) {
-  note_onednn_call();
   const auto dt = dnnl_type(dtype);
   if (!dt) return false;
   using tag = dnnl::memory::format_tag;
   // Primitives are created once per (dtype, shape) and cached.
   static std::mutex mu;
-  static std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, dnnl::matmul> cache;
+  // (empty: oneDNN refused it here, e.g. bf16 on a CPU without AVX-512; not asked again)
+  static std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, std::optional<dnnl::matmul>> cache;
   const dnnl::memory::desc ad({B, M, K}, *dt, tag::abc), bd({B, K, N}, *dt, tag::abc),
       cd({B, M, N}, *dt, tag::abc);
   dnnl::matmul prim;
@@ -44,14 +46,15 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
     auto key = std::make_tuple(int(dtype), B, M, K, N);
     auto it = cache.find(key);
     if (it == cache.end()) {
+      std::optional<dnnl::matmul> made;
       try {
-        dnnl::matmul::primitive_desc pd(onednn_engine(), ad, bd, cd);
-        it = cache.emplace(key, dnnl::matmul(pd)).first;
+        made = dnnl::matmul(dnnl::matmul::primitive_desc(onednn_engine(), ad, bd, cd));
       } catch (const dnnl::error&) {
-        return false;  // e.g. bf16 on a CPU without AVX-512: the caller runs the naive loop
       }
+      it = cache.emplace(key, std::move(made)).first;
     }
-    prim = it->second;
+    if (!it->second) return false;
+    prim = *it->second;
   }
   dnnl::stream s(onednn_engine());
   dnnl::memory am(ad, onednn_engine(), const_cast<void*>(a)), bm(bd, onednn_engine(), const_cast<void*>(b)),
@@ -60,5 +63,21 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
   s.wait();
   return true;
 }
+}  // namespace
+
+bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
+                   int64_t N) {
+  note_onednn_call();
+  if (matmul_native(dtype, a, b, c, B, M, K, N)) return true;
+  if (dtype != DType::bfloat16 && dtype != DType::float16) return false;
+  // No 16-bit matmul on this CPU: float32 on widened copies, rounded back (widen.h).
+  const BufferPtr fa = widen(dtype, a, B * M * K), fb = widen(dtype, b, B * K * N);
+  const auto fc = std::make_shared<Buffer>(Device::cpu(), DType::float32, B * M * N, /*zero_fill=*/false);
+  if (!matmul_native(DType::float32, fa->data(), fb->data(), fc->data(), B, M, K, N)) return false;
+  narrow(dtype, static_cast<const float*>(fc->data()), c, B * M * N);
+  ++g_widened_calls;
+  return true;
+}
+int64_t matmul_widened_calls() { return g_widened_calls.load(); }
 
 }  // namespace aether::cpu

@@ -1,0 +1,42 @@
+// 16-bit <-> float32 conversion of whole arrays for the library kernels (widen.h), with the scalar
+// conversions of aether/core/dtype.h (bfloat16's are inline integer arithmetic the compiler vectorises).
+#include "widen.h"
+
+#include "aether/core/error.h"
+
+namespace aether::cpu {
+namespace {
+void check_16bit(DType t, const char* op) {
+  AETHER_CHECK(t == DType::bfloat16 || t == DType::float16, op, "expected float16 or bfloat16, got ",
+               dtype_name(t));
+}
+}  // namespace
+
+BufferPtr widen(DType t, const void* p, int64_t n) {
+  check_16bit(t, "widen");
+  auto out = std::make_shared<Buffer>(Device::cpu(), DType::float32, n, /*zero_fill=*/false);
+  float* dst = static_cast<float*>(out->data());
+  const uint16_t* src = static_cast<const uint16_t*>(p);
+  if (t == DType::bfloat16) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+  }
+  return out;
+}
+
+void narrow(DType t, const float* src, void* p, int64_t n) {
+  check_16bit(t, "narrow");
+  uint16_t* dst = static_cast<uint16_t*>(p);
+  if (t == DType::bfloat16) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+  }
+}
+
+}  // namespace aether::cpu
