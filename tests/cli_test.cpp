@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "aether/backend/cuda.h"
+#include "aether/model/model.h"
 #include "data/fixtures.h"
 #include "io/checkpoint.h"
 
@@ -236,8 +237,8 @@ TEST(Cli, BadDevicePrecisionAndResume) {
     expect_one_line_error(run("train --model mlp --device cuda --epochs 1 --max-steps-per-epoch 1 --quiet"),
                           {"CUDA"});
   expect_one_line_error(
-      run("train --model mlp --precision float16 --epochs 1 --max-steps-per-epoch 1 --quiet"),
-      {"float16", "not yet supported"});
+      run("train --model mlp --precision float8 --epochs 1 --max-steps-per-epoch 1 --quiet"),
+      {"float8", "unknown precision"});
   expect_one_line_error(run("train --model nope-net --epochs 1 --quiet"), {"nope-net"});
   // --resume honours --device and --precision too (it used to keep training on the CPU).
   TempDir tmp;
@@ -248,8 +249,15 @@ TEST(Cli, BadDevicePrecisionAndResume) {
         run("train --resume '" + ck + "' --device cuda --epochs 2 --max-steps-per-epoch 1 --quiet"),
         {"CUDA"});
   expect_one_line_error(
-      run("train --resume '" + ck + "' --precision float16 --epochs 2 --max-steps-per-epoch 1 --quiet"),
-      {"float16", "not yet supported"});
+      run("train --resume '" + ck + "' --precision half --epochs 2 --max-steps-per-epoch 1 --quiet"),
+      {"half", "unknown precision"});
+  // A float32 checkpoint resumes in bfloat16 and records the precision it trained in last.
+  const std::string ck2 = tmp.file("m2.aether");
+  ASSERT_EQ(run("train --resume '" + ck +
+                "' --precision bf16 --epochs 2 --max-steps-per-epoch 1 --quiet --save '" + ck2 + "'")
+                .code,
+            0);
+  EXPECT_EQ(aether::Model::load(ck2).precision(), "bfloat16");
 }
 
 TEST(Cli, MiniTrainingEvaluatePredict) {

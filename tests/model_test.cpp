@@ -205,8 +205,8 @@ TEST(ModelBuild, ConfigurationErrors) {
   c.lr = -1;
   expect_error([&] { m.configure(c); }, {"configure", "learning rate"});
 
-  expect_error([&] { m.set_precision("float16"); }, {"set_precision", "float16", "not yet supported"});
-  expect_error([&] { m.set_precision("bfloat16"); }, {"not yet supported"});
+  expect_error([&] { m.set_precision("float8"); }, {"set_precision", "unknown precision 'float8'", "bf16"});
+  expect_error([&] { m.set_precision(""); }, {"set_precision", "unknown precision ''"});
   EXPECT_NO_THROW(m.set_precision("float32"));
   expect_error([&] { m.to("cuda"); }, {"CUDA"});
   expect_error([&] { m.to("cuda:1"); }, {"CUDA"});

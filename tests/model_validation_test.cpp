@@ -483,8 +483,10 @@ TEST(ModelLoadValidation, ArchitectureConfigAndTheRest) {
   EXPECT_EQ(top("input_shape", {8, 8, 0}), where + "input_shape[2] is 0, expected an integer >= 1");
   EXPECT_EQ(top("input_shape", {8, 8}), where + "input_shape is [8,8], expected [H, W, C] or [features]");
   expect_has(top("input_shape", {8, 8, 3}), {where + "architecture does not fit input_shape (8, 8, 3)"});
-  EXPECT_EQ(top("precision", "float16"),
-            where + "precision is \"float16\"; this build of aether supports only \"float32\"");
+  EXPECT_EQ(top("precision", "float8"),
+            where + "precision is \"float8\"; expected \"float32\", \"bfloat16\" or \"float16\"");
+  EXPECT_EQ(top("precision", 16),
+            where + "precision is 16; expected \"float32\", \"bfloat16\" or \"float16\"");
   EXPECT_EQ(top("info", 7), where + "info is 7, expected an object");
   expect_has(top("layouts", {{"activations", "NCHW"}}), {where + "layouts is", "reads only"});
   expect_has(top("optimizer", {{"type", "Adam"}}),

@@ -53,6 +53,21 @@ def test_same_seed_same_result_and_seed_matters(fmnist):
     assert run(1) != run(2)
 
 
+def test_mixed_precision_tracks_float32(fmnist):
+    """bfloat16 and float16 (float32 master weights) train like float32 with the same seed."""
+    x, y, _, _ = fmnist
+
+    def run(precision):
+        m = small_cnn(seed=3)
+        m.set_precision(precision)
+        m.finalize((28, 28, 1))
+        return m.train(x[:600], y[:600], epochs=1, batch_size=100, verbose=False)["loss"][0]
+
+    base = run("float32")
+    for precision in ("bf16", "fp16"):
+        assert run(precision) == pytest.approx(base, abs=0.05 + 0.1 * base)
+
+
 def test_dense_network_on_flat_features(fmnist):
     x, y, xt, yt = fmnist
     m = ae.Model()
@@ -153,8 +168,8 @@ def test_bad_input_gets_clear_errors(fmnist):
         m.predict(np.array([["a"]]))
     with pytest.raises(ValueError, match="epochs"):
         m.train(x[:10], y[:10], epochs=0, verbose=False)
-    with pytest.raises(ValueError, match="not yet supported"):
-        m.set_precision("float16")
+    with pytest.raises(ValueError, match="unknown precision"):
+        m.set_precision("float8")
     with pytest.raises((ValueError, RuntimeError), match="cuda|CUDA|device"):
         m.to("cupy")  # this machine has no GPU (or aether was built without CUDA)
     with pytest.raises(ValueError, match="label_smoothing"):

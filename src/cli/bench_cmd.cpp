@@ -46,7 +46,8 @@ struct BenchArgs {
   int64_t batch = 256;
   bool breakdown = false;
   int64_t mib = 256;
-  std::string device = "cpu";  // bn-relu, relu-backward, conv, step: "cpu", "cuda", "cuda:N"
+  std::string device = "cpu";         // bn-relu, relu-backward, conv, step: "cpu", "cuda", "cuda:N"
+  std::string precision = "float32";  // step: the model's precision (Model::set_precision)
   // The numeric options as given (checked into the fields above by check_numbers).
   TextArg runs_text, warmup_text, threads_text, channels_text, batch_text, mib_text;
 };
@@ -321,19 +322,16 @@ int run_step(const BenchArgs& a) {
   // A constant rate: the preset's peak / 25 (one-cycle's starting rate); random labels diverge at the peak.
   const double lr = p.config.lr / 25;
   double last_loss = 0;
+  model.set_precision(a.precision);
   auto step = [&] {
     net.train();
     opt.set_lr(lr);
-    const Tensor out = net.forward(x);
-    const Tensor loss = cross_entropy(out, labels, p.config.label_smoothing);
-    loss.backward();
-    if (p.config.clip_grad_norm > 0) optim::clip_grad_norm(opt.params(), p.config.clip_grad_norm);
-    const Tensor acc = accuracy(out.detach(), labels);
-    std::vector<Tensor> extra{loss, acc};
-    for (auto& [name, t] : net.named_buffers()) extra.push_back(*t);
-    opt.step(extra);  // parameters, optimizer state, buffers, loss and accuracy: one realize
+    // Forward, loss, backward, clipping, accuracy and the update, recorded as Model::train records
+    // them (in the model's precision); parameters, optimizer state, buffers, loss and accuracy: one realize.
+    const Model::Step s = model.record_train_step(x, labels);
+    realize(s.tensors);
     opt.zero_grad();
-    last_loss = loss.item<double>();
+    last_loss = s.loss.item<double>();
   };
   const Measured m = bench::measure(step, plan_of(a));
   // Memory of one more (steady-state) step: the high-water mark of live tensor bytes, reset just
@@ -376,6 +374,7 @@ int run_step(const BenchArgs& a) {
                                 {"device", dev.str()},
                                 {"model", p.name},
                                 {"batch", a.batch},
+                                {"precision", a.precision},
                                 {"threads", omp_get_max_threads()},
                                 {"mode", a.compare ? "compare" : bench::mode_name(plan_of(a))}};
     merge(j, bench::timing_json(m.main));
@@ -396,8 +395,9 @@ int run_step(const BenchArgs& a) {
     std::cout << j.dump(1) << "\n";
     return 0;
   }
-  std::printf("bench step: one training step of %s (%s, lr %g) on random (%lld, 32, 32, 3) images\n",
-              p.name.c_str(), p.config.optimizer.c_str(), lr, static_cast<long long>(a.batch));
+  std::printf("bench step: one training step of %s (%s, lr %g, %s) on random (%lld, 32, 32, 3) images\n",
+              p.name.c_str(), p.config.optimizer.c_str(), lr, a.precision.c_str(),
+              static_cast<long long>(a.batch));
   std::printf("%s\n\n", run_line(a).c_str());
   // images/s is a rate over the median; the table helper divides work by 1e9, so scale it back.
   std::printf("%s", measured_table(m, a, {{"images/s", images * 1e9}}).c_str());
@@ -426,6 +426,7 @@ int run_bench(BenchArgs& a, const std::map<std::string, CLI::Option*>& given) {
       {"--model", {"step"}},
       {"--batch", {"step"}},
       {"--breakdown", {"step"}},
+      {"--precision", {"step"}},
       {"--mib", {"stream"}},
       {"--device", {"bn-relu", "relu-backward", "conv", "step"}},
       {"--compare", {"bn-relu", "relu-backward", "conv", "step"}},
@@ -475,6 +476,9 @@ void register_bench(CLI::App& app) {
   given["--batch"] = a.batch_text.option;
   given["--breakdown"] =
       cmd->add_flag("--breakdown", a.breakdown, "step: per-kernel time of one profiled step");
+  given["--precision"] =
+      cmd->add_option("--precision", a.precision, "step: float32, bfloat16 or float16 (fp32, bf16, fp16)")
+          ->capture_default_str();
   add_text_option(*cmd, "--mib", a.mib_text, "stream: MiB per array, 1..4096 (default 256)", "INT");
   given["--mib"] = a.mib_text.option;
   cmd->callback([] { exit_code() = run_bench(a, given); });

@@ -241,7 +241,7 @@ int run_train(const TrainArgs& a) {
 }
 
 struct EvalArgs {
-  std::string checkpoint, dataset, data_dir, device = "cpu";
+  std::string checkpoint, dataset, data_dir, device = "cpu", precision;
   TextArg metrics_json;
 };
 int run_evaluate(const EvalArgs& a) {
@@ -252,6 +252,7 @@ int run_evaluate(const EvalArgs& a) {
   }
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
+  if (!a.precision.empty()) model.set_precision(a.precision);
   const std::string ds_name = data::canonical_dataset_name(
       a.dataset.empty() ? nlohmann::json::parse(model.info()).value("dataset", std::string()) : a.dataset);
   const data::Dataset test =
@@ -304,7 +305,9 @@ void register_train(CLI::App& app) {
   add_text_option(*cmd, "--seed", t.seed, "random seed (default: 1)", "UINT");
   cmd->add_option("--device", t.device, "cpu, cuda or cuda:N (aether devices lists them)")
       ->capture_default_str();
-  cmd->add_option("--precision", t.precision, "float32")->capture_default_str();
+  cmd->add_option("--precision", t.precision,
+                  "float32, or mixed bfloat16 / float16 (bf16, fp16: float32 master weights)")
+      ->capture_default_str();
   add_text_option(*cmd, "--save", t.save, "write a checkpoint here after every epoch", "FILE");
   cmd->add_flag("--overwrite", t.overwrite, "let --save replace an existing file");
   add_text_option(*cmd, "--resume", t.resume, "continue training from this checkpoint", "FILE");
@@ -321,6 +324,7 @@ void register_train(CLI::App& app) {
   ev->add_option("--data-dir", e.data_dir, "where the data set is");
   add_text_option(*ev, "--metrics-json", e.metrics_json, "write metrics here as JSON", "FILE");
   ev->add_option("--device", e.device, "cpu, cuda or cuda:N")->capture_default_str();
+  ev->add_option("--precision", e.precision, "float32, bfloat16 or float16 (default: the checkpoint's)");
   ev->callback([] { exit_code() = run_evaluate(e); });
 
   static SummaryArgs s;

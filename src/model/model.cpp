@@ -125,6 +125,19 @@ nlohmann::json layouts_json() {
   return {
       {"activations", "NHWC"}, {"conv_weight", "OHWI (O, KH, KW, C/groups)"}, {"linear_weight", "(out, in)"}};
 }
+std::string canonical_precision(const std::string& name, const char* op) {
+  if (name == "float32" || name == "fp32") return "float32";
+  if (name == "bfloat16" || name == "bf16") return "bfloat16";
+  if (name == "float16" || name == "fp16") return "float16";
+  throw Error(detail::cat(op, ": unknown precision '", name,
+                          "'; expected float32 (fp32), bfloat16 (bf16) or float16 (fp16)"));
+}
+DType compute_dtype(const std::string& precision) {
+  if (precision == "bfloat16") return DType::bfloat16;
+  if (precision == "float16") return DType::float16;
+  return DType::float32;
+}
+
 }  // namespace model_internal
 using namespace model_internal;
 
@@ -157,11 +170,7 @@ Model& Model::to(Device device) {
 Model& Model::to(const std::string& device) { return to(Device::parse(device)); }
 
 Model& Model::set_precision(const std::string& precision) {
-  AETHER_CHECK(
-      precision == "float32" || precision == "fp32", "set_precision", "precision '", precision,
-      "' is not yet supported (mixed float16/bfloat16 training arrives with the mixed-precision issue); "
-      "use float32");
-  impl_->precision = "float32";
+  impl_->precision = model_internal::canonical_precision(precision, "set_precision");
   return *this;
 }
 
@@ -177,7 +186,7 @@ Model& Model::finalize(const Shape& input_shape) {
     nn::EvalModeGuard eval_mode(*m.net);
     Shape s = input_shape;
     s.insert(s.begin(), 2);
-    const Tensor out = m.net->forward(Tensor::zeros(s, DType::float32, m.device));
+    const Tensor out = m.forward(Tensor::zeros(s, DType::float32, m.device));
     AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ",
                  to_string(out.shape()));
   }
@@ -195,17 +204,71 @@ Model& Model::finalize(const Shape& input_shape) {
   return *this;
 }
 
+namespace {
+// Multiplies every gradient by `factor` (lazily: the product fuses into the optimizer's update).
+void scale_grads(const std::vector<Tensor>& params, double factor) {
+  NoGradGuard no_grad;
+  for (const auto& p : params) {
+    const Tensor g = p.grad();
+    if (g.defined()) const_cast<Tensor&>(p).set_grad(g * factor);
+  }
+}
+}  // namespace
+
 Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
-  const Tensor out = net->forward(x);
+  const Tensor out = forward(x);
   Step step;
   step.loss = loss(out, labels, targets);
-  step.loss.backward();
+  const double scale = scales_loss() ? loss_scale.scale : 1.0;
+  (scale != 1.0 ? step.loss * scale : step.loss).backward();
+  if (scale != 1.0) scale_grads(opt->params(), 1.0 / scale);
   if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
   step.accuracy = metric(out.detach(), labels, targets);
   std::vector<Tensor> extra{step.loss, step.accuracy};
   for (auto& [name, t] : net->named_buffers()) extra.push_back(*t);
   step.tensors = opt->record_step(extra);
   return step;
+}
+
+bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
+                                  Tensor* loss_out, Tensor* accuracy_out) {
+  const Tensor out = forward(x);
+  const Tensor l = loss(out, labels, targets);
+  (l * loss_scale.scale).backward();
+  // NaN when any gradient holds Inf or NaN (0 * Inf is NaN), else 0: one sum per gradient.
+  Tensor flag;
+  std::vector<Tensor> first{l, metric(out.detach(), labels, targets)};
+  {
+    NoGradGuard no_grad;
+    for (const auto& p : opt->params()) {
+      const Tensor g = p.grad();
+      if (!g.defined()) continue;
+      const Tensor z = (g.cast(DType::float32) * 0.0).sum();
+      flag = flag.defined() ? flag + z : z;
+      first.push_back(g);
+    }
+  }
+  if (flag.defined()) first.push_back(flag);
+  for (auto& [name, t] : net->named_buffers()) first.push_back(*t);
+  realize(first);
+  *loss_out = first[0];
+  *accuracy_out = first[1];
+  const bool finite = !flag.defined() || std::isfinite(flag.item<double>());
+  if (!finite) {  // skip: the gradients are dropped, nothing else changes
+    opt->zero_grad();
+    loss_scale.scale = std::max(loss_scale.scale / 2, kMinLossScale);
+    loss_scale.clean_steps = 0;
+    ++loss_scale.skipped;
+    return false;
+  }
+  scale_grads(opt->params(), 1.0 / loss_scale.scale);
+  if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
+  realize(opt->record_step({}));
+  if (++loss_scale.clean_steps >= loss_scale.growth_interval) {
+    loss_scale.scale = std::min(loss_scale.scale * 2, kMaxLossScale);
+    loss_scale.clean_steps = 0;
+  }
+  return true;
 }
 
 Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
@@ -274,14 +337,18 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
       const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
       if (m.input_shape.size() == 1) x = x.flatten(1);
-      // Parameters, optimizer state, buffers, loss and accuracy: one realize.
-      const Step step = m.record_step(x, labels, targets);
-      if (graph_step)
-        graph_step->run([&] { realize(step.tensors); });
-      else
-        realize(step.tensors);
-      const Tensor& loss = step.loss;
-      const Tensor& acc = step.accuracy;
+      Tensor loss, acc;
+      if (m.scales_loss()) {  // float16: forward and backward, then the update unless it overflowed
+        m.run_scaled_step(x, labels, targets, &loss, &acc);
+      } else {  // parameters, optimizer state, buffers, loss and accuracy: one realize
+        const Step step = m.record_step(x, labels, targets);
+        if (graph_step)
+          graph_step->run([&] { realize(step.tensors); });
+        else
+          realize(step.tensors);
+        loss = step.loss;
+        acc = step.accuracy;
+      }
       m.opt->zero_grad();
       ++m.steps_done;
       ++batches;
@@ -358,7 +425,7 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
     const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
     const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
     if (m.input_shape.size() == 1) x = x.flatten(1);
-    const Tensor out = m.net->forward(x);
+    const Tensor out = m.forward(x);
     const Tensor loss = m.loss(out, labels, targets), acc = m.metric(out, labels, targets);
     const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
@@ -393,7 +460,7 @@ Tensor Model::predict(const Tensor& images) {
   AETHER_CHECK(bad_input.empty(), "predict", "the images hold ", bad_input);
   nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
-  Tensor p = m.probabilities(m.net->forward(x)).realize();
+  Tensor p = m.probabilities(m.forward(x)).realize();
   const std::string bad = non_finite(p);
   AETHER_CHECK(bad.empty(), "predict", "the model's outputs are not finite (", bad,
                "); the weights are corrupt or diverged");
@@ -426,6 +493,18 @@ nn::Sequential& Model::network() { return *impl_->net; }
 optim::Optimizer* Model::optimizer() { return impl_->opt.get(); }
 const ModelConfig& Model::config() const { return impl_->config; }
 int64_t Model::epochs_done() const { return impl_->epochs_done; }
+std::string Model::precision() const { return impl_->precision; }
+double Model::loss_scale() const { return impl_->loss_scale.scale; }
+int64_t Model::skipped_steps() const { return impl_->loss_scale.skipped; }
+Model& Model::set_loss_scale(double scale, int64_t growth_interval) {
+  AETHER_CHECK(std::isfinite(scale) && scale > 0, "set_loss_scale", "scale must be finite and > 0, got ",
+               scale);
+  AETHER_CHECK(growth_interval >= 1, "set_loss_scale", "growth_interval must be >= 1, got ", growth_interval);
+  impl_->loss_scale.scale = scale;
+  impl_->loss_scale.growth_interval = growth_interval;
+  impl_->loss_scale.clean_steps = 0;
+  return *this;
+}
 int64_t Model::steps_done() const { return impl_->steps_done; }
 const Shape& Model::input_shape() const { return impl_->input_shape; }
 const std::vector<float>& Model::norm_mean() const { return impl_->mean; }

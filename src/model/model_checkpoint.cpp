@@ -38,7 +38,11 @@ void Model::save(const std::string& path) {
                          {"schedule_position", m.steps_done},
                          {"optimizer_steps", m.opt->steps()},
                          {"lr", m.opt->lr()},
-                         {"loader", m.loader_state}}},
+                         {"loader", m.loader_state},
+                         {"loss_scale",
+                          {{"scale", m.loss_scale.scale},
+                           {"clean_steps", m.loss_scale.clean_steps},
+                           {"growth_interval", m.loss_scale.growth_interval}}}}},
                        {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
@@ -221,10 +225,12 @@ Model Model::load(const std::string& path) {
     } catch (const Error& e) {
       r.fail("architecture", detail::cat("does not fit input_shape ", to_string(input), ": ", e.what()));
     }
+    // The precision it trained in (the weights are float32 masters whatever it is); set_precision
+    // after load() trains or evaluates in another.
     const json& precision = r.member(j, "", "precision");
-    if (precision != "float32")
-      r.fail("precision", "is " + brief(precision) + "; this build of aether supports only \"float32\"");
-    m.precision = "float32";
+    if (precision != "float32" && precision != "bfloat16" && precision != "float16")
+      r.fail("precision", "is " + brief(precision) + "; expected \"float32\", \"bfloat16\" or \"float16\"");
+    m.precision = precision.get<std::string>();
 
     // Normalisation: one finite mean and one std > 0 per input channel (a model with flat input
     // that was never trained has none: mean 0, std 1).
@@ -271,6 +277,21 @@ Model Model::load(const std::string& path) {
       r.count(loader["crop_padding"], "training_state.loader.crop_padding");
     for (const char* key : {"hflip", "shuffle", "drop_last"})
       if (loader.contains(key)) r.boolean(loader[key], detail::cat("training_state.loader.", key));
+    // Dynamic loss scaling's state (float16; files from before it have none: the initial scale).
+    Model::Impl::LossScale loss_scale;
+    if (ts.contains("loss_scale")) {
+      const json& ls = ts["loss_scale"];
+      if (!ls.is_object()) r.fail("training_state.loss_scale", "is " + brief(ls) + ", expected an object");
+      loss_scale.scale =
+          r.number(r.member(ls, "training_state.loss_scale", "scale"), "training_state.loss_scale.scale", 0);
+      if (!(loss_scale.scale > 0))
+        r.fail("training_state.loss_scale.scale", detail::cat("is ", loss_scale.scale, ", expected > 0"));
+      loss_scale.clean_steps = r.count(r.member(ls, "training_state.loss_scale", "clean_steps"),
+                                       "training_state.loss_scale.clean_steps");
+      loss_scale.growth_interval = r.count(r.member(ls, "training_state.loss_scale", "growth_interval"),
+                                           "training_state.loss_scale.growth_interval", 1);
+    }
+    m.loss_scale = loss_scale;
     m.opt->set_steps(optimizer_steps);
     m.opt->set_lr(lr);
     m.loader_state = loader;

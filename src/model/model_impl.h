@@ -25,6 +25,11 @@ double first_negative(const Tensor& t);
 bool non_negative_entry(const std::string& name);
 // The optimizer state slots of each parameter once the optimizer has taken a step.
 std::vector<std::string> optimizer_slots(const ModelConfig& c);
+// "float32", "bfloat16" or "float16" for a precision name or its short form (fp32, bf16, fp16);
+// throws aether::Error naming `op` for anything else.
+std::string canonical_precision(const std::string& name, const char* op);
+// The dtype activations are computed in under a canonical precision.
+DType compute_dtype(const std::string& precision);
 // The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
 nlohmann::json layouts_json();
 
@@ -43,7 +48,25 @@ struct Model::Impl {
   std::vector<float> mean, std;
   nlohmann::json info = nlohmann::json::object();
   nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)
+  // Dynamic loss scaling (float16 only): the loss is multiplied by `scale` before backward; a step
+  // whose gradients hold Inf/NaN is skipped (weights, optimizer state and step count untouched) and
+  // halves the scale; growth_interval clean steps in a row double it (up to kMaxLossScale). Saved in the
+  // checkpoint.
+  struct LossScale {
+    double scale = 65536.0;
+    int64_t clean_steps = 0;
+    int64_t growth_interval = 2000;
+    int64_t skipped = 0;  // steps skipped so far (this process)
+  } loss_scale;
+  static constexpr double kMinLossScale = 1.0 / 65536, kMaxLossScale = 16777216.0;  // 2^-16 .. 2^24
+  bool scales_loss() const { return precision == "float16"; }
 
+  // The network on a batch: in mixed precision the input is cast to the 16-bit compute dtype (the
+  // layers cast their float32 parameters to it; BatchNorm and Softmax compute in float32), and the
+  // outputs return to float32, in which the loss, the metrics and the probabilities are computed.
+  Tensor forward(const Tensor& x) const {
+    return net->forward(x.cast(model_internal::compute_dtype(precision))).cast(DType::float32);
+  }
   void require_finalized(const char* op) const {
     AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
   }
@@ -56,8 +79,14 @@ struct Model::Impl {
     return mse_loss(out, target);
   }
   // One training step recorded, not computed (Model::record_train_step without the names, which
-  // train() does not need): step.tensors are the loss, accuracy, buffers, then record_step's.
+  // train() does not need): step.tensors are the loss, accuracy, buffers, then record_step's. With
+  // loss scaling, backward runs on the scaled loss and the update on the unscaled gradients.
   Step record_step(const Tensor& x, const Tensor& labels, const Tensor& targets);
+  // train()'s step with loss scaling: forward and backward realized first, with a flag that is NaN
+  // when any gradient is not finite; the update is then recorded and realized only for a finite one.
+  // Returns false for a skipped step.
+  bool run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets, Tensor* loss,
+                       Tensor* accuracy);
   // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.
   Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
     if (!targets.defined()) return accuracy(out, labels);

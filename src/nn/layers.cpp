@@ -23,6 +23,13 @@ std::string size2(Size2 s) {
   return s.h == s.w ? std::to_string(s.h) : std::to_string(s.h) + "x" + std::to_string(s.w);
 }
 nlohmann::json size2_json(Size2 s) { return {s.h, s.w}; }
+// Mixed precision (docs/mixed-precision.md): float32 parameters meet 16-bit activations in the
+// activations' dtype. The cast is one node per parameter per step, shared by forward and backward,
+// and its gradient comes back in float32 (promotion), so the parameter's gradient is float32.
+bool is_16bit_float(DType t) { return t == DType::bfloat16 || t == DType::float16; }
+Tensor in_compute_dtype(const Tensor& p, const Tensor& x) {
+  return p.defined() && is_16bit_float(x.dtype()) && p.dtype() == DType::float32 ? p.cast(x.dtype()) : p;
+}
 // A pooling stride of 0 on an axis means the kernel's size there.
 Size2 pool_stride(Size2 kernel, Size2 stride) {
   return {stride.h == 0 ? kernel.h : stride.h, stride.w == 0 ? kernel.w : stride.w};
@@ -42,7 +49,7 @@ Linear::Linear(int64_t in, int64_t out, bool use_bias) : in_(in), out_(out) {
 Tensor Linear::forward(const Tensor& x) {
   AETHER_CHECK(x.ndim() >= 1 && x.shape().back() == in_, "Linear", "expected input (..., ", in_, "), got ",
                to_string(x.shape()));
-  return linear(x, weight, bias);
+  return linear(x, in_compute_dtype(weight, x), in_compute_dtype(bias, x));
 }
 std::string Linear::describe() const {
   return detail::cat("Linear(", in_, " -> ", out_, bias.defined() ? "" : ", no bias", ")");
@@ -69,7 +76,7 @@ Conv2d::Conv2d(int64_t in, int64_t out, Size2 kernel, Conv2dOptions opt, bool us
 Tensor Conv2d::forward(const Tensor& x) {
   AETHER_CHECK(x.ndim() == 4 && x.shape()[3] == in_, "Conv2d", "expected input (N, H, W, ", in_, "), got ",
                to_string(x.shape()));
-  return conv2d(x, weight, bias, opt_);
+  return conv2d(x, in_compute_dtype(weight, x), in_compute_dtype(bias, x), opt_);
 }
 std::string Conv2d::describe() const {
   const auto& p = opt_.padding;
@@ -119,13 +126,17 @@ Tensor BatchNorm::forward(const Tensor& x) {
   const int want = dims_ == 1 ? 2 : 4;
   AETHER_CHECK(x.ndim() == want && x.shape().back() == channels_, type_name(), "expected input ",
                dims_ == 1 ? "(N, " : "(N, H, W, ", channels_, "), got ", to_string(x.shape()));
-  auto r = batch_norm(x, weight, bias, running_mean, running_var, is_training(), momentum_, eps_);
+  // Exempt from mixed precision: 16-bit input is normalised in float32 (statistics, running
+  // buffers and parameters stay float32) and the output returns to the input's dtype.
+  const bool narrow = is_16bit_float(x.dtype());
+  auto r = batch_norm(narrow ? x.cast(DType::float32) : x, weight, bias, running_mean, running_var,
+                      is_training(), momentum_, eps_);
   if (is_training()) {
     NoGradGuard no_grad;
     running_mean.assign(r.new_running_mean.detach());
     running_var.assign(r.new_running_var.detach());
   }
-  return r.out;
+  return narrow ? r.out.cast(x.dtype()) : r.out;
 }
 std::string BatchNorm::describe() const { return detail::cat(type_name(), "(", channels_, ")"); }
 std::string BatchNorm::config() const {
@@ -140,7 +151,10 @@ std::string BatchNorm::config() const {
 // ---- parameter-free layers -------------------------------------------------------------------------------
 Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, slope_); }
 Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
-Tensor Softmax::forward(const Tensor& x) { return softmax(x, axis_); }
+// Exempt from mixed precision: computed and returned in float32.
+Tensor Softmax::forward(const Tensor& x) {
+  return softmax(is_16bit_float(x.dtype()) ? x.cast(DType::float32) : x, axis_);
+}
 MaxPool2d::MaxPool2d(Size2 kernel, Size2 stride, Size2 padding)
     : k_(kernel), s_(pool_stride(kernel, stride)), p_(padding) {}
 Tensor MaxPool2d::forward(const Tensor& x) { return max_pool2d(x, k_, s_, p_); }

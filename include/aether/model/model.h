@@ -116,8 +116,20 @@ class Model {
   Model& configure(const ModelConfig& config);
   Model& to(Device device);
   Model& to(const std::string& device);  // "cpu", "cuda", "cuda:1"
-  // "float32" (the default). Mixed precision ("float16", "bfloat16") arrives with its own issue
-  // and throws "not yet supported" until then.
+  // "float32" (the default), or mixed precision "bfloat16" / "float16" (also "fp32", "bf16",
+  // "fp16"): activations and the inputs of conv and matmul in the 16-bit type; parameters, their
+  // gradients and the optimizer state in float32 (each parameter cast to 16 bits once per step);
+  // BatchNorm, Softmax, the loss and the metrics in float32. float16 trains with dynamic loss
+  // scaling (train() skips a step whose gradients overflow and halves the scale). Any time: a
+  // loaded model keeps its checkpoint's precision until set. docs/mixed-precision.md.
+  std::string precision() const;
+  // float16's dynamic loss scale (initially 65536): the factor the loss is multiplied by before
+  // backward, and the clean steps in a row after which it doubles (2000); a step whose gradients
+  // overflow is skipped and halves it. Both are saved in the checkpoint. skipped_steps(): steps
+  // train() skipped so far in this process.
+  double loss_scale() const;
+  Model& set_loss_scale(double scale, int64_t growth_interval = 2000);
+  int64_t skipped_steps() const;
   Model& set_precision(const std::string& precision);
   // Checks the layers against one sample's shape (H, W, C) or (features) and builds the optimizer.
   Model& finalize(const Shape& input_shape);
