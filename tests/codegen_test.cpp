@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -394,6 +395,55 @@ TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {
 }
 
 // ---- whole-step consequences of the fusion rules -------------------------------------------------
+// The generated 16-bit conversions (branch-free, so that loops over them vectorise) give the
+// reference's bits: every float16 and bfloat16 bit pattern widened, and every 4099th float32 bit
+// pattern (all ranges and both signs: subnormals, ties, overflow, NaN) plus the edges of each
+// range narrowed. Floats are compared by their bits (a NaN by being a NaN of the same sign).
+TEST(Codegen, SixteenBitConversionsMatchTheReferenceBitForBit) {
+  FusionOn on;
+  auto bits = [](float f) { return std::bit_cast<uint32_t>(f); };
+  auto same = [&](float g, float w) {
+    return std::isnan(w) ? std::isnan(g) && std::signbit(g) == std::signbit(w) : bits(g) == bits(w);
+  };
+  std::vector<uint16_t> halves(65536);  // [65536] every bit pattern
+  for (uint32_t h = 0; h < 65536; ++h) halves[h] = uint16_t(h);
+  std::vector<float> floats;  // [~1.05M] float32 values to narrow
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099)
+    floats.push_back(std::bit_cast<float>(uint32_t(u)));
+  for (uint32_t edge : {0x33000000u, 0x38800000u, 0x477ff000u, 0x47800000u, 0x7f800000u, 0x7f7fffffu}) {
+    for (uint32_t d = 0; d < 4096; ++d) {  // around each edge, both signs
+      for (uint32_t sign : {0u, 0x80000000u}) {
+        floats.push_back(std::bit_cast<float>((edge - 2048 + d) | sign));
+      }
+    }
+  }
+  for (DType t : {DType::float16, DType::bfloat16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const bool f16 = t == DType::float16;
+    const auto before = codegen::codegen_stats();
+    const std::vector<float> wide =
+        Tensor::from_blob(halves.data(), {65536}, t).cast(DType::float32).to_vector<float>();
+    const std::vector<float> narrow =  // read back through the reference's widening
+        Tensor::from_blob(floats.data(), {int64_t(floats.size())}, DType::float32).cast(t).to_vector<float>();
+    const auto after = codegen::codegen_stats();
+    EXPECT_EQ(after.fallbacks, before.fallbacks);
+    EXPECT_GE(after.compiled + after.disk_hits + after.memory_hits,
+              before.compiled + before.disk_hits + before.memory_hits + 2)
+        << "the casts ran in generated kernels";
+    for (uint32_t h = 0; h < 65536; ++h) {
+      const float w = f16 ? half_to_float(uint16_t(h)) : bf16_to_float(uint16_t(h));
+      ASSERT_TRUE(same(wide[h], w)) << std::hex << "bits 0x" << h << ": 0x" << bits(wide[h]) << ", want 0x"
+                                    << bits(w);
+    }
+    for (size_t i = 0; i < floats.size(); ++i) {
+      const float x = floats[i];
+      const float w = f16 ? half_to_float(float_to_half(x)) : bf16_to_float(float_to_bf16(x));
+      ASSERT_TRUE(same(narrow[i], w))
+          << std::hex << "float 0x" << bits(x) << " -> 0x" << bits(narrow[i]) << ", want 0x" << bits(w);
+    }
+  }
+}
+
 TEST(Codegen, OptimizerUpdatesEachParameterInOneKernel) {
   FusionOn on;
   for (const bool adam : {false, true}) {

@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <sstream>
 #include <vector>
 
 #include "aether/aether.h"
+#include "core/half_array.h"
 
 using namespace aether;
 
@@ -287,6 +289,27 @@ TEST(Half, SweepAgainstReference) {
     const long double want = round_half_ref(f);
     ASSERT_TRUE(same_value(got, want)) << std::hexfloat << f << " -> " << got << " want " << double(want);
   }
+}
+
+// The array conversions (F16C on AVX2 CPUs) give the scalar functions' bits for every float16
+// pattern and a sweep of float32 patterns, at lengths that leave a scalar tail.
+TEST(Half, ArrayConversionsMatchScalar) {
+  std::vector<uint16_t> h(65536 + 5);  // [65541] every pattern, then 5 more for the tail
+  for (size_t i = 0; i < h.size(); ++i) h[i] = uint16_t(i);
+  std::vector<float> f(h.size());
+  half_to_float(h.data(), f.data(), int64_t(h.size()));
+  for (size_t i = 0; i < h.size(); ++i) {
+    const float w = half_to_float(h[i]);
+    ASSERT_EQ(std::memcmp(&f[i], &w, 4), 0) << std::hex << h[i];
+  }
+  std::vector<float> x;  // every 4099th float32 bit pattern, NaNs and subnormals included
+  for (uint64_t u = 0; u < (uint64_t(1) << 32); u += 4099) x.push_back(bits_to_float(uint32_t(u)));
+  x.push_back(NAN);
+  std::vector<uint16_t> y(x.size());
+  float_to_half(x.data(), y.data(), int64_t(x.size()));
+  for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], float_to_half(x[i])) << std::hexfloat << x[i];
+  std::printf("float16 array conversions in hardware (F16C): %s\n",
+              half_conversions_in_hardware() ? "yes" : "no");
 }
 
 // ---- bfloat16 ------------------------------------------------------------------------------------

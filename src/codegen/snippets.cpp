@@ -53,42 +53,25 @@ $FN double ae_rand_f64(u64 seed, u64 stream, u64 index) {
 }
 // 16-bit floats are stored as their bits (unsigned short) and computed in float, rounded after every
 // op like the reference (aether/core/dtype.h: the same round-to-nearest-even bit manipulations).
+// Branch-free (selects by masks), so that a loop over them vectorises: the same bits as the
+// reference's scalar conversions for every input (tests/codegen_test.cpp checks all of them).
 $FN float ae_h2f(unsigned short h) {
-  const u32 sign = (u32)(h & 0x8000u) << 16;
-  u32 e = (h >> 10) & 0x1fu, m = h & 0x3ffu, u;
-  if (e == 0) {
-    if (m == 0) {
-      u = sign;
-    } else {
-      e = 127 - 15 + 1;
-      while ((m & 0x400u) == 0) { m <<= 1; --e; }
-      u = sign | (e << 23) | ((m & 0x3ffu) << 13);
-    }
-  } else if (e == 0x1f) {
-    u = sign | 0x7f800000u | (m << 13);
-  } else {
-    u = sign | ((e + 127 - 15) << 23) | (m << 13);
-  }
-  return ae_bitsf(u);
+  const u32 em = (u32)(h & 0x7fffu) << 13, e = em & 0x0f800000u;  // exponent and mantissa, as a float's
+  const u32 normal = em + ((127u - 15u) << 23);
+  const u32 special = (em + ((255u - 31u) << 23)) | ((u32)((em & 0x7fe000u) != 0) << 22);  // inf; NaN made quiet
+  const u32 sub = ae_fbits(ae_bitsf(em | (113u << 23)) - ae_bitsf(113u << 23));  // m * 2^-24, exact
+  const u32 is_sub = 0u - (u32)(e == 0), is_special = 0u - (u32)(e == 0x0f800000u);
+  const u32 r = (sub & is_sub) | (special & is_special) | (normal & ~(is_sub | is_special));
+  return ae_bitsf(r | ((u32)(h & 0x8000u) << 16));
 }
-$FN unsigned short ae_f2h(float f) {
-  const u32 u = ae_fbits(f);
-  const unsigned short sign = (unsigned short)((u >> 16) & 0x8000u);
-  const u32 a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return (unsigned short)(sign | 0x7e00u);
-  if (a >= 0x477ff000u) return (unsigned short)(sign | 0x7c00u);
-  if (a < 0x38800000u) {
-    if (a < 0x33000000u) return sign;
-    const u32 shift = 126 - (a >> 23), m = (a & 0x7fffffu) | 0x800000u;
-    u32 h = m >> shift;
-    const u32 rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (h & 1u))) ++h;
-    return (unsigned short)(sign | h);
-  }
-  u32 h = (a >> 13) - ((127 - 15) << 10);
-  const u32 rem = a & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
-  return (unsigned short)(sign | h);
+$FN unsigned short ae_f2h(float f) {  // round to nearest even, overflow to inf, NaN -> sign | 0x7e00
+  const u32 u = ae_fbits(f), a = u & 0x7fffffffu;
+  const u32 normal = (a + ((u32)(15 - 127) << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13;  // carries to inf
+  const u32 sub = ae_fbits(ae_bitsf(a) + 0.5f) - ae_fbits(0.5f);  // below 2^-14: the FPU rounds in 2^-24 steps
+  const u32 big = 0x7c00u | ((u32)(a > 0x7f800000u) << 9);
+  const u32 is_big = 0u - (u32)(a >= 0x47800000u), is_sub = 0u - (u32)(a < 0x38800000u);
+  const u32 r = (big & is_big) | (sub & is_sub) | (normal & ~(is_big | is_sub));
+  return (unsigned short)(r | ((u >> 16) & 0x8000u));
 }
 $FN float ae_b2f(unsigned short b) { return ae_bitsf((u32)b << 16); }
 $FN unsigned short ae_f2b(float f) {

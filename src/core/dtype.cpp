@@ -110,7 +110,7 @@ float half_to_float(uint16_t h) {
       u = sign | (exp << 23) | (mant << 13);
     }
   } else if (exp == 0x1f) {
-    u = sign | 0x7f800000u | (mant << 13);  // inf or NaN
+    u = sign | 0x7f800000u | (mant << 13) | (mant ? 0x400000u : 0u);  // inf, or NaN made quiet (as F16C)
   } else {
     u = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
