@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
@@ -303,6 +304,15 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   EXPECT_EQ(lines, 3) << p.out;
   EXPECT_EQ(p.out.rfind("0\tclass ", 0), 0u) << p.out;
   EXPECT_NE(p.out.find("2\tclass "), std::string::npos) << p.out;
+  // predict --precision: a line per image in bfloat16 too (an mlp of 3 steps: its classes may differ
+  // from float32's where the top two probabilities are close), and a clear error for an unknown one.
+  const CliResult pb = run("predict --checkpoint '" + ck + "' " + std::string(kFashionDir) +
+                           "/t10k-images-idx3-ubyte.gz --limit 3 --precision bf16");
+  ASSERT_EQ(pb.code, 0) << pb.out;
+  EXPECT_EQ(std::count(pb.out.begin(), pb.out.end(), '\n'), 3) << pb.out;
+  expect_one_line_error(run("predict --checkpoint '" + ck + "' " + std::string(kFashionDir) +
+                            "/t10k-images-idx3-ubyte.gz --precision float8"),
+                        {"float8", "unknown precision"});
 
   // evaluate and predict take --device; one that is not there is a clear error, not a CPU run.
   expect_one_line_error(run("evaluate --checkpoint '" + ck + "' --device tpu"), {"tpu"});

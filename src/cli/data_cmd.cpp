@@ -48,8 +48,8 @@ int run_verify(const DataArgs& a) {
 }
 
 struct PredictArgs {
-  std::string checkpoint, input, device = "cpu";
-  TextArg limit;  // default 10; 0: all
+  std::string checkpoint, input, device = "cpu", precision;  // precision: "" keeps the checkpoint's
+  TextArg limit;                                             // default 10; 0: all
 };
 // Reads images from an IDX image file or a CIFAR-10 batch: (N,H,W,C) uint8.
 data::Dataset read_images(const std::string& path, const Shape& want) {
@@ -78,6 +78,7 @@ int run_predict(const PredictArgs& a) {
                       : 10;
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
+  if (!a.precision.empty()) model.set_precision(a.precision);
   data::Dataset d = read_images(a.input, model.input_shape());
   if (limit > 0 && d.n > limit) {
     d.n = limit;
@@ -120,6 +121,7 @@ void register_data(CLI::App& app) {
   pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
   add_text_option(*pr, "--limit", p.limit, "at most this many images (default 10; 0: all)", "INT");
   pr->add_option("--device", p.device, "cpu, cuda or cuda:N")->capture_default_str();
+  pr->add_option("--precision", p.precision, "float32, bfloat16 or float16 (default: the checkpoint's)");
   pr->callback([] { exit_code() = run_predict(p); });
 }
 

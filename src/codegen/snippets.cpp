@@ -142,8 +142,6 @@ std::string prelude_helpers(Lang lang) {
   return s;
 }
 
-bool is_16bit(DType t) { return t == DType::float16 || t == DType::bfloat16; }
-
 const char* ctype(DType t) {
   switch (t) {
     case DType::float32: return "float";
@@ -157,30 +155,31 @@ const char* ctype(DType t) {
   }
   throw Error(detail::cat("codegen: no C type for ", dtype_name(t)));
 }
-const char* storage_ctype(DType t) { return is_16bit(t) ? "unsigned short" : ctype(t); }
-int value_bytes(DType t) { return is_16bit(t) ? 4 : int(dtype_size(t)); }
+const char* storage_ctype(DType t) { return is_16bit_float(t) ? "unsigned short" : ctype(t); }
+int value_bytes(DType t) { return is_16bit_float(t) ? 4 : int(dtype_size(t)); }
 const char* compute_type(DType t) { return t == DType::float64 ? "double" : is_fp(t) ? "float" : "i64"; }
-bool is_fp(DType t) { return t == DType::float32 || t == DType::float64 || is_16bit(t); }
+bool is_fp(DType t) { return t == DType::float32 || t == DType::float64 || is_16bit_float(t); }
 
 std::string round_to(DType t, const std::string& e) {
-  if (!is_16bit(t)) return e;
+  if (!is_16bit_float(t)) return e;
   return detail::cat(t == DType::float16 ? "ae_rh(" : "ae_rb(", e, ")");
 }
 
 std::string load_expr(DType t, const std::string& e) {
-  if (!is_16bit(t)) return e;
+  if (!is_16bit_float(t)) return e;
   return detail::cat(t == DType::float16 ? "ae_h2f(" : "ae_b2f(", e, ")");
 }
 std::string store_expr(DType t, const std::string& e) {
-  if (!is_16bit(t)) return e;
+  if (!is_16bit_float(t)) return e;
   return detail::cat(t == DType::float16 ? "ae_f2h(" : "ae_f2b(", e, ")");
 }
 
 std::string convert(DType to, DType from, const std::string& e) {
   if (to == DType::boolean) return "(" + e + " != 0)";
-  if (is_16bit(to))  // from float64 or an integer: round to float to odd first, then once to 16 bits
-    return round_to(to, from == DType::float32 || is_16bit(from) ? detail::cat("(float)(", e, ")")
-                                                                 : detail::cat("ae_odd((double)(", e, "))"));
+  if (is_16bit_float(to))  // from float64 or an integer: round to float to odd first, then once to 16 bits
+    return round_to(to, from == DType::float32 || is_16bit_float(from)
+                            ? detail::cat("(float)(", e, ")")
+                            : detail::cat("ae_odd((double)(", e, "))"));
   if (is_fp(to)) return detail::cat("(", ctype(to), ")(", e, ")");
   if (is_fp(from))
     return detail::cat("ae_f2i<", ctype(to), ", ", compute_type(from), ">(", e, ", ", int_limits(to), ")");
@@ -300,7 +299,7 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
     }
     case InstKind::Const:
       if (in.param < 0) return literal(lang, in.dtype, in.value);
-      if (is_16bit(in.dtype))
+      if (is_16bit_float(in.dtype))
         return convert(in.dtype, DType::float64, detail::cat(cpp ? "fp_[" : "fp", in.param, cpp ? "]" : ""));
       return detail::cat("(", ctype(in.dtype), ")", cpp ? "fp_[" : "fp", in.param, cpp ? "]" : "");
     case InstKind::Rand: {
@@ -345,7 +344,7 @@ std::string Acc::combine(const std::string& a, const std::string& b) const {
   return fp() ? "ae_max(" + a + ", " + b + ")" : "ae_maxi(" + a + ", " + b + ")";
 }
 std::string Acc::final(const std::string& a) const {
-  if (is_16bit(r.dtype)) return convert(r.dtype, narrow() ? DType::float32 : DType::float64, a);
+  if (is_16bit_float(r.dtype)) return convert(r.dtype, narrow() ? DType::float32 : DType::float64, a);
   if (fp()) return detail::cat("(", ctype(r.dtype), ")", a);
   return convert(r.dtype, DType::int64, "(i64)" + a);
 }

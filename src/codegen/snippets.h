@@ -32,7 +32,6 @@ const char* storage_ctype(DType t);  // the C type of an element of a buffer of 
 int value_bytes(DType t);            // sizeof(ctype(t)): scratch arrays of values
 const char* compute_type(DType t);   // the type the reference computes in for values stored as t
 bool is_fp(DType t);                 // float64, float32, float16, bfloat16
-bool is_16bit(DType t);
 std::string round_to(DType t, const std::string& e);    // a float rounded to t's precision (16-bit)
 std::string load_expr(DType t, const std::string& e);   // element of a buffer of t -> value
 std::string store_expr(DType t, const std::string& e);  // value -> element of a buffer of t

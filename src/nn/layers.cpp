@@ -26,7 +26,6 @@ nlohmann::json size2_json(Size2 s) { return {s.h, s.w}; }
 // Mixed precision (docs/mixed-precision.md): float32 parameters meet 16-bit activations in the
 // activations' dtype. The cast is one node per parameter per step, shared by forward and backward,
 // and its gradient comes back in float32 (promotion), so the parameter's gradient is float32.
-bool is_16bit_float(DType t) { return t == DType::bfloat16 || t == DType::float16; }
 Tensor in_compute_dtype(const Tensor& p, const Tensor& x) {
   return p.defined() && is_16bit_float(x.dtype()) && p.dtype() == DType::float32 ? p.cast(x.dtype()) : p;
 }

@@ -1,5 +1,6 @@
 // Elementwise tensor ops: broadcasting and dtype promotion on top of the primitives.
 #include <cmath>
+#include <numbers>
 
 #include "aether/graph/primitives.h"
 
@@ -21,6 +22,14 @@ Tensor scalar_like(const Tensor& t, double v) {
 }
 // Ops that only make sense on floats promote ints and bools to float32 first.
 Tensor as_float(const Tensor& t) { return is_float(t.dtype()) ? t : t.cast(DType::float32); }
+// A composite whose intermediate results would lose accuracy in 16 bits (cancellation near zero:
+// cos near its zeros, tanh and sigmoid near 0) computes on float16/bfloat16 input in float32 and
+// rounds once (docs/mixed-precision.md); the casts fuse into the composite's kernel.
+template <class F>
+Tensor in_float32(const Tensor& t, F f) {
+  const Tensor x = as_float(t);
+  return is_16bit_float(x.dtype()) ? f(x.cast(DType::float32)).cast(x.dtype()) : f(x);
+}
 }  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return bin(Op::Add, a, b, "add"); }
@@ -65,9 +74,9 @@ Tensor Tensor::sqrt() const { return prim::unary(Op::Sqrt, as_float(*this)); }
 Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
 Tensor Tensor::reciprocal() const { return prim::unary(Op::Recip, as_float(*this)); }
 Tensor Tensor::sin() const { return prim::unary(Op::Sin, as_float(*this)); }
-Tensor Tensor::cos() const {
-  return (as_float(*this) + std::numbers::pi / 2).sin();
-}  // cos x = sin(x + pi/2)
+Tensor Tensor::cos() const {  // cos x = sin(x + pi/2)
+  return in_float32(*this, [](const Tensor& x) { return (x + std::numbers::pi / 2).sin(); });
+}
 Tensor Tensor::square() const { return *this * *this; }
 Tensor Tensor::abs() const {
   if (dtype() == DType::boolean || dtype() == DType::uint8) return *this;  // never negative
@@ -124,13 +133,16 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond,
 // The zero has x's dtype, so relu keeps integer dtypes.
 Tensor Tensor::relu() const { return where(*this <= 0.0, Tensor::zeros({}, dtype(), device()), *this); }
 Tensor Tensor::sigmoid() const {
-  const Tensor x = as_float(*this);  // before negating: -x of uint8 would wrap
-  // Stable form: e = exp(-|x|) never overflows, so neither the value nor the gradient sees inf
-  // (1 / (1 + exp(-x)) has a 0 * inf = NaN gradient below about -88 in float32).
-  const Tensor e = (-x.abs()).exp();
-  const Tensor r = (1.0 + e).reciprocal();
-  return where(x >= 0.0, r, e * r);
+  return in_float32(*this, [](const Tensor& x) {
+    // Stable form: e = exp(-|x|) never overflows, so neither the value nor the gradient sees inf
+    // (1 / (1 + exp(-x)) has a 0 * inf = NaN gradient below about -88 in float32).
+    const Tensor e = (-x.abs()).exp();
+    const Tensor r = (1.0 + e).reciprocal();
+    return where(x >= 0.0, r, e * r);
+  });
 }
-Tensor Tensor::tanh() const { return (*this * 2.0).sigmoid() * 2.0 - 1.0; }
+Tensor Tensor::tanh() const {
+  return in_float32(*this, [](const Tensor& x) { return (x * 2.0).sigmoid() * 2.0 - 1.0; });
+}
 
 }  // namespace aether

@@ -64,11 +64,14 @@ Tensor Tensor::mean(const std::vector<int64_t>& axes, bool keepdim) const {
 Tensor Tensor::var(const std::vector<int64_t>& axes, bool keepdim, int correction) const {
   const Axes a = norm_axes(*this, axes, "var");
   const std::vector<int64_t> ax(a.begin(), a.end());
-  const Tensor x = is_float(dtype()) ? *this : cast(DType::float32);
+  // Integers, and 16-bit floats (x - mean in 16 bits would cancel), compute in float32; a 16-bit
+  // input's variance is rounded back once.
+  const Tensor x = is_float(dtype()) && !is_16bit_float(dtype()) ? *this : cast(DType::float32);
   const Tensor d = x - x.mean(ax, true);
   const int64_t n = count(x, a) - correction;
   AETHER_CHECK(n > 0, "var", "not enough elements (", count(x, a), ") for correction ", correction);
-  return (d * d).sum(ax, keepdim) / double(n);
+  const Tensor v = (d * d).sum(ax, keepdim) / double(n);
+  return is_16bit_float(dtype()) ? v.cast(dtype()) : v;
 }
 
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const {

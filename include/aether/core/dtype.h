@@ -49,6 +49,8 @@ const char* dtype_name(DType t);
 int dtype_size(DType t);
 bool is_float(DType t);
 bool is_int(DType t);  // integer types, not bool
+// float16 or bfloat16: stored in 16 bits, computed in float32 (the types mixed precision uses).
+inline bool is_16bit_float(DType t) { return t == DType::float16 || t == DType::bfloat16; }
 DType promote(DType a, DType b);
 DType dtype_from_name(const std::string& name);  // throws aether::Error for an unknown name
 std::ostream& operator<<(std::ostream& os, DType t);

@@ -364,7 +364,7 @@ bool run_conv_widened(Pass pass, DType dtype, const void* a, const void* b, void
 bool run_conv_any(Pass pass, DType dtype, const void* a, const void* b, void* out, const ConvGeom& g,
                   const std::shared_ptr<const Buffer>& w_owner) {
   if (run_conv(pass, dtype, a, b, out, g, {}, w_owner)) return true;
-  return (dtype == DType::bfloat16 || dtype == DType::float16) && run_conv_widened(pass, dtype, a, b, out, g);
+  return is_16bit_float(dtype) && run_conv_widened(pass, dtype, a, b, out, g);
 }
 
 }  // namespace

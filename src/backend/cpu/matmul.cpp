@@ -69,7 +69,7 @@ bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B
                    int64_t N) {
   note_onednn_call();
   if (matmul_native(dtype, a, b, c, B, M, K, N)) return true;
-  if (dtype != DType::bfloat16 && dtype != DType::float16) return false;
+  if (!is_16bit_float(dtype)) return false;
   // No 16-bit matmul on this CPU: float32 on widened copies, rounded back (widen.h).
   const BufferPtr fa = widen(dtype, a, B * M * K), fb = widen(dtype, b, B * K * N);
   const auto fc = std::make_shared<Buffer>(Device::cpu(), DType::float32, B * M * N, /*zero_fill=*/false);

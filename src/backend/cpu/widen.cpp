@@ -11,8 +11,7 @@
 namespace aether::cpu {
 namespace {
 void check_16bit(DType t, const char* op) {
-  AETHER_CHECK(t == DType::bfloat16 || t == DType::float16, op, "expected float16 or bfloat16, got ",
-               dtype_name(t));
+  AETHER_CHECK(is_16bit_float(t), op, "expected float16 or bfloat16, got ", dtype_name(t));
 }
 }  // namespace
 
