@@ -42,6 +42,10 @@ GROUPS = {
     "conv": ["conv-forward", "conv-forward-backward"],
     "step-64": ["step-64"],
     "step-256": ["step-256"],
+    # Mixed precision (issue 15): aether --precision bf16 against PyTorch under
+    # torch.autocast("cpu", torch.bfloat16); JAX is not measured in bfloat16.
+    "step-64-bf16": ["step-64-bf16"],
+    "step-256-bf16": ["step-256-bf16"],
 }
 SECTIONS = ("stream",) + tuple(GROUPS) + ("memory", "first-step")
 TITLES = {
@@ -52,6 +56,8 @@ TITLES = {
     "conv-forward-backward": "conv3x3 64->64 fwd+bwd",
     "step-64": "cifarnet step, batch 64",
     "step-256": "cifarnet step, batch 256",
+    "step-64-bf16": "cifarnet step, batch 64, bfloat16",
+    "step-256-bf16": "cifarnet step, batch 256, bfloat16",
 }
 
 
@@ -185,7 +191,7 @@ class Comparison:
   def run_group(self, group, workers):
     a = self.a
     rows = GROUPS[group]
-    runs = a.big_runs if group == "step-256" else a.runs
+    runs = a.big_runs if group.startswith("step-256") else a.runs
     log("== %s: setting up %s" % (group, ", ".join(workers) or "no peers"))
     ready = {}  # framework -> rows it set up
     for fw, w in workers.items():
@@ -386,6 +392,18 @@ def targets(res, stream, mem, first):
     if am and tm:
       out.append(("%s peak memory <= PyTorch's (RSS growth)" % row,
                   "aether %.0f MiB vs PyTorch best %.0f MiB" % (am / 2**20, min(tm) / 2**20), am <= min(tm)))
+  # bfloat16 (issue 15): with native BF16 <= 0.7x aether's float32 step and faster than PyTorch
+  # autocast; without it no more than 10% slower than float32.
+  native = "avx512_bf16" in (machine().get("isa") or []) and os.environ.get("AETHER_CPU_ISA") != "avx2"
+  for b in (64, 256):
+    f32, bf = med("step-%d" % b, "aether"), med("step-%d-bf16" % b, "aether")
+    if f32 and bf:
+      goal = 0.7 if native else 1.10
+      out.append(("step-%d bf16 <= %.2fx aether float32 (%s native BF16)" % (b, goal, "with" if native else "no"),
+                  "%.2fx" % (bf / f32), bf <= goal * f32))
+    t = best("step-%d-bf16" % b, ["torch-nchw", "torch-cl", "torch-compile"])
+    if bf and t:
+      out.append(("step-%d bf16 faster than PyTorch bf16 autocast" % b, "aether/best = %.2f" % (bf / t), bf < t))
   if first:
     out.append(("first step, cold kernel cache < 30 s", "%.1f s" % first["cold"]["wall_s"],
                 first["cold"]["wall_s"] < 30))

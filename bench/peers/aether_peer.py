@@ -22,8 +22,9 @@ ARGS = {
 
 
 def args_of(name):
-  if name.startswith("step-"):
-    return ["step", "--model", "cifarnet", "--batch", name.split("-")[1]]
+  if name.startswith("step-"):  # step-B or step-B-bf16
+    parts = name.split("-")
+    return ["step", "--model", "cifarnet", "--batch", parts[1]] + (["--precision", parts[2]] if len(parts) > 2 else [])
   return list(ARGS[name])
 
 

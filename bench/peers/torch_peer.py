@@ -128,9 +128,10 @@ def cifarnet():
   return nn.Sequential(*layers)
 
 
-def cifarnet_step(variant, batch):
+def cifarnet_step(variant, batch, bf16=False):
   """One training step as `aether bench step` does it: forward, loss (label smoothing), backward,
-  SGD (Nesterov, weight decay), zero_grad, accuracy, loss.item()."""
+  SGD (Nesterov, weight decay), zero_grad, accuracy, loss.item(). bf16: the forward and the loss
+  under torch.autocast("cpu", torch.bfloat16) (float32 weights), as aether's --precision bf16."""
   torch.manual_seed(0)
   model = cifarnet().train().to(memory_format=_fmt(variant))
   x = _randn((batch, common.CIFARNET_IN, 32, 32), variant)
@@ -139,8 +140,9 @@ def cifarnet_step(variant, batch):
                         weight_decay=common.WEIGHT_DECAY)
 
   def fwd_loss(xb, yb):
-    out = model(xb)
-    return out, F.cross_entropy(out, yb, label_smoothing=common.LABEL_SMOOTHING)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+      out = model(xb)
+      return out, F.cross_entropy(out, yb, label_smoothing=common.LABEL_SMOOTHING)
 
   fwd_loss = _compiled(fwd_loss, variant)
   opt_step = _compiled(opt.step, variant)
@@ -157,7 +159,8 @@ def cifarnet_step(variant, batch):
 
 def make(name, variant):
   assert variant in VARIANTS, variant
-  if name.startswith("step-"):
-    return cifarnet_step(variant, int(name.split("-")[1]))
+  if name.startswith("step-"):  # step-B or step-B-bf16
+    parts = name.split("-")
+    return cifarnet_step(variant, int(parts[1]), bf16=parts[2:] == ["bf16"])
   return {"bn-relu": bn_relu, "relu-backward": relu_backward, "relu-backward-expr": relu_backward_expr,
           "conv-forward": conv_forward, "conv-forward-backward": conv_forward_backward}[name](variant)
