@@ -21,8 +21,11 @@ $FN i64 ae_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 $FN i64 ae_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
 $FN i64 ae_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
 $FN i64 ae_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? (i64)(0ull - (u64)a) : a / b; }
-$FN float ae_max(float a, float b) { return a != a ? a : b != b ? b : a > b ? a : b; }
-$FN double ae_max(double a, double b) { return a != a ? a : b != b ? b : a > b ? a : b; }
+// The NaN-propagating max (a NaN a or b wins): b when a > b fails, b being NaN included. ae_gt is a
+// quiet comparison, so the compiler may evaluate both sides and vectorise (a plain `>` can raise
+// FE_INVALID, which keeps the branches).
+$FN float ae_max(float a, float b) { const float m = ae_gt(a, b) ? a : b; return a != a ? a : m; }
+$FN double ae_max(double a, double b) { const double m = ae_gt(a, b) ? a : b; return a != a ? a : m; }
 $FN i64 ae_maxi(i64 a, i64 b) { return a > b ? a : b; }
 template <class O, class C>
 $FN O ae_f2i(C v, O lo, O hi) { return v != v ? (O)0 : v <= (C)lo ? lo : v >= (C)hi ? hi : (O)v; }
@@ -102,12 +105,14 @@ constexpr const char* kBitsCpp =
 static inline float ae_bitsf(unsigned int u) { return __builtin_bit_cast(float, u); }
 static inline unsigned long long ae_dbits(double f) { return __builtin_bit_cast(unsigned long long, f); }
 static inline double ae_bitsd(unsigned long long u) { return __builtin_bit_cast(double, u); }
+#define ae_gt(a, b) __builtin_isgreater(a, b)
 )";
 constexpr const char* kBitsCuda =
     R"(__device__ __forceinline__ unsigned int ae_fbits(float f) { return __float_as_uint(f); }
 __device__ __forceinline__ float ae_bitsf(unsigned int u) { return __uint_as_float(u); }
 __device__ __forceinline__ unsigned long long ae_dbits(double f) { return (unsigned long long)__double_as_longlong(f); }
 __device__ __forceinline__ double ae_bitsd(unsigned long long u) { return __longlong_as_double((long long)u); }
+#define ae_gt(a, b) ((a) > (b))
 )";
 
 std::string int_limits(DType t) {
