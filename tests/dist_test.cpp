@@ -530,6 +530,9 @@ TEST(DistEnv, TorchrunOpenMpiAndSlurmVariables) {
   // torchrun's variables win over Slurm's (torchrun inside an allocation).
   o = from({{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}});
   EXPECT_EQ(o.world_size, 2);
+  // An salloc shell (SLURM_NTASKS for the allocation, no task of srun): one process.
+  o = from({{"SLURM_NTASKS", "4"}});
+  EXPECT_EQ(o.world_size, 1);
   o = from({});
   EXPECT_EQ(o.rank, 0);
   EXPECT_EQ(o.world_size, 1);

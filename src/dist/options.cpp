@@ -12,16 +12,19 @@ namespace {
 
 constexpr const char* kOp = "dist::Options::from_env";
 
-// The variables of one launcher.
+// The variables of one launcher. It is the one in use when its rank variable is set; its world size
+// alone is an error for torchrun and Open MPI, and ignored for Slurm (salloc sets SLURM_NTASKS for
+// the whole allocation; only srun's tasks have SLURM_PROCID).
 struct Launcher {
   const char* rank;
   const char* size;
   const char* local_rank;
+  bool size_needs_rank;
 };
 constexpr Launcher kLaunchers[] = {
-    {"RANK", "WORLD_SIZE", "LOCAL_RANK"},                                            // torchrun
-    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"},  // mpirun
-    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID"},                               // srun
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK", true},                                            // torchrun
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", true},  // mpirun
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", false},                              // srun
 };
 
 // `name`=`value` as a whole number in [lo, hi], else an error naming both.
@@ -48,7 +51,7 @@ Options Options::from_env(const std::function<const char*(const char*)>& env) {
   Options o;
   for (const Launcher& l : kLaunchers) {
     const std::string rank = get(l.rank), size = get(l.size), local = get(l.local_rank);
-    if (rank.empty() && size.empty()) continue;  // not this launcher
+    if (rank.empty() && (size.empty() || !l.size_needs_rank)) continue;  // not this launcher
     AETHER_CHECK(!rank.empty(), kOp, l.size, "=", size, " is set but ", l.rank, " is not");
     AETHER_CHECK(!size.empty(), kOp, l.rank, "=", rank, " is set but ", l.size, " is not");
     o.world_size = parse_number(l.size, size, 1, 1 << 20, "a world size");
