@@ -60,9 +60,9 @@ void join(gloo::rendezvous::Store& store, const Options& o, const std::string& w
       missing += detail::cat(missing.empty() ? "" : ", ", r);
     }
   }
-  AETHER_CHECK(missing.empty(), "dist::Communicator::create",
-               detail::cat("rank ", o.rank, " of ", o.world_size, ": timed out after ", o.timeout.count(),
-                           " ms waiting for rank(s) ", missing, " to join through ", where));
+  AETHER_CHECK(missing.empty(), "dist::Communicator::create", "rank ", o.rank, " of ", o.world_size,
+               ": timed out after ", o.timeout.count(), " ms waiting for rank(s) ", missing,
+               " to join through ", where);
 }
 
 std::string this_host() {
