@@ -326,6 +326,7 @@ TEST_P(Dist, BadArgumentsThrowBeforeCommunicating) {
     expect_error([&] { c.all_reduce(x.data(), 3, DType::boolean, ReduceOp::sum); }, {"bool"});
     expect_error([&] { c.broadcast(x.data(), 3, DType::int32, world); },
                  {"dist broadcast", "root " + std::to_string(world) + " is not a rank"});
+    expect_error([&] { c.barrier(milliseconds(0)); }, {"timeout 0 ms is not positive"});
     // Bad arguments do not break the communicator.
     c.all_reduce(x.data(), 3, DType::int32, ReduceOp::sum);
   });

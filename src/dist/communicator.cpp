@@ -98,6 +98,13 @@ void Communicator::run(const std::string& what, Timeout timeout, F&& body) {
   }
 }
 
+Communicator::Timeout Communicator::resolve(Timeout t) const {
+  if (t == kDefaultTimeout) return timeout();
+  AETHER_CHECK(t.count() > 0, "dist", "timeout ", t.count(),
+               " ms is not positive (Communicator::kDefaultTimeout gives the communicator's own)");
+  return t;
+}
+
 void Communicator::reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout) {
   const ReduceOp wire = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
   if (is_16bit(dtype)) {

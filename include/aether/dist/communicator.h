@@ -123,7 +123,8 @@ class Communicator {
   void run(const std::string& what, Timeout timeout, F&& body);
   // data (n) combined in place: 16-bit floats through float32, average as a sum divided here.
   void reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout);
-  Timeout resolve(Timeout t) const { return t.count() < 0 ? timeout() : t; }
+  // kDefaultTimeout -> timeout(); throws for any other timeout that is not positive.
+  Timeout resolve(Timeout t) const;
   std::mutex mu_;       // one collective at a time
   std::string failed_;  // the first failure's message; "" while usable
 };
