@@ -27,6 +27,7 @@ root=$PWD
 deb_packages=(
   libcli11-dev nlohmann-json3-dev zlib1g-dev liblzma-dev libzip-dev libzip4
   libcurl4-openssl-dev libcurl4 libssl-dev libgtest-dev libgmock-dev libomp-dev
+  libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # Gloo and what libgloo.so.0 loads
 )
 
 if [ "${1:-}" = "--fetch-debs" ]; then  # run on a Debian 12 machine with a network

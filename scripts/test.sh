@@ -15,7 +15,7 @@
 #   4. g++ with AddressSanitizer (leak detection on) + UndefinedBehaviorSanitizer: every (fused)
 #      test again, in a CPU-only configuration (AETHER_CUDA=OFF: the build a user without CUDA gets;
 #      the CUDA libraries are not instrumented anyway);
-#   5. g++ with ThreadSanitizer: the executor, plan cache, kernel cache, loader and model tests;
+#   5. g++ with ThreadSanitizer: the executor, plan cache, kernel cache, loader, model and dist tests;
 #   6. scripts/fresh-check.sh: the README's first command on a bare Debian 12 (debootstrap), which
 #      proves that scripts/install-deps.sh installs everything a new machine needs.
 # Steps 1, 4 and 5 build libaether as a shared library: some 50 test programs link it, and with debug
@@ -127,16 +127,17 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:intercept_tls_get_addr=0 UBSAN_OPTI
   ctest --test-dir build/asan -j "$jobs" --timeout 1800 -LE "no_sanitize|reference"
 end
 
-begin "[5/6] ThreadSanitizer build: executor, plan cache, kernel cache, loader and model tests"
+begin "[5/6] ThreadSanitizer build: executor, plan cache, kernel cache, loader, model and dist tests"
 # The threads aether starts itself (parallel kernel compiles, the loader's workers, concurrent
-# realizes sharing the caches) under TSan. OpenMP stays at one thread: libgomp is not instrumented,
-# so its own synchronisation would be reported as races.
+# realizes sharing the caches, the dist tests' ranks and TCP store server) under TSan. OpenMP stays
+# at one thread: libgomp is not instrumented, so its own synchronisation would be reported as races.
 cmake -S . -B build/tsan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DAETHER_TSAN=ON -DAETHER_BUILD_BENCH=OFF -DAETHER_CUDA=OFF \
   "${launcher[@]}" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DBUILD_SHARED_LIBS=ON
-cmake --build build/tsan -j "$jobs" --target executor_test plan_cache_test kernel_cache_test data_loader_test model_test
+cmake --build build/tsan -j "$jobs" --target executor_test plan_cache_test kernel_cache_test data_loader_test model_test \
+  dist_test
 OMP_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
   ctest --test-dir build/tsan -j "$jobs" --timeout 1800 -LE "no_sanitize|reference" \
-  -R '^(Executor|PlanCache|KernelCache|DataLoader|ModelBuild|ModelSaveLoad|ModelTrain)[.]'
+  -R '^(Executor|PlanCache|KernelCache|DataLoader|ModelBuild|ModelSaveLoad|ModelTrain|(Worlds/|Stores/)?Dist[A-Za-z]*)[.]'
 end
 
 if [ "${AETHER_TEST_FRESH:-1}" != "0" ] || [ "${CI:-}" = "true" ]; then

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 # The pipeline, first stage first: tensor & dtype & shape -> graph -> schedule -> codegen -> the
 # device runtimes and the executor -> nn / optim / data / model.
 PIPELINE = ["core", "graph", "ops", "schedule", "codegen", "backend", "backend_cpu", "backend_cuda",
-            "io", "data", "nn", "optim", "model"]
+            "io", "data", "nn", "optim", "dist", "model"]
 
 
 def fail(msg):
@@ -42,7 +42,7 @@ def main():
             stage_cmd[m.group(1)] = (shlex.split(e["command"]), e["directory"])
     status = 0
     for s in ["core", "graph", "ops", "schedule", "codegen", "backend", "backend_cpu", "io", "data",
-              "nn", "optim", "model"]:
+              "nn", "optim", "dist", "model"]:
         if s not in stage_cmd:
             status |= fail(f"no compile command of stage {s} in compile_commands.json")
     headers = {}  # stage -> its headers, relative to its link folder

@@ -20,6 +20,7 @@
 #include "aether/ops/nn.h"
 // Layers, optimizers, data and the Model API.
 #include "aether/data/data.h"
+#include "aether/dist/communicator.h"
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "aether/nn/layers.h"

@@ -62,6 +62,17 @@ const Variable kVariables[] = {
     text("XDG_CACHE_HOME", &Config::xdg_cache_home),
     text("XDG_DATA_HOME", &Config::xdg_data_home),
     text("HOME", &Config::home),
+    text("RANK", &Config::rank),
+    text("WORLD_SIZE", &Config::world_size),
+    text("LOCAL_RANK", &Config::local_rank),
+    text("MASTER_ADDR", &Config::master_addr),
+    text("MASTER_PORT", &Config::master_port),
+    text("OMPI_COMM_WORLD_RANK", &Config::ompi_rank),
+    text("OMPI_COMM_WORLD_SIZE", &Config::ompi_size),
+    text("OMPI_COMM_WORLD_LOCAL_RANK", &Config::ompi_local_rank),
+    text("SLURM_PROCID", &Config::slurm_procid),
+    text("SLURM_NTASKS", &Config::slurm_ntasks),
+    text("SLURM_LOCALID", &Config::slurm_localid),
 };
 
 const ConfigVariable* variable_list() {

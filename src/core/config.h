@@ -1,6 +1,6 @@
 // core/config.h - the process's configuration from the environment: every variable aether reads
-// (AETHER_*, and HOME / XDG_CACHE_HOME / XDG_DATA_HOME), read once, in one place (core/config.cpp),
-// into one struct. Nothing else in src/ calls getenv.
+// (AETHER_*, HOME / XDG_CACHE_HOME / XDG_DATA_HOME, and the launchers' RANK, WORLD_SIZE...), read once, in
+// one place (core/config.cpp), into one struct. Nothing else in src/ calls getenv.
 //
 // Values:
 // - switches (on/off): 1, true, on, yes or 0, false, off, no (any case); unset or empty: the default.
@@ -80,6 +80,11 @@ struct Config {
   ConfigText home;            // HOME
   ConfigText xdg_cache_home;  // XDG_CACHE_HOME
   ConfigText xdg_data_home;   // XDG_DATA_HOME
+  // Launchers' variables, read by dist::Options::from_env (which checks them): torchrun's,
+  ConfigText rank, world_size, local_rank, master_addr, master_port;  // RANK ... MASTER_PORT
+  // Open MPI's (OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK) and Slurm's (SLURM_PROCID, _NTASKS, _LOCALID).
+  ConfigText ompi_rank, ompi_size, ompi_local_rank;
+  ConfigText slurm_procid, slurm_ntasks, slurm_localid;
   // The malformed values, one message per line ("" when none); set by parse_config only.
   std::string errors;
 };
