@@ -10,12 +10,11 @@
 #include <vector>
 
 #include "aether/core/error.h"
+#include "core/half_array.h"
 #include "dist/gloo_communicator.h"
 
 namespace aether::dist {
 namespace {
-
-bool is_16bit(DType t) { return t == DType::float16 || t == DType::bfloat16; }
 
 void check_dtype(const std::string& what, DType dtype) {
   AETHER_CHECK(dtype != DType::boolean, what, "bool buffers are not supported (send them as uint8)");
@@ -25,26 +24,6 @@ void check_reduce(const std::string& what, DType dtype, ReduceOp op) {
   check_dtype(what, dtype);
   AETHER_CHECK(op != ReduceOp::average || is_float(dtype), what, "average needs a float dtype, got ",
                dtype_name(dtype), " (use sum and divide)");
-}
-
-// src (n 16-bit floats of dtype t) -> dst (n float32).
-void widen(const void* src, float* dst, size_t n, DType t) {
-  const auto* s = static_cast<const uint16_t*>(src);
-  if (t == DType::float16) {
-    for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(s[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
-  }
-}
-
-// src (n float32) -> dst (n 16-bit floats of dtype t), rounded to nearest even.
-void narrow(const float* src, void* dst, size_t n, DType t) {
-  auto* d = static_cast<uint16_t*>(dst);
-  if (t == DType::float16) {
-    for (size_t i = 0; i < n; ++i) d[i] = float_to_half(src[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) d[i] = float_to_bf16(src[i]);
-  }
 }
 
 // data (n float32 or float64) divided by `world`.
@@ -107,12 +86,12 @@ Communicator::Timeout Communicator::resolve(Timeout t) const {
 
 void Communicator::reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout) {
   const ReduceOp wire = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
-  if (is_16bit(dtype)) {
+  if (is_16bit_float(dtype)) {
     std::vector<float> wide(n);  // (n) float32
-    widen(data, wide.data(), n, dtype);
+    widen_16bit(dtype, static_cast<const uint16_t*>(data), wide.data(), int64_t(n));
     do_all_reduce(wide.data(), n, DType::float32, wire, timeout);
     if (op == ReduceOp::average) divide(wide.data(), n, DType::float32, world_size());
-    narrow(wide.data(), data, n, dtype);
+    narrow_16bit(dtype, wide.data(), static_cast<uint16_t*>(data), int64_t(n));
     return;
   }
   do_all_reduce(data, n, dtype, wire, timeout);

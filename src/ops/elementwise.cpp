@@ -3,6 +3,7 @@
 #include <numbers>
 
 #include "aether/graph/primitives.h"
+#include "ops/compute.h"
 
 namespace aether {
 namespace {
@@ -22,14 +23,6 @@ Tensor scalar_like(const Tensor& t, double v) {
 }
 // Ops that only make sense on floats promote ints and bools to float32 first.
 Tensor as_float(const Tensor& t) { return is_float(t.dtype()) ? t : t.cast(DType::float32); }
-// A composite whose intermediate results would lose accuracy in 16 bits (cancellation near zero:
-// cos near its zeros, tanh and sigmoid near 0) computes on float16/bfloat16 input in float32 and
-// rounds once (docs/mixed-precision.md); the casts fuse into the composite's kernel.
-template <class F>
-Tensor in_float32(const Tensor& t, F f) {
-  const Tensor x = as_float(t);
-  return is_16bit_float(x.dtype()) ? f(x.cast(DType::float32)).cast(x.dtype()) : f(x);
-}
 }  // namespace
 
 Tensor operator+(const Tensor& a, const Tensor& b) { return bin(Op::Add, a, b, "add"); }
@@ -75,7 +68,7 @@ Tensor Tensor::rsqrt() const { return sqrt().reciprocal(); }
 Tensor Tensor::reciprocal() const { return prim::unary(Op::Recip, as_float(*this)); }
 Tensor Tensor::sin() const { return prim::unary(Op::Sin, as_float(*this)); }
 Tensor Tensor::cos() const {  // cos x = sin(x + pi/2)
-  return in_float32(*this, [](const Tensor& x) { return (x + std::numbers::pi / 2).sin(); });
+  return ops_detail::in_compute(*this, [](const Tensor& x) { return (x + std::numbers::pi / 2).sin(); });
 }
 Tensor Tensor::square() const { return *this * *this; }
 Tensor Tensor::abs() const {
@@ -133,7 +126,7 @@ Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond,
 // The zero has x's dtype, so relu keeps integer dtypes.
 Tensor Tensor::relu() const { return where(*this <= 0.0, Tensor::zeros({}, dtype(), device()), *this); }
 Tensor Tensor::sigmoid() const {
-  return in_float32(*this, [](const Tensor& x) {
+  return ops_detail::in_compute(*this, [](const Tensor& x) {
     // Stable form: e = exp(-|x|) never overflows, so neither the value nor the gradient sees inf
     // (1 / (1 + exp(-x)) has a 0 * inf = NaN gradient below about -88 in float32).
     const Tensor e = (-x.abs()).exp();
@@ -142,7 +135,7 @@ Tensor Tensor::sigmoid() const {
   });
 }
 Tensor Tensor::tanh() const {
-  return in_float32(*this, [](const Tensor& x) { return (x * 2.0).sigmoid() * 2.0 - 1.0; });
+  return ops_detail::in_compute(*this, [](const Tensor& x) { return (x * 2.0).sigmoid() * 2.0 - 1.0; });
 }
 
 }  // namespace aether

@@ -9,20 +9,13 @@
 
 #include "aether/core/random.h"
 #include "aether/graph/primitives.h"
+#include "ops/compute.h"
 
 namespace aether {
 namespace {
 
-// ---- dtype helpers ---------------------------------------------------------------------------------
-// The dtype a composite computes in: float64 stays, everything else (16-bit floats, ints) is float32.
-DType compute_dtype(DType t) { return t == DType::float64 ? DType::float64 : DType::float32; }
-// The dtype a float function returns: the input's when it is a float, else float32.
-DType result_dtype(DType t) { return is_float(t) ? t : DType::float32; }
-// Runs f on x cast to its compute dtype and casts the result back to the result dtype.
-template <typename F>
-Tensor in_compute(const Tensor& x, F&& f) {
-  return f(x.cast(compute_dtype(x.dtype()))).cast(result_dtype(x.dtype()));
-}
+using ops_detail::compute_dtype;
+using ops_detail::in_compute;
 
 // |x| as one select (NaN stays NaN; d|x|/dx = 1 at 0).
 Tensor abs_of(const Tensor& x) { return where(x < 0.0, -x, x); }

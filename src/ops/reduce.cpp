@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "aether/graph/primitives.h"
+#include "ops/compute.h"
 
 namespace aether {
 namespace {
@@ -64,14 +65,13 @@ Tensor Tensor::mean(const std::vector<int64_t>& axes, bool keepdim) const {
 Tensor Tensor::var(const std::vector<int64_t>& axes, bool keepdim, int correction) const {
   const Axes a = norm_axes(*this, axes, "var");
   const std::vector<int64_t> ax(a.begin(), a.end());
-  // Integers, and 16-bit floats (x - mean in 16 bits would cancel), compute in float32; a 16-bit
-  // input's variance is rounded back once.
-  const Tensor x = is_float(dtype()) && !is_16bit_float(dtype()) ? *this : cast(DType::float32);
-  const Tensor d = x - x.mean(ax, true);
-  const int64_t n = count(x, a) - correction;
-  AETHER_CHECK(n > 0, "var", "not enough elements (", count(x, a), ") for correction ", correction);
-  const Tensor v = (d * d).sum(ax, keepdim) / double(n);
-  return is_16bit_float(dtype()) ? v.cast(dtype()) : v;
+  const int64_t n = count(*this, a) - correction;
+  AETHER_CHECK(n > 0, "var", "not enough elements (", count(*this, a), ") for correction ", correction);
+  // In float32 for 16-bit floats (x - mean in 16 bits would cancel) and integers (ops/compute.h).
+  return ops_detail::in_compute(*this, [&](const Tensor& x) {
+    const Tensor d = x - x.mean(ax, true);
+    return (d * d).sum(ax, keepdim) / double(n);
+  });
 }
 
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
