@@ -414,3 +414,86 @@ TEST(DataLoader, ChannelStats) {
     EXPECT_NEAR(stdev[size_t(ch)], std::sqrt(s2 / double(pixels) - m * m), 1e-5);
   }
 }
+
+// Data-parallel shards: each global batch of batch_size * world_size samples of the epoch's order
+// is cut into consecutive parts, one per rank, with augmentation unchanged; put back together, the
+// ranks' batches are the unsharded loader's batches of the global size.
+TEST(DataLoader, RankShardsTogetherAreTheGlobalBatches) {
+  const Dataset ds = synthetic(45, 4, 4, 1);
+  for (const int world : {2, 3}) {
+    for (const bool drop_last : {false, true}) {
+      LoaderOptions global;
+      global.batch_size = 4 * world;
+      global.seed = 5;
+      global.crop_padding = 1;
+      global.hflip = true;
+      global.drop_last = drop_last;
+      DataLoader whole(ds, global);
+      const Epoch want = run_epoch(whole, 2);
+      std::vector<Epoch> parts;
+      std::vector<std::vector<int64_t>> globals(static_cast<size_t>(world));
+      for (int r = 0; r < world; ++r) {
+        LoaderOptions o = global;
+        o.batch_size = 4;
+        o.rank = r;
+        o.world_size = world;
+        DataLoader loader(ds, o);
+        // 45 = 5 global batches of 8 and 5 more (world 2); 3 of 12 and 9 (world 3)
+        EXPECT_EQ(loader.num_batches(), whole.num_batches()) << "world " << world;
+        loader.begin_epoch(2);
+        while (auto b = loader.next()) globals[size_t(r)].push_back(b->global_size);
+        parts.push_back(run_epoch(loader, 2));
+      }
+      for (int r = 1; r < world; ++r) EXPECT_EQ(globals[size_t(r)], globals[0]) << "every rank, every batch";
+      EXPECT_EQ(globals[0], want.sizes);
+      // Interleave: global batch b is rank 0's batch b, then rank 1's, ...
+      std::vector<int64_t> samples;
+      std::vector<float> images;
+      std::vector<size_t> at(size_t(world), 0), at_img(size_t(world), 0);
+      for (size_t b = 0; b < want.sizes.size(); ++b) {
+        int64_t total = 0;
+        for (int r = 0; r < world; ++r) {
+          const Epoch& e = parts[size_t(r)];
+          ASSERT_LT(b, e.sizes.size());
+          const int64_t n = e.sizes[b];
+          total += n;
+          const int64_t m = want.sizes[b];
+          EXPECT_EQ(n, m / world + (r < m % world ? 1 : 0)) << "batch " << b << " rank " << r;
+          samples.insert(samples.end(), e.samples.begin() + long(at[size_t(r)]),
+                         e.samples.begin() + long(at[size_t(r)] + size_t(n)));
+          const size_t img = size_t(n * ds.image_bytes());
+          images.insert(images.end(), e.images.begin() + long(at_img[size_t(r)]),
+                        e.images.begin() + long(at_img[size_t(r)] + img));
+          at[size_t(r)] += size_t(n);
+          at_img[size_t(r)] += img;
+        }
+        EXPECT_EQ(total, want.sizes[b]);
+      }
+      EXPECT_EQ(samples, want.samples) << "world " << world << " drop_last " << drop_last;
+      EXPECT_EQ(images, want.images) << "the same augmentation draws";
+    }
+  }
+  // A last global batch with fewer samples than ranks is dropped on every rank.
+  const Dataset small = synthetic(9, 2, 2, 1);
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.world_size = 4;  // global batches of 8: one, and a tail of 1 < 4 ranks
+  for (int r = 0; r < 4; ++r) {
+    o.rank = r;
+    DataLoader loader(small, o);
+    EXPECT_EQ(loader.num_batches(), 1);
+    EXPECT_EQ(loader.num_samples(), 8);
+    EXPECT_EQ(run_epoch(loader, 0).sizes, (std::vector<int64_t>{2}));
+  }
+  o.rank = 4;
+  EXPECT_THROW(
+      {
+        try {
+          DataLoader bad(small, o);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("rank 4 is not in [0, 4)"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+}

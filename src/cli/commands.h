@@ -14,7 +14,9 @@ void register_devices(CLI::App& app);
 void register_train(CLI::App& app);     // train, evaluate, summary
 void register_data(CLI::App& app);      // data fetch|verify, predict
 void register_schedule(CLI::App& app);  // schedule: the fusing scheduler on built-in graphs
-void register_bench(CLI::App& app);     // bench: timed workloads (fused vs reference), GB/s, GFLOP/s
+void register_bench(CLI::App& app);
+void register_launch(CLI::App& app);  // launch: the workers of a data-parallel job     // bench: timed
+                                      // workloads (fused vs reference), GB/s, GFLOP/s
 // Runs the chosen subcommand's callback; returns the process exit code.
 int run_selected(CLI::App& app);
 // Set by a subcommand's callback.

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   aether::cli::register_data(app);
   aether::cli::register_schedule(app);
   aether::cli::register_bench(app);
+  aether::cli::register_launch(app);
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {

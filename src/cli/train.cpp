@@ -12,6 +12,7 @@
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
+#include "aether/dist/communicator.h"
 #include "aether/io/file.h"
 #include "aether/model/presets.h"
 #include "args.h"
@@ -42,7 +43,9 @@ struct TrainValues {
   uint64_t seed = 1;
 };
 
-TrainValues check_train_args(const TrainArgs& a) {
+// `restarted`: a worker that `aether launch` started again resumes from its --save checkpoint,
+// which its own command line wrote (so the options the checkpoint fixes may be given).
+TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   const std::string cmd = "train";
   TrainValues v;
   if (a.epochs.given()) v.epochs = parse_int(cmd, "--epochs", a.epochs.text, 1, kMaxEpochs);
@@ -66,7 +69,7 @@ TrainValues check_train_args(const TrainArgs& a) {
                                                             {&a.batch_size, "the batch size"},
                                                             {&a.seed, "the random state"}};
     for (const auto& [arg, what] : fixed)
-      AETHER_CHECK(!arg->given(), cmd, arg->name(),
+      AETHER_CHECK(restarted || !arg->given(), cmd, arg->name(),
                    " cannot be combined with --resume: the checkpoint fixes ", what);
   }
   // Output files: usable before any data is read or any epoch is trained, and never a checkpoint
@@ -111,8 +114,20 @@ void write_metrics(const std::string& path, const nlohmann::json& j) {
   write_file_atomic(path, j.dump(2) + "\n");
 }
 
-int run_train(const TrainArgs& a) {
-  const TrainValues v = check_train_args(a);
+int run_train(const TrainArgs& given) {
+  TrainArgs a = given;
+  // Restarted by `aether launch --max-restarts`: continue from the last checkpoint written.
+  const bool restarted = dist::restart_count() > 0 && a.save.given() && !a.resume.given() &&
+                         std::filesystem::exists(a.save.text);
+  if (restarted) a.resume = a.save;
+  const TrainValues v = check_train_args(a, restarted);
+  // Several ranks (aether launch, torchrun, mpirun, srun): join them before reading any data; rank 0
+  // prints and writes the files.
+  const dist::Communicator* comm = dist::world();
+  const bool root = comm == nullptr || comm->rank() == 0;
+  auto print = [root](const char* fmt, auto... args) {
+    if (root) std::printf(fmt, args...);
+  };
   std::string ds_name = data::canonical_dataset_name(a.dataset.given() ? a.dataset.text : "fashion-mnist");
   Model model;
   TrainOptions opt;
@@ -148,9 +163,9 @@ int run_train(const TrainArgs& a) {
     opt.data.hflip = ls.at("hflip");
     opt.data.mean = model.norm_mean();
     opt.data.std = model.norm_std();
-    std::printf("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(),
-                a.resume.text.c_str(), static_cast<long long>(model.epochs_done() + 1),
-                static_cast<long long>(opt.epochs), static_cast<long long>(model.steps_done()));
+    print("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(), a.resume.text.c_str(),
+          static_cast<long long>(model.epochs_done() + 1), static_cast<long long>(opt.epochs),
+          static_cast<long long>(model.steps_done()));
   } else {
     model_name = a.model.given() ? a.model.text : default_model(ds_name);
     Preset p = make_preset(model_name, {train.h, train.w, train.c}, train.num_classes);
@@ -172,7 +187,7 @@ int run_train(const TrainArgs& a) {
   model.set_info(info.dump());
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
-  opt.progress = !a.quiet;
+  opt.progress = !a.quiet && root;
   // The checkpoint is written here, after each epoch whose numbers are finite: an epoch that
   // diverged stops the run and leaves the last good checkpoint in place.
   opt.on_epoch = [&](const EpochStats& e) {
@@ -182,9 +197,12 @@ int run_train(const TrainArgs& a) {
       AETHER_CHECK(std::isfinite(x), "train", "epoch ", e.epoch + 1, " ended with ", name, " ", num(x),
                    a.save.given() ? "; not saving it over " + a.save.text : std::string(),
                    "; try a lower learning rate");
-    if (a.save.given()) model.save(a.save.text);
+    if (a.save.given() && root) model.save(a.save.text);
   };
-  std::printf(
+  if (comm != nullptr)
+    print("aether train: rank 0 of %d data-parallel ranks (%s), global batch %lld\n", comm->world_size(),
+          comm->backend(), static_cast<long long>(opt.data.batch_size * comm->world_size()));
+  print(
       "aether train: %s on %s (%lld train / %lld test images, %dx%dx%d), %lld epochs, batch %lld, "
       "%s lr %g, %s, %d threads\n",
       model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n), static_cast<long long>(test.n),
@@ -194,7 +212,7 @@ int run_train(const TrainArgs& a) {
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   const History h = model.train(train, opt);
-  if (profiling_enabled()) std::printf("%s", op_profile_report().c_str());
+  if (profiling_enabled() && root) std::printf("%s", op_profile_report().c_str());
   // The last epoch was already evaluated on the test set (opt.validation): reuse it rather than
   // evaluating the same weights on the same images again.
   EvalResult r;
@@ -209,15 +227,21 @@ int run_train(const TrainArgs& a) {
                " and the accuracy ", num(r.accuracy), "; try a lower learning rate");
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Training throughput: the epochs' own seconds exclude the validation passes.
-  double images = 0, train_secs = 0;
+  double images = 0, train_secs = 0, comm_wait = 0;
   for (const auto& e : h.epochs) {
     images += e.images_per_second * e.seconds;
     train_secs += e.seconds;
+    comm_wait += e.comm_wait_seconds;
   }
-  std::printf("test accuracy %.2f%%  test loss %.4f  (%lld images)  time %.1f s\n", 100 * r.accuracy, r.loss,
-              static_cast<long long>(r.samples), secs);
-  if (a.save.given()) std::printf("saved %s\n", a.save.text.c_str());
-  if (a.metrics_json.given()) {
+  print("test accuracy %.2f%%  test loss %.4f  (%lld images)  time %.1f s\n", 100 * r.accuracy, r.loss,
+        static_cast<long long>(r.samples), secs);
+  if (comm != nullptr && train_secs > 0)
+    print(
+        "data-parallel: %.0f images/s over %d ranks; rank 0 waited %.1f s (%.1f%% of training) for "
+        "gradient all-reduces\n",
+        images / train_secs, comm->world_size(), comm_wait, 100 * comm_wait / train_secs);
+  if (a.save.given()) print("saved %s\n", a.save.text.c_str());
+  if (a.metrics_json.given() && root) {
     nlohmann::json epochs = nlohmann::json::array();
     for (const auto& e : h.epochs)
       epochs.push_back({{"epoch", e.epoch + 1},
@@ -235,6 +259,8 @@ int run_train(const TrainArgs& a) {
                                         {"epochs", model.epochs_done()},
                                         {"seconds", secs},
                                         {"images_per_second", train_secs > 0 ? images / train_secs : 0},
+                                        {"ranks", comm != nullptr ? comm->world_size() : 1},
+                                        {"comm_wait_seconds", comm_wait},
                                         {"history", epochs}});
   }
   return 0;

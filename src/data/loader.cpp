@@ -3,6 +3,7 @@
 #include "aether/data/loader.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "aether/core/error.h"
@@ -99,16 +100,22 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options)
   AETHER_CHECK(opt_.std.empty() || int64_t(opt_.std.size()) == ds_.c, op, "std has ", opt_.std.size(),
                " values for ", ds_.c, " channels");
   for (float s : opt_.std) AETHER_CHECK(s > 0, op, "std values must be > 0, got ", s);
+  AETHER_CHECK(opt_.world_size >= 1 && opt_.rank >= 0 && opt_.rank < opt_.world_size, op, "rank ", opt_.rank,
+               " is not in [0, ", opt_.world_size, ") (world size ", opt_.world_size, ")");
+  AETHER_CHECK(opt_.batch_size <= std::numeric_limits<int64_t>::max() / opt_.world_size, op, "batch_size ",
+               opt_.batch_size, " times world size ", opt_.world_size, " overflows");
   ds_.check();
 }
 
 DataLoader::~DataLoader() { stop_worker(); }
 
 int64_t DataLoader::num_samples() const {
-  return opt_.drop_last ? ds_.n / opt_.batch_size * opt_.batch_size : ds_.n;
+  const int64_t g = global_batch();
+  const int64_t tail = ds_.n % g;  // a last, partial global batch: kept unless drop_last or too small
+  return opt_.drop_last || tail < opt_.world_size ? ds_.n - tail : ds_.n;
 }
 
-int64_t DataLoader::num_batches() const { return (num_samples() + opt_.batch_size - 1) / opt_.batch_size; }
+int64_t DataLoader::num_batches() const { return (num_samples() + global_batch() - 1) / global_batch(); }
 
 void DataLoader::stop_worker() {
   {
@@ -134,9 +141,13 @@ void DataLoader::work(std::vector<int64_t> order, int64_t epoch) {
   try {
     const int64_t nb = num_batches(), total = num_samples(), hwc = ds_.image_bytes();
     for (int64_t b = 0; b < nb; ++b) {
-      const int64_t start = b * opt_.batch_size, size = std::min(opt_.batch_size, total - start);
+      // This rank's part of global batch b: m samples cut into world_size parts.
+      const int64_t m = std::min(global_batch(), total - b * global_batch());
+      const int64_t w = opt_.world_size, r = opt_.rank, base = m / w, extra = m % w;
+      const int64_t start = b * global_batch() + r * base + std::min(r, extra), size = base + (r < extra);
       HostBatch hb;
       hb.index = b;
+      hb.global_size = m;
       hb.images.resize(size_t(size * hwc));
       const int64_t kt = ds_.target_dim;  // regression targets per item (0: a class label)
       hb.labels.resize(kt > 0 ? 0 : size_t(size));
@@ -193,6 +204,7 @@ std::optional<Batch> DataLoader::next() {
     out.labels = Tensor::from_blob(hb.labels.data(), {size}, DType::int64);
   out.index = hb.index;
   out.size = size;
+  out.global_size = hb.global_size;
   out.samples = std::move(hb.samples);
   return out;
 }

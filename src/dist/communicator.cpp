@@ -4,6 +4,7 @@
 // communicator unusable (aether/dist/communicator.h).
 #include "aether/dist/communicator.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
@@ -67,12 +68,20 @@ void Communicator::run(const std::string& what, Timeout timeout, F&& body) {
     body();
   } catch (const std::exception& e) {
     const std::string why = e.what();
+    // Which rank is at fault: the ones that do not report failing too (a few seconds at most).
+    std::string missing;
+    try {
+      missing = post_mortem(std::min(timeout, Timeout(std::chrono::seconds(10))));
+    } catch (const std::exception& p) {
+      missing = detail::cat("the other ranks could not be asked: ", p.what());
+    }
     failed_ =
         mentions_timeout(why)
             ? detail::cat(what, " on rank ", rank(), " of ", world_size(), ": timed out after ",
                           timeout.count(), " ms (another rank stopped or called another collective): ", why)
             : detail::cat(what, " on rank ", rank(), " of ", world_size(), " failed (timeout ",
                           timeout.count(), " ms; another rank failed or closed its connection?): ", why);
+    if (!missing.empty()) failed_ += "; " + missing;
     throw Error(failed_);
   }
 }

@@ -167,6 +167,34 @@ class GlooCommunicator final : public Communicator {
     gloo::barrier(opts);
   }
 
+  std::string post_mortem(Timeout wait) override {
+    if (!store_) return "";
+    // One key per rank and communicator: a communicator fails once.
+    auto key = [](int r) { return detail::cat("aether/failed/", r); };
+    try {
+      store_->set(key(options_.rank), {'1'});
+    } catch (const std::exception& e) {
+      return options_.store == StoreKind::tcp && options_.rank != 0
+                 ? detail::cat("the TCP store rank 0 serves is unreachable (rank 0 stopped?): ", e.what())
+                 : detail::cat("the store is unreachable: ", e.what());
+    }
+    const auto deadline = Clock::now() + wait;
+    std::string missing;
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r == options_.rank) continue;
+      const auto left = std::max(std::chrono::duration_cast<Timeout>(deadline - Clock::now()), Timeout(1));
+      try {
+        store_->wait({key(r)}, left);
+      } catch (const std::exception&) {
+        missing += detail::cat(missing.empty() ? "" : ", ", r);
+      }
+    }
+    if (missing.empty()) return "";
+    return detail::cat(missing.find(',') == std::string::npos ? "rank " : "ranks ", missing,
+                       " did not report this failure within ", wait.count(),
+                       " ms: it stopped, hangs, or is still computing");
+  }
+
  private:
   Options options_;
   // Destroyed last to first: the connections, the device, the store, then rank 0's store server.

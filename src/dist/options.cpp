@@ -61,6 +61,10 @@ Options Options::from_env(const std::function<const char*(const char*)>& env) {
     if (!local.empty()) o.local_rank = parse_number(l.local_rank, local, 0, o.world_size - 1, "a local rank");
     break;
   }
+  const std::string timeout = get("AETHER_DIST_TIMEOUT");
+  if (!timeout.empty())
+    o.timeout =
+        std::chrono::seconds(parse_number("AETHER_DIST_TIMEOUT", timeout, 1, 604800, "a timeout in seconds"));
   const std::string addr = get("MASTER_ADDR"), port = get("MASTER_PORT");
   if (!addr.empty()) o.master_addr = addr;
   if (!port.empty()) o.master_port = parse_number("MASTER_PORT", port, 1, 65535, "a TCP port");
@@ -84,6 +88,7 @@ Options Options::from_env() {
       {"SLURM_PROCID", c.slurm_procid.get()},
       {"SLURM_NTASKS", c.slurm_ntasks.get()},
       {"SLURM_LOCALID", c.slurm_localid.get()},
+      {"AETHER_DIST_TIMEOUT", std::to_string(c.dist_timeout.load())},
   };
   return from_env([&](const char* name) -> const char* {
     auto it = values.find(name);

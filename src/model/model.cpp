@@ -9,6 +9,9 @@
 #include <filesystem>
 
 #include "aether/backend/cuda.h"
+#include "aether/dist/communicator.h"
+#include "core/config.h"
+#include "data_parallel.h"
 #include "io/json.h"
 #include "model_impl.h"
 #include "progress.h"
@@ -271,6 +274,37 @@ bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const T
   return true;
 }
 
+bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
+                                         const Tensor& targets, double weight, double* loss_out,
+                                         double* accuracy_out) {
+  const Tensor out = forward(x);
+  const Tensor l = loss(out, labels, targets);
+  const double scale = scales_loss() ? loss_scale.scale : 1.0;
+  (scale != 1.0 ? l * scale : l).backward();
+  std::vector<Tensor> first{l, metric(out.detach(), labels, targets)};
+  for (auto& [name, t] : net->named_buffers()) first.push_back(*t);
+  std::vector<double> metrics(2);  // the loss and the accuracy, over the global batch
+  // The gradients are unscaled (float16) as they are packed for the all-reduce.
+  const bool finite = average_gradients(comm, opt->params(), first, metrics, weight, weight / scale,
+                                        size_t(aether::config().dist_bucket_mb.load()) << 20, &comm_wait);
+  *loss_out = metrics[0];
+  *accuracy_out = metrics[1];
+  if (!finite && scales_loss()) {  // every rank sees the same reduced gradients: all skip together
+    opt->zero_grad();
+    loss_scale.scale = std::max(loss_scale.scale / 2, kMinLossScale);
+    loss_scale.clean_steps = 0;
+    ++loss_scale.skipped;
+    return false;
+  }
+  if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
+  realize(opt->record_step({}));
+  if (scales_loss() && ++loss_scale.clean_steps >= loss_scale.growth_interval) {
+    loss_scale.scale = std::min(loss_scale.scale * 2, kMaxLossScale);
+    loss_scale.clean_steps = 0;
+  }
+  return true;
+}
+
 Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
   auto& m = *impl_;
   m.require_finalized("record_train_step");
@@ -297,7 +331,16 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
   m.check_data(train_set, "train");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
-  data::DataLoader loader(train_set, o.data);  // checks the options (normalisation sizes, ...)
+  // Several ranks: each reads its part of every global batch; rank 0 shows progress and saves.
+  dist::Communicator* comm = o.communicator != nullptr ? o.communicator : dist::world();
+  if (comm != nullptr && comm->world_size() == 1) comm = nullptr;
+  const bool root = comm == nullptr || comm->rank() == 0;
+  data::LoaderOptions lo = o.data;
+  if (comm != nullptr) {
+    lo.rank = comm->rank();
+    lo.world_size = comm->world_size();
+  }
+  data::DataLoader loader(train_set, lo);  // checks the options (normalisation sizes, ...)
   if (train_set.has_targets() && m.config.regression_precision == 0) {
     double sum = 0, sq = 0;  // std of every target value, in double
     for (float t : train_set.targets) sum += t;
@@ -320,12 +363,18 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   // into a CUDA graph and replayed (see cuda::GraphStep); the graph building before it, which may
   // read values on the host (label checks), stays outside the capture.
   std::unique_ptr<cuda::GraphStep> graph_step;
-  if (m.device.type == DeviceType::cuda && cuda::graphs_requested())
+  if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
     graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
+  if (comm != nullptr) {  // every rank starts from rank 0's parameters and buffers
+    auto state = m.net->named_parameters();
+    for (auto& b : m.net->named_buffers()) state.push_back(b);
+    broadcast_from_rank0(*comm, state);
+  }
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     loader.begin_epoch(epoch);
-    ProgressBar bar(epoch, o.epochs, per_epoch, o.progress);
+    ProgressBar bar(epoch, o.epochs, per_epoch, o.progress && root);
+    const double comm_wait_before = m.comm_wait;
     double loss_sum = 0, correct_sum = 0;
     int64_t seen = 0, batches = 0;
     while (batches < per_epoch) {
@@ -337,8 +386,13 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
       const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
       if (m.input_shape.size() == 1) x = x.flatten(1);
+      if (comm != nullptr) dist::fault_point(comm->rank(), m.steps_done);
       Tensor loss, acc;
-      if (m.scales_loss()) {  // float16: forward and backward, then the update unless it overflowed
+      double loss_value = 0, acc_value = 0;
+      if (comm != nullptr) {  // averaged over the ranks; the loss and accuracy are the global batch's
+        m.run_data_parallel_step(*comm, x, labels, targets, double(b->size) / double(b->global_size),
+                                 &loss_value, &acc_value);
+      } else if (m.scales_loss()) {  // float16: forward and backward, then the update unless it overflowed
         m.run_scaled_step(x, labels, targets, &loss, &acc);
       } else {  // parameters, optimizer state, buffers, loss and accuracy: one realize
         const Step step = m.record_step(x, labels, targets);
@@ -349,18 +403,29 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
         loss = step.loss;
         acc = step.accuracy;
       }
+      if (comm == nullptr) {
+        loss_value = loss.item<double>();
+        acc_value = acc.item<double>();
+      }
       m.opt->zero_grad();
       ++m.steps_done;
       ++batches;
-      seen += b->size;
-      loss_sum += loss.item<double>() * double(b->size);
-      correct_sum += acc.item<double>() * double(b->size);
-      AETHER_CHECK(std::isfinite(loss_sum), "train", "the loss became ", loss.item<double>(), " at step ",
+      const int64_t n = comm != nullptr ? b->global_size : b->size;  // images of the step, every rank's
+      seen += n;
+      loss_sum += loss_value * double(n);
+      correct_sum += acc_value * double(n);
+      AETHER_CHECK(std::isfinite(loss_sum), "train", "the loss became ", loss_value, " at step ",
                    m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
       bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
       if (o.on_batch)
         o.on_batch(
             {epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
+    }
+    if (comm != nullptr) {  // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
+      broadcast_from_rank0(*comm, m.net->named_buffers());
+      auto state = m.net->named_parameters();
+      for (auto& b : m.net->named_buffers()) state.push_back(b);
+      check_ranks_agree(*comm, state, detail::cat("after epoch ", epoch + 1));
     }
     m.epochs_done = epoch + 1;
     EpochStats st;
@@ -370,6 +435,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     st.lr = m.opt->lr();
     st.seconds = bar.seconds();
     st.images_per_second = st.seconds > 0 ? double(seen) / st.seconds : 0;
+    st.comm_wait_seconds = m.comm_wait - comm_wait_before;
     std::string tail;
     // Nothing non-finite reaches the checkpoint: a failing validation (NaN/Inf outputs, loss or
     // accuracy) or weights that save() refuses stop training; the last good checkpoint stays.
@@ -395,7 +461,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     }
     bar.finish(tail);
     history.epochs.push_back(st);
-    if (!o.checkpoint_path.empty()) {
+    if (!o.checkpoint_path.empty() && root) {
       try {
         save(o.checkpoint_path);
       } catch (const Error& e) {

@@ -87,6 +87,13 @@ struct Model::Impl {
   // Returns false for a skipped step.
   bool run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets, Tensor* loss,
                        Tensor* accuracy);
+  // train()'s step on one of several ranks: forward and backward, the gradients averaged over the
+  // ranks (data_parallel.h; `weight` = this rank's batch / the global batch), then the update, which
+  // float16 skips when a gradient overflowed. *loss and *accuracy are the global batch's. Returns
+  // false for a skipped step.
+  double comm_wait = 0;  // seconds run_data_parallel_step waited for all-reduces (this process)
+  bool run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
+                              const Tensor& targets, double weight, double* loss, double* accuracy);
   // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.
   Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
     if (!targets.defined()) return accuracy(out, labels);

@@ -46,6 +46,13 @@ struct LoaderOptions {
   std::vector<float> mean;   // per channel, on the [0,1] pixel scale; empty: 0
   std::vector<float> std;    // per channel; empty: 1
   int prefetch = 2;          // batches prepared ahead (1..16)
+  // Data-parallel shards (docs/distributed.md): the epoch's order is cut into global batches of
+  // batch_size * world_size samples, and each global batch into world_size consecutive parts, of
+  // which this loader yields part `rank` (batch_size samples; of a last, partial global batch of m
+  // samples, m / world_size, or one more for the first m % world_size ranks). A last global batch of
+  // fewer samples than ranks is dropped, so that every rank has the same number of batches.
+  int rank = 0;        // 0 .. world_size-1
+  int world_size = 1;  // >= 1
 };
 
 // Options for evaluation: the same batch size and normalisation, fixed order, no augmentation,
@@ -58,6 +65,7 @@ struct Batch {
   Tensor targets;                // (B, K) float32 for a data set with regression targets, else undefined
   int64_t index = 0;             // batch number within the epoch
   int64_t size = 0;              // B
+  int64_t global_size = 0;       // the samples of the global batch, over every rank (B when unsharded)
   std::vector<int64_t> samples;  // (B) data set indices of the batch's samples, in order
 };
 
@@ -98,8 +106,8 @@ class DataLoader {
   // thread has not prepared it yet. Rethrows an error raised while preparing a batch.
   std::optional<Batch> next();
 
-  int64_t num_batches() const;  // per epoch
-  int64_t num_samples() const;  // per epoch (drops the partial batch when drop_last)
+  int64_t num_batches() const;  // per epoch (on every rank)
+  int64_t num_samples() const;  // per epoch over every rank (drops the partial batch when drop_last)
   int64_t epoch() const { return epoch_; }
   const LoaderOptions& options() const { return opt_; }
   const Dataset& dataset() const { return ds_; }
@@ -111,7 +119,9 @@ class DataLoader {
     std::vector<float> targets;    // (B, K) when the data set has targets
     std::vector<int64_t> samples;  // (B)
     int64_t index = 0;
+    int64_t global_size = 0;  // the global batch's samples
   };
+  int64_t global_batch() const { return opt_.batch_size * opt_.world_size; }
   void stop_worker();
   void work(std::vector<int64_t> order, int64_t epoch);
 

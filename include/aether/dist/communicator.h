@@ -6,8 +6,9 @@
 // through the store (a directory they all see, or a small TCP key-value store rank 0 hosts at
 // MASTER_ADDR:MASTER_PORT). Every rank must then call the same collectives in the same order with
 // the same sizes and dtypes. A collective that does not complete within its timeout, or whose peer
-// fails, throws aether::Error naming the operation, the ranks and the timeout; the communicator is
-// unusable after that (every later call throws): create a new one.
+// fails, throws aether::Error naming the operation, the ranks and the timeout, and the ranks that
+// did not report the failure too (the one that died or hangs); the communicator is unusable after
+// that (every later call throws): create a new one.
 //
 // 16-bit floats (float16, bfloat16) are widened to float32 before a reduction and rounded back once
 // (round to nearest even) after it: sums accumulate in float32 whatever the number of ranks.
@@ -15,6 +16,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -115,6 +117,14 @@ class Communicator {
   virtual void do_broadcast(void* data, size_t bytes, int root, Timeout timeout) = 0;
   virtual void do_all_gather(const void* in, void* out, size_t bytes, Timeout timeout) = 0;
   virtual void do_barrier(Timeout timeout) = 0;
+  // After a failed collective: tells the other ranks (through the store) that this rank is alive
+  // and failed, waits up to `wait` for theirs, and describes the ranks that did not say so (they
+  // stopped, hang, or are still computing), e.g. "rank 1 did not report ..."; "" when every rank did
+  // or nothing can be said.
+  virtual std::string post_mortem(Timeout wait) {
+    (void)wait;
+    return "";
+  }
 
  private:
   // Runs one collective: checks that no earlier one failed, turns a failure into aether::Error
@@ -128,5 +138,17 @@ class Communicator {
   std::mutex mu_;       // one collective at a time
   std::string failed_;  // the first failure's message; "" while usable
 };
+
+// The job's communicator, from the launcher's environment (Options::from_env, the timeout from
+// AETHER_DIST_TIMEOUT): created, and joined, on the first call when the world has more than one
+// rank; nullptr in a world of one. Model::train uses it unless given another.
+Communicator* world();
+// AETHER_RESTART_COUNT: how many times `aether launch` restarted this job's workers (0: first start).
+int restart_count();
+
+// AETHER_DIST_FAULT=exit:R:S or hang:R:S (tests of fault handling): on rank R, at training step S of
+// a first attempt (AETHER_RESTART_COUNT unset or 0), exits the process with status 3, or sleeps
+// forever. Does nothing otherwise. Throws aether::Error for a malformed value.
+void fault_point(int rank, int64_t step);
 
 }  // namespace aether::dist

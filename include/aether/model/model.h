@@ -49,6 +49,9 @@
 #include "aether/optim/schedule.h"
 
 namespace aether {
+namespace dist {
+class Communicator;  // aether/dist/communicator.h
+}
 
 struct ModelConfig {
   std::string loss = "cross_entropy";  // cross_entropy (logits) | categorical_cross_entropy (probs) | mse
@@ -72,8 +75,11 @@ struct EpochStats {
   int64_t epoch = 0;  // 0-based
   double train_loss = 0, train_accuracy = 0;
   std::optional<double> val_loss, val_accuracy;
-  double lr = 0;  // at the end of the epoch
-  double seconds = 0, images_per_second = 0;
+  double lr = 0;                              // at the end of the epoch
+  double seconds = 0, images_per_second = 0;  // data-parallel: images of every rank
+  // Data-parallel: the seconds this rank's steps waited for the gradients' all-reduce once their
+  // own backward was done (communication that did not overlap computation).
+  double comm_wait_seconds = 0;
 };
 struct History {
   std::vector<EpochStats> epochs;
@@ -103,6 +109,14 @@ struct TrainOptions {
   // Called after every step (Python's progress display and Ctrl-C check). An exception it throws
   // stops training at once and propagates; the checkpoint file keeps the last finished epoch.
   std::function<void(const BatchProgress&)> on_batch;
+  // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
+  // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
+  // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each
+  // rank reads its part of every global batch (data.batch_size samples per rank); gradients are
+  // averaged over the global batch; the loss and accuracy are the global batch's; buffers (batch-norm
+  // statistics, computed per rank) are rank 0's after each epoch; only rank 0 shows progress and
+  // writes checkpoint_path. Every rank must call train() with the same options.
+  dist::Communicator* communicator = nullptr;
 };
 
 class Model {

@@ -1,0 +1,190 @@
+// src/model/data_parallel.cpp - rank 0's state to every rank, bucketed gradient averaging with
+// communication on its own thread, and the agreement check (data_parallel.h).
+#include "data_parallel.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "aether/core/error.h"
+#include "core/digest.h"
+
+namespace aether::model_internal {
+namespace {
+
+// One thread that runs collectives in the order they are queued: every rank queues the same
+// collectives in the same order, so they pair up. wait() returns when the queue is empty and
+// rethrows the first error (later work is skipped after one).
+class CommThread {
+ public:
+  CommThread() : thread_([this] { loop(); }) {}
+  ~CommThread() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void push(std::function<void()> work) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      queue_.push_back(std::move(work));
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lk(mu_);
+    cv_.wait(lk, [&] { return queue_.empty() && !busy_; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_
+      std::function<void()> work = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+      const bool skip = error_ != nullptr;
+      lk.unlock();
+      std::exception_ptr e;
+      if (!skip) {
+        try {
+          work();
+        } catch (...) {
+          e = std::current_exception();
+        }
+      }
+      lk.lock();
+      if (e && !error_) error_ = e;
+      busy_ = false;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  bool busy_ = false, stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;  // last: started after the members it uses
+};
+
+// A tensor's bytes on the host, in its own dtype (realized first).
+std::vector<char> host_bytes(const Tensor& t) {
+  std::vector<char> bytes(size_t(t.numel() * dtype_size(t.dtype())));
+  if (!bytes.empty()) t.copy_to(bytes.data(), t.dtype());
+  return bytes;
+}
+
+}  // namespace
+
+void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors) {
+  std::vector<Tensor> values;
+  for (const auto& [name, t] : tensors) values.push_back(*t);
+  realize(values);
+  for (const auto& [name, t] : tensors) {
+    AETHER_CHECK(t->dtype() != DType::boolean, "train", "cannot broadcast the bool tensor ", name);
+    std::vector<char> bytes = host_bytes(*t);  // (numel) of t's dtype
+    comm.broadcast(bytes.data(), size_t(t->numel()), t->dtype(), 0);
+    if (comm.rank() != 0) t->assign(Tensor::from_blob(bytes.data(), t->shape(), t->dtype()).to(t->device()));
+  }
+}
+
+void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors, const std::string& when) {
+  std::vector<Tensor> values;
+  for (const auto& [name, t] : tensors) values.push_back(*t);
+  realize(values);
+  std::string all;  // every tensor's digest, one after another
+  for (const auto& [name, t] : tensors) {
+    const std::vector<char> bytes = host_bytes(*t);
+    all += sha256_hex(bytes.data(), bytes.size());
+  }
+  const std::string mine = sha256_hex(all.data(), all.size());       // 64 hex digits
+  std::vector<char> every(mine.size() * size_t(comm.world_size()));  // (world, 64)
+  comm.all_gather(mine.data(), every.data(), mine.size(), DType::uint8);
+  std::string differ;
+  for (int r = 1; r < comm.world_size(); ++r)
+    if (std::memcmp(every.data() + size_t(r) * mine.size(), every.data(), mine.size()) != 0)
+      differ += detail::cat(differ.empty() ? "" : ", ", r);
+  AETHER_CHECK(differ.empty(), "train", when, ": the parameters of rank(s) ", differ,
+               " differ from rank 0's; data-parallel ranks must run the same model, data options and "
+               "seed");
+}
+
+bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& params,
+                       const std::vector<Tensor>& first, std::vector<double>& scalars, double weight,
+                       double grad_weight, size_t bucket_bytes, double* waited) {
+  AETHER_CHECK(scalars.size() <= first.size(), "train", "more scalars than tensors to realize");
+  // Buckets of parameter indices, in reverse order; gradients are float32 (the master weights').
+  std::vector<std::vector<size_t>> buckets;
+  size_t bytes = 0;
+  for (size_t i = params.size(); i-- > 0;) {
+    const Tensor g = params[i].grad();
+    if (!g.defined()) continue;
+    AETHER_CHECK(g.dtype() == DType::float32, "train", "parameter ", i, " has a ", dtype_name(g.dtype()),
+                 " gradient; data-parallel training averages float32 gradients");
+    const size_t b = size_t(g.numel()) * sizeof(float);
+    if (buckets.empty() || (bytes + b > bucket_bytes && bytes > 0)) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += b;
+  }
+  if (buckets.empty()) buckets.emplace_back();  // still one collective: the extras, the same on every rank
+  // Each bucket's values: (gradients of its parameters, one after another [, extras]) float32.
+  std::vector<std::vector<float>> packed(buckets.size());
+  CommThread comm_thread;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    std::vector<Tensor> want;
+    for (size_t i : buckets[k]) want.push_back(params[i].grad());
+    if (k == 0) want.insert(want.end(), first.begin(), first.end());
+    realize(want);
+    size_t n = 0;
+    for (size_t j = 0; j < buckets[k].size(); ++j) n += size_t(want[j].numel());
+    std::vector<float>& buf = packed[k];
+    buf.resize(n + (k == 0 ? scalars.size() : 0));
+    size_t at = 0;
+    for (size_t j = 0; j < buckets[k].size(); ++j) {
+      want[j].copy_to(buf.data() + at, DType::float32);
+      at += size_t(want[j].numel());
+    }
+    for (size_t j = 0; j < at; ++j) buf[j] *= float(grad_weight);
+    if (k == 0)
+      for (size_t j = 0; j < scalars.size(); ++j) buf[at++] = float(first[j].item<double>() * weight);
+    comm_thread.push(
+        [&comm, &buf] { comm.all_reduce(buf.data(), buf.size(), DType::float32, dist::ReduceOp::sum); });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_thread.wait();
+  *waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  bool finite = true;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    size_t at = 0;
+    for (size_t i : buckets[k]) {
+      Tensor& p = const_cast<Tensor&>(params[i]);
+      const Tensor g = p.grad();
+      const float* v = packed[k].data() + at;
+      for (int64_t j = 0; j < g.numel() && finite; ++j) finite = std::isfinite(v[j]);
+      p.set_grad(Tensor::from_blob(v, g.shape(), DType::float32).to(g.device()));
+      at += size_t(g.numel());
+    }
+    if (k == 0)
+      for (double& v : scalars) v = double(packed[k][at++]);
+  }
+  return finite;
+}
+
+}  // namespace aether::model_internal

@@ -1,0 +1,38 @@
+// src/model/data_parallel.h - (internal) what Model::train does when it runs on several ranks
+// (docs/distributed.md): rank 0's state copied to every rank, gradients averaged in buckets whose
+// all-reduce overlaps the rest of backward, and a check that the ranks still agree.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "aether/dist/communicator.h"
+#include "aether/graph/tensor.h"
+#include "aether/nn/module.h"
+
+namespace aether::model_internal {
+
+// The tensors' values on rank 0 copied to every rank (in place through Tensor::assign).
+void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors);
+
+// Throws aether::Error naming the ranks whose tensors differ from rank 0's (a SHA-256 of their
+// bytes, all-gathered): data-parallel ranks must hold the same parameters after every step.
+void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors, const std::string& when);
+
+// The gradient averaging of one step. `params` in the optimizer's order; their gradients are lazy
+// (backward recorded, not run). Splits the gradients, in reverse parameter order (the order backward
+// produces them), into buckets of about `bucket_bytes`; realizes them bucket by bucket (`first` with
+// the first bucket: the loss, the metrics, the buffers) and starts each bucket's all-reduce on a
+// communication thread as soon as it is realized, so that communication overlaps the rest of
+// backward. Every gradient becomes the sum over ranks of (gradient * grad_weight); with grad_weight
+// = this rank's batch / the global batch, the mean over the global batch. The first
+// `scalars.size()` tensors of `first` (one value each: the loss, the accuracy) ride in the first
+// bucket and come back in `scalars` as the sum over ranks of (value * weight). *waited += the
+// seconds spent waiting for the all-reduces after the last bucket was computed. Returns false when
+// a reduced gradient is not finite (Inf/NaN: a float16 step to skip).
+bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& params,
+                       const std::vector<Tensor>& first, std::vector<double>& scalars, double weight,
+                       double grad_weight, size_t bucket_bytes, double* waited);
+
+}  // namespace aether::model_internal

@@ -1,0 +1,266 @@
+// Data-parallel training end to end, with ranks as processes over loopback (docs/distributed.md):
+//  - the Model API unchanged: ranks started with RANK / WORLD_SIZE / MASTER_PORT (as a launcher
+//    does) train a small MLP; 2 ranks x batch B/2 give the parameters of 1 rank x batch B (within
+//    float tolerance), the two ranks hold bit-identical parameters, and a second run is bit-identical;
+//  - `aether launch` (the built program, AETHER_CLI_PATH) on a tiny Fashion-MNIST-style set: a run
+//    and its checkpoint resumed on 1 rank and on 2; a rank that exits or hangs (AETHER_DIST_FAULT)
+//    fails the job with errors naming it, never a hang; --max-restarts 1 resumes and finishes.
+// Assertions are on results and messages, never on wall-clock time.
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "aether/aether.h"
+#include "cli_util.h"
+#include "dist/tcp_store.h"  // a free port for each job's store
+
+extern char** environ;
+
+using namespace aether;
+using namespace cli_util;
+
+namespace {
+
+// A port that was free a moment ago (the OS's choice for a server that then stopped).
+int free_port() {
+  dist::TcpStoreServer probe(0);
+  return probe.port();
+}
+
+// 100 samples of (4, 4, 1) with labels 0..3: the last global batch is partial (100 = 6 x 16 + 4).
+data::Dataset make_data() {
+  data::Dataset d;
+  d.name = "synthetic";
+  d.n = 100;
+  d.h = d.w = 4;
+  d.c = 1;
+  d.num_classes = 4;
+  for (int64_t i = 0; i < d.n; ++i) {
+    d.labels.push_back(i % 4);
+    for (int64_t k = 0; k < 16; ++k) d.images.push_back(uint8_t((i * 37 + k * (i % 4 + 3) * 11) % 256));
+  }
+  return d;
+}
+
+// Trains the test MLP (no batch norm, no dropout) for 3 epochs with `batch` samples per rank and
+// returns its parameters, one after another. The rank and world come from the environment.
+std::vector<float> train_mlp(int64_t batch) {
+  manual_seed(7);
+  Model m;
+  m.add(std::make_shared<nn::Flatten>())
+      .add(std::make_shared<nn::Linear>(16, 32))
+      .add(std::make_shared<nn::ReLU>())
+      .add(std::make_shared<nn::Linear>(32, 4));
+  ModelConfig c;
+  c.loss = "cross_entropy";
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.momentum = 0.9;
+  c.schedule = "cosine";
+  m.configure(c).finalize({4, 4, 1});
+  const data::Dataset d = make_data();
+  TrainOptions o;
+  o.epochs = 3;
+  o.progress = false;
+  o.data.batch_size = batch;
+  o.data.seed = 3;
+  m.train(d, o);
+  std::vector<float> all;
+  for (auto& [name, t] : m.network().named_parameters()) {
+    const auto v = t->to_vector<float>();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::vector<float> v;
+  float x;
+  while (f.read(reinterpret_cast<char*>(&x), sizeof x)) v.push_back(x);
+  return v;
+}
+
+// Runs this test program's DistWorker.Train as ranks 0 and 1 of a job (each writes its parameters
+// to <out>.<rank>); returns the exit statuses.
+std::vector<int> run_two_ranks(const std::string& out, int64_t batch) {
+  const int port = free_port();
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < 2; ++rank) {
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
+    env.push_back("RANK=" + std::to_string(rank));
+    env.push_back("WORLD_SIZE=2");
+    env.push_back("MASTER_ADDR=127.0.0.1");
+    env.push_back("MASTER_PORT=" + std::to_string(port));
+    env.push_back("AETHER_DIST_TIMEOUT=120");
+    env.push_back("AETHER_TEST_WORKER_OUT=" + out);
+    env.push_back("AETHER_TEST_WORKER_BATCH=" + std::to_string(batch));
+    std::vector<char*> envp;
+    for (auto& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::string self = fs::read_symlink("/proc/self/exe").string(),
+                filter = "--gtest_filter=DistWorker.Train";
+    char* argv[] = {self.data(), filter.data(), nullptr};
+    pid_t pid = -1;
+    EXPECT_EQ(::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    pids.push_back(pid);
+  }
+  std::vector<int> codes;
+  for (pid_t p : pids) {
+    int status = 0;
+    ::waitpid(p, &status, 0);
+    codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+  }
+  return codes;
+}
+
+}  // namespace
+
+// One rank of run_two_ranks (skipped when run on its own).
+TEST(DistWorker, Train) {
+  const char* out = std::getenv("AETHER_TEST_WORKER_OUT");
+  if (out == nullptr) GTEST_SKIP() << "a worker of DistTrain's tests";
+  const int64_t batch = std::atoll(std::getenv("AETHER_TEST_WORKER_BATCH"));
+  const std::vector<float> p = train_mlp(batch);
+  std::ofstream f(std::string(out) + "." + std::getenv("RANK"), std::ios::binary);
+  f.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size() * sizeof(float)));
+}
+
+TEST(DistTrain, TwoRanksOfHalfTheBatchMatchOneRankAndEachOther) {
+  TempDir tmp;
+  ASSERT_EQ(run_two_ranks(tmp.file("a"), 8), (std::vector<int>{0, 0}));
+  ASSERT_EQ(run_two_ranks(tmp.file("b"), 8), (std::vector<int>{0, 0}));
+  const std::vector<float> r0 = read_floats(tmp.file("a.0")), r1 = read_floats(tmp.file("a.1"));
+  const std::vector<float> again = read_floats(tmp.file("b.0"));
+  const std::vector<float> one = train_mlp(16);  // this process: a world of one, batch 16
+  ASSERT_EQ(r0.size(), one.size());
+  ASSERT_FALSE(one.empty());
+  EXPECT_EQ(std::memcmp(r0.data(), r1.data(), r0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
+  ASSERT_EQ(again.size(), r0.size());
+  EXPECT_EQ(std::memcmp(r0.data(), again.data(), r0.size() * sizeof(float)), 0) << "two runs differ";
+  double max_err = 0, max_val = 0;
+  for (size_t i = 0; i < one.size(); ++i) {
+    max_err = std::max(max_err, double(std::abs(r0[i] - one[i])));
+    max_val = std::max(max_val, double(std::abs(one[i])));
+  }
+  // 21 steps of float32 arithmetic summed in another order: agreement to about 1e-5 of the values.
+  EXPECT_LT(max_err, 1e-4 * std::max(max_val, 1.0)) << "2 ranks x 8 vs 1 rank x 16";
+  EXPECT_GT(max_val, 0.0);
+}
+
+namespace {
+// `aether launch` of 2 workers of `aether train` on the tiny set in dir (64 images per split).
+std::string launch(const TempDir& tmp, const std::string& launch_opts, const std::string& train_opts) {
+  return "launch --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " " + launch_opts +
+         " -- aether train --dataset fashion-mnist --data-dir '" + (tmp.path / "data").string() +
+         "' --quiet " + train_opts;
+}
+void tiny_data(const TempDir& tmp) { write_tiny_fashion(tmp.path / "data", 28, 28, 0, 0, 64); }
+}  // namespace
+
+TEST(DistLaunch, TrainsAndTheCheckpointResumesOnOneRankAndOnTwo) {
+  TempDir tmp;
+  tiny_data(tmp);
+  const std::string ck = tmp.file("ck.aether");
+  const CliResult r = run(launch(tmp, "", "--model mlp --epochs 1 --batch-size 8 --save '" + ck + "'"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_no_crash(r);
+  EXPECT_NE(r.out.find("rank 0 of 2 data-parallel ranks (gloo), global batch 16"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("test accuracy"), std::string::npos) << r.out;
+  ASSERT_TRUE(fs::exists(ck));
+  Model saved = Model::load(ck);
+  EXPECT_EQ(saved.epochs_done(), 1);
+  EXPECT_EQ(saved.steps_done(), 4);  // 64 images, global batches of 16
+  // On one rank (no launcher) and on two: both continue from epoch 2.
+  const std::string one = tmp.file("one.aether"), two = tmp.file("two.aether");
+  fs::copy_file(ck, one);
+  fs::copy_file(ck, two);
+  const CliResult r1 = run("train --dataset fashion-mnist --data-dir '" + (tmp.path / "data").string() +
+                           "' --quiet --resume '" + one + "' --epochs 2 --save '" + one + "'");
+  ASSERT_EQ(r1.code, 0) << r1.out;
+  EXPECT_NE(r1.out.find("at epoch 2/2"), std::string::npos) << r1.out;
+  EXPECT_EQ(Model::load(one).steps_done(), 4 + 8);  // one rank: batches of 8
+  const CliResult r2 = run(launch(tmp, "", "--resume '" + two + "' --epochs 2 --save '" + two + "'"));
+  ASSERT_EQ(r2.code, 0) << r2.out;
+  EXPECT_NE(r2.out.find("at epoch 2/2"), std::string::npos) << r2.out;
+  EXPECT_EQ(Model::load(two).steps_done(), 4 + 4);
+}
+
+TEST(DistLaunch, ARankThatExitsFailsTheJobNamingIt) {
+  TempDir tmp;
+  tiny_data(tmp);
+  setenv("AETHER_DIST_FAULT", "exit:1:2", 1);
+  const CliResult r = run(launch(tmp, "--timeout 60", "--model mlp --epochs 1 --batch-size 8"));
+  unsetenv("AETHER_DIST_FAULT");
+  EXPECT_NE(r.code, 0) << r.out;
+  expect_no_crash(r);
+  EXPECT_NE(r.out.find("AETHER_DIST_FAULT: rank 1 exits at step 2"), std::string::npos) << r.out;
+  // The launcher names the rank; rank 0 fails on its own with an error naming it.
+  EXPECT_NE(r.out.find("aether: error: launch: rank 1 (pid"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("exited with status 3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on rank 0 of 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 1 did not report this failure"), std::string::npos) << r.out;
+}
+
+TEST(DistLaunch, ARankThatHangsTimesTheOthersOutNamingIt) {
+  TempDir tmp;
+  tiny_data(tmp);
+  setenv("AETHER_DIST_FAULT", "hang:1:1", 1);
+  const CliResult r = run(launch(tmp, "--timeout 5", "--model mlp --epochs 1 --batch-size 8"));
+  unsetenv("AETHER_DIST_FAULT");
+  EXPECT_NE(r.code, 0) << r.out;
+  expect_no_crash(r);
+  EXPECT_NE(r.out.find("rank 1 hangs at step 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("on rank 0 of 2: timed out after 5000 ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rank 1 did not report this failure"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("killing rank 1"), std::string::npos) << r.out;  // the hung rank does not stay
+}
+
+TEST(DistLaunch, MaxRestartsResumesFromTheCheckpointAndFinishes) {
+  TempDir tmp;
+  tiny_data(tmp);
+  const std::string ck = tmp.file("ck.aether");
+  setenv("AETHER_DIST_FAULT", "exit:1:6", 1);  // in epoch 2 (4 steps per epoch), after a checkpoint
+  const CliResult r = run(launch(tmp, "--timeout 60 --max-restarts 1",
+                                 "--model mlp --epochs 3 --batch-size 8 --save '" + ck + "'"));
+  unsetenv("AETHER_DIST_FAULT");
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_no_crash(r);
+  EXPECT_NE(r.out.find("rank 1 exits at step 6"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("restarting every worker (restart 1 of 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at epoch 2/3 (step 4)"), std::string::npos) << r.out;
+  const Model m = Model::load(ck);
+  EXPECT_EQ(m.epochs_done(), 3);
+  EXPECT_EQ(m.steps_done(), 12);
+  // Without restarts left, the same fault fails the job.
+  fs::remove(ck);
+  setenv("AETHER_DIST_FAULT", "exit:1:6", 1);
+  const CliResult f =
+      run(launch(tmp, "--timeout 60", "--model mlp --epochs 3 --batch-size 8 --save '" + ck + "'"));
+  unsetenv("AETHER_DIST_FAULT");
+  EXPECT_NE(f.code, 0) << f.out;
+}
+
+TEST(DistLaunch, BadOptionsAreNamed) {
+  CliResult r = run("launch --nproc-per-node 0 -- aether train");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--nproc-per-node"), std::string::npos) << r.out;
+  r = run("launch --nnodes 2 --node-rank 2 -- aether train");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("--node-rank 2 is not below --nnodes 2"), std::string::npos) << r.out;
+  r = run("launch --nproc-per-node 1 -- /nonexistent/program");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.out.find("cannot run '/nonexistent/program' for rank 0"), std::string::npos) << r.out;
+  expect_no_crash(r);
+}
