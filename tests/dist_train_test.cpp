@@ -195,6 +195,11 @@ TEST(DistLaunch, TrainsAndTheCheckpointResumesOnOneRankAndOnTwo) {
   ASSERT_EQ(r2.code, 0) << r2.out;
   EXPECT_NE(r2.out.find("at epoch 2/2"), std::string::npos) << r2.out;
   EXPECT_EQ(Model::load(two).steps_done(), 4 + 4);
+  // Without --batch-size the ranks share the preset's batch (mlp: 128) and follow its recipe.
+  const CliResult d = run(launch(tmp, "", "--model mlp --epochs 1"));
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("global batch 128"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("epochs, batch 64,"), std::string::npos) << d.out;
 }
 
 TEST(DistLaunch, ARankThatExitsFailsTheJobNamingIt) {

@@ -28,9 +28,11 @@ from ._aether import (
     manual_seed,
     matmul,
     no_grad,
+    rank,
     realize,
     stack,
     where,
+    world_size,
 )
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from .layers import (
@@ -64,5 +66,5 @@ __all__ = [
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "ReLU", "RegressionAccuracy", "Rescale", "SGD",
     "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
     "arange", "cat", "datasets", "from_dlpack", "full", "functional", "grad_enabled", "manual_seed", "matmul",
-    "no_grad", "ones", "rand", "randn", "realize", "stack", "tensor", "where", "zeros",
+    "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros",
 ]

@@ -181,7 +181,9 @@ class Model:
             mean, std = _aether._channel_stats(ds)
         elif np.asarray(X).dtype != np.uint8 and self._cpp.epochs_done == 0:
             mean, std = [], []
-        bar, py_bar = _progress.choose(verbose)
+        # Several ranks (aether launch -- python ...): rank 0 alone shows progress (and the C++ side
+        # saves `checkpoint` on rank 0 only).
+        bar, py_bar = _progress.choose(verbose and _aether.rank() == 0)
         def on_batch(*args: Any) -> None:
             if py_bar is not None:
                 py_bar(*args)

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "aether/dist/communicator.h"
 #include "bind.h"
 
 namespace aether::py {
@@ -244,6 +245,22 @@ void bind_model(nb::module_& m) {
       },
       arg("name"), arg("image_shape"), arg("classes"));
   m.def("_preset_names", &preset_names);
+  // Data-parallel jobs (docs/distributed.md): the first call joins the job the launcher's
+  // environment describes (aether launch, torchrun, mpirun, srun); a world of one without it.
+  m.def(
+      "rank",
+      [] {
+        const dist::Communicator* c = dist::world();
+        return c != nullptr ? c->rank() : 0;
+      },
+      "this process's rank in its data-parallel job (0 without a launcher)");
+  m.def(
+      "world_size",
+      [] {
+        const dist::Communicator* c = dist::world();
+        return c != nullptr ? c->world_size() : 1;
+      },
+      "the number of ranks of this process's data-parallel job (1 without a launcher)");
 }
 
 }  // namespace aether::py

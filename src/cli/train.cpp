@@ -171,7 +171,12 @@ int run_train(const TrainArgs& given) {
     Preset p = make_preset(model_name, {train.h, train.w, train.c}, train.num_classes);
     if (v.lr) p.config.lr = *v.lr;
     if (a.optimizer.given()) p.config.optimizer = a.optimizer.text;
-    if (v.batch_size) p.data.batch_size = *v.batch_size;
+    // --batch-size is per rank. Without it, several ranks share the preset's batch, so that they
+    // follow the one-process recipe (global batch, steps, learning rates).
+    if (v.batch_size)
+      p.data.batch_size = *v.batch_size;
+    else if (comm != nullptr)
+      p.data.batch_size = std::max<int64_t>(1, p.data.batch_size / comm->world_size());
     for (auto& l : p.network->children()) model.add(l.second);
     model.configure(p.config).to(a.device).set_precision(a.precision).finalize({train.h, train.w, train.c});
     opt.epochs = v.epochs ? *v.epochs : p.epochs;

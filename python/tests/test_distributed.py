@@ -1,0 +1,52 @@
+"""Data-parallel training from Python: `aether launch -- python script.py` runs the unchanged
+Model API on 2 ranks (docs/distributed.md); ae.rank() and ae.world_size() say where a process is."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import aether as ae
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import aether as ae
+    out, batch = sys.argv[1], int(sys.argv[2])
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (150, 6, 6, 1), dtype=np.uint8)  # 150: a last, partial global batch
+    y = x.reshape(150, -1).sum(axis=1) % 3
+    m = ae.Model()
+    m.manual_seed(5)
+    m.add(ae.Flatten()); m.add(ae.Dense(36, 24)); m.add(ae.ReLU()); m.add(ae.Dense(24, 3))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9))
+    m.finalize((6, 6, 1))
+    h = m.train(x, y, epochs=2, batch_size=batch, seed=1, verbose=False)
+    params = np.concatenate([p.numpy().ravel() for p in m.parameters()])
+    np.save(f"{out}.{ae.rank()}of{ae.world_size()}.npy", params)
+    print("loss", h["loss"][-1])
+""")
+
+
+def test_rank_and_world_size_without_a_launcher():
+    assert ae.rank() == 0 and ae.world_size() == 1
+
+
+def test_two_ranks_from_python_match_one_rank_of_twice_the_batch(tmp_path, cli):
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    out = str(tmp_path / "params")
+    one = subprocess.run([sys.executable, str(script), out, "16"], capture_output=True, text=True, timeout=300)
+    assert one.returncode == 0, one.stdout + one.stderr
+    two = subprocess.run([cli, "launch", "--nproc-per-node", "2", "--master-port", "29531", "--timeout", "120",
+                          "--", sys.executable, str(script), out, "8"],
+                         capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stdout + two.stderr
+    p1 = np.load(out + ".0of1.npy")
+    r0, r1 = np.load(out + ".0of2.npy"), np.load(out + ".1of2.npy")
+    assert np.array_equal(r0, r1)  # every rank holds the same parameters, bit for bit
+    np.testing.assert_allclose(r0, p1, rtol=0, atol=1e-4 * max(1.0, float(np.abs(p1).max())))
+    assert two.stdout.count("loss") == 2  # both ranks ran; the loss is the global batch's on each
+    losses = [line for line in two.stdout.splitlines() if line.startswith("loss")]
+    assert losses[0] == losses[1]
