@@ -537,6 +537,13 @@ TEST(DistEnv, TorchrunOpenMpiAndSlurmVariables) {
   o = from({});
   EXPECT_EQ(o.rank, 0);
   EXPECT_EQ(o.world_size, 1);
+  EXPECT_EQ(o.iface, "");
+  EXPECT_EQ(o.timeout, std::chrono::seconds(300));
+  // The interface ranks talk over (PyTorch's variable) and the collectives' timeout.
+  o = from(
+      {{"RANK", "0"}, {"WORLD_SIZE", "2"}, {"GLOO_SOCKET_IFNAME", "veth0"}, {"AETHER_DIST_TIMEOUT", "42"}});
+  EXPECT_EQ(o.iface, "veth0");
+  EXPECT_EQ(o.timeout, std::chrono::seconds(42));
 }
 
 // Options::from_env() reads the process's configuration (core/config.h), which tests set directly.
@@ -576,6 +583,11 @@ TEST(DistEnv, MalformedValuesAreNamed) {
       },
       {"MASTER_PORT=70000 is not a TCP port", "1 to 65535"});
   expect_error([] { from({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", " 2"}}); }, {"SLURM_NTASKS= 2"});
+  expect_error(
+      [] {
+        from({{"AETHER_DIST_TIMEOUT", "0"}});
+      },
+      {"AETHER_DIST_TIMEOUT=0 is not a timeout in seconds"});
 }
 
 // ---- the TCP store ---------------------------------------------------------------------------------

@@ -77,6 +77,7 @@ const Variable kVariables[] = {
     number("AETHER_DIST_BUCKET_MB", &Config::dist_bucket_mb, 1, 4096, "a bucket size in MB", "for 25"),
     number("AETHER_RESTART_COUNT", &Config::restart_count, 0, 1000000, "a restart count", "for 0"),
     text("AETHER_DIST_FAULT", &Config::dist_fault),
+    text("GLOO_SOCKET_IFNAME", &Config::gloo_socket_ifname),
 };
 
 const ConfigVariable* variable_list() {

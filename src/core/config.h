@@ -90,6 +90,7 @@ struct Config {
   std::atomic<int> dist_bucket_mb{25};  // AETHER_DIST_BUCKET_MB: gradient all-reduce bucket size, MB
   std::atomic<int> restart_count{0};    // AETHER_RESTART_COUNT: set by `aether launch` for restarted workers
   ConfigText dist_fault;                // AETHER_DIST_FAULT: exit|hang:RANK:STEP, a fault for tests
+  ConfigText gloo_socket_ifname;        // GLOO_SOCKET_IFNAME: the network interface ranks talk over
   // The malformed values, one message per line ("" when none); set by parse_config only.
   std::string errors;
 };

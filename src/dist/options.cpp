@@ -71,6 +71,7 @@ Options Options::from_env(const std::function<const char*(const char*)>& env) {
   o.store = StoreKind::tcp;
   // A store on this machine's loopback: every rank is on this machine, and reaches the others there.
   if (is_loopback(o.master_addr)) o.hostname = "127.0.0.1";
+  o.iface = get("GLOO_SOCKET_IFNAME");  // a named interface wins over the host name
   return o;
 }
 
@@ -89,6 +90,7 @@ Options Options::from_env() {
       {"SLURM_NTASKS", c.slurm_ntasks.get()},
       {"SLURM_LOCALID", c.slurm_localid.get()},
       {"AETHER_DIST_TIMEOUT", std::to_string(c.dist_timeout.load())},
+      {"GLOO_SOCKET_IFNAME", c.gloo_socket_ifname.get()},
   };
   return from_env([&](const char* name) -> const char* {
     auto it = values.find(name);

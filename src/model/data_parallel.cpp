@@ -128,6 +128,12 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
                        double grad_weight, size_t bucket_bytes, double* waited) {
   AETHER_CHECK(scalars.size() <= first.size(), "train", "more scalars than tensors to realize");
   // Buckets of parameter indices, in reverse order; gradients are float32 (the master weights').
+  // A model of less than 4 buckets of bucket_bytes still gets about 4 (of at least 256 KB), so that
+  // its communication overlaps backward too.
+  size_t total = 0;
+  for (const Tensor& p : params)
+    if (p.grad().defined()) total += size_t(p.grad().numel()) * sizeof(float);
+  const size_t cap = std::min(bucket_bytes, std::max<size_t>(total / 4, size_t(256) << 10));
   std::vector<std::vector<size_t>> buckets;
   size_t bytes = 0;
   for (size_t i = params.size(); i-- > 0;) {
@@ -136,7 +142,7 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
     AETHER_CHECK(g.dtype() == DType::float32, "train", "parameter ", i, " has a ", dtype_name(g.dtype()),
                  " gradient; data-parallel training averages float32 gradients");
     const size_t b = size_t(g.numel()) * sizeof(float);
-    if (buckets.empty() || (bytes + b > bucket_bytes && bytes > 0)) {
+    if (buckets.empty() || (bytes + b > cap && bytes > 0)) {
       buckets.emplace_back();
       bytes = 0;
     }
