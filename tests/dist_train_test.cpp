@@ -6,6 +6,7 @@
 //    and its checkpoint resumed on 1 rank and on 2; a rank that exits or hangs (AETHER_DIST_FAULT)
 //    fails the job with errors naming it, never a hang; --max-restarts 1 resumes and finishes.
 // Assertions are on results and messages, never on wall-clock time.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -82,6 +83,11 @@ std::vector<float> train_mlp(int64_t batch) {
   return all;
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
 std::vector<float> read_floats(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   std::vector<float> v;
@@ -90,9 +96,9 @@ std::vector<float> read_floats(const std::string& path) {
   return v;
 }
 
-// Runs this test program's DistWorker.Train as ranks 0 and 1 of a job (each writes its parameters
-// to <out>.<rank>); returns the exit statuses.
-std::vector<int> run_two_ranks(const std::string& out, int64_t batch) {
+// Runs this test program's DistWorker.Train as ranks 0 and 1 of a job with batches[rank] (each
+// writes its parameters to <out>.<rank>, its output to <out>.<rank>.log); returns the exit statuses.
+std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batches) {
   const int port = free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
@@ -104,15 +110,21 @@ std::vector<int> run_two_ranks(const std::string& out, int64_t batch) {
     env.push_back("MASTER_PORT=" + std::to_string(port));
     env.push_back("AETHER_DIST_TIMEOUT=120");
     env.push_back("AETHER_TEST_WORKER_OUT=" + out);
-    env.push_back("AETHER_TEST_WORKER_BATCH=" + std::to_string(batch));
+    env.push_back("AETHER_TEST_WORKER_BATCH=" + std::to_string(batches[size_t(rank)]));
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
     std::string self = fs::read_symlink("/proc/self/exe").string(),
                 filter = "--gtest_filter=DistWorker.Train";
     char* argv[] = {self.data(), filter.data(), nullptr};
+    const std::string log = out + "." + std::to_string(rank) + ".log";
+    posix_spawn_file_actions_t files;
+    posix_spawn_file_actions_init(&files);
+    posix_spawn_file_actions_addopen(&files, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&files, 1, 2);
     pid_t pid = -1;
-    EXPECT_EQ(::posix_spawn(&pid, self.c_str(), nullptr, nullptr, argv, envp.data()), 0);
+    EXPECT_EQ(::posix_spawn(&pid, self.c_str(), &files, nullptr, argv, envp.data()), 0);
+    posix_spawn_file_actions_destroy(&files);
     pids.push_back(pid);
   }
   std::vector<int> codes;
@@ -138,8 +150,8 @@ TEST(DistWorker, Train) {
 
 TEST(DistTrain, TwoRanksOfHalfTheBatchMatchOneRankAndEachOther) {
   TempDir tmp;
-  ASSERT_EQ(run_two_ranks(tmp.file("a"), 8), (std::vector<int>{0, 0}));
-  ASSERT_EQ(run_two_ranks(tmp.file("b"), 8), (std::vector<int>{0, 0}));
+  ASSERT_EQ(run_two_ranks(tmp.file("a"), {8, 8}), (std::vector<int>{0, 0})) << file_text(tmp.file("a.0.log"));
+  ASSERT_EQ(run_two_ranks(tmp.file("b"), {8, 8}), (std::vector<int>{0, 0})) << file_text(tmp.file("b.0.log"));
   const std::vector<float> r0 = read_floats(tmp.file("a.0")), r1 = read_floats(tmp.file("a.1"));
   const std::vector<float> again = read_floats(tmp.file("b.0"));
   const std::vector<float> one = train_mlp(16);  // this process: a world of one, batch 16
@@ -156,6 +168,18 @@ TEST(DistTrain, TwoRanksOfHalfTheBatchMatchOneRankAndEachOther) {
   // 21 steps of float32 arithmetic summed in another order: agreement to about 1e-5 of the values.
   EXPECT_LT(max_err, 1e-4 * std::max(max_val, 1.0)) << "2 ranks x 8 vs 1 rank x 16";
   EXPECT_GT(max_val, 0.0);
+}
+
+// Ranks that would not pair their collectives up (here: other batch sizes) stop at the start of
+// train() with an error naming what differs, instead of waiting for the timeout.
+TEST(DistTrain, RanksWithDifferentOptionsStopWithAClearError) {
+  TempDir tmp;
+  const std::vector<int> codes = run_two_ranks(tmp.file("a"), {8, 4});
+  EXPECT_NE(codes[0], 0);
+  EXPECT_NE(codes[1], 0);
+  for (const char* log : {"a.0.log", "a.1.log"})
+    EXPECT_NE(file_text(tmp.file(log)).find("rank 1 has batch size 4, rank 0 8"), std::string::npos)
+        << file_text(tmp.file(log));
 }
 
 namespace {

@@ -23,7 +23,8 @@ namespace {
 
 // One thread that runs collectives in the order they are queued: every rank queues the same
 // collectives in the same order, so they pair up. wait() returns when the queue is empty and
-// rethrows the first error (later work is skipped after one).
+// rethrows the first error (later work is skipped after one). Destroyed before wait() (the step
+// failed here), it drops what is queued and waits only for the collective in flight.
 class CommThread {
  public:
   CommThread() : thread_([this] { loop(); }) {}
@@ -53,7 +54,7 @@ class CommThread {
     std::unique_lock<std::mutex> lk(mu_);
     for (;;) {
       cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_
+      if (stop_) return;  // queued work is dropped: its step failed on this rank
       std::function<void()> work = std::move(queue_.front());
       queue_.pop_front();
       busy_ = true;
@@ -100,6 +101,18 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
     comm.broadcast(bytes.data(), size_t(t->numel()), t->dtype(), 0);
     if (comm.rank() != 0) t->assign(Tensor::from_blob(bytes.data(), t->shape(), t->dtype()).to(t->device()));
   }
+}
+
+void check_same_values(dist::Communicator& comm, const std::vector<std::pair<std::string, int64_t>>& values) {
+  const size_t n = values.size(), world = size_t(comm.world_size());
+  std::vector<int64_t> mine(n), every(n * world);  // (n), (world, n)
+  for (size_t i = 0; i < n; ++i) mine[i] = values[i].second;
+  comm.all_gather(mine.data(), every.data(), n, DType::int64);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = 1; r < world; ++r)
+      AETHER_CHECK(every[r * n + i] == every[i], "train", "rank ", r, " has ", values[i].first, " ",
+                   every[r * n + i], ", rank 0 ", every[i],
+                   "; data-parallel ranks must train on the same data with the same options");
 }
 
 void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors, const std::string& when) {

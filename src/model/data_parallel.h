@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aether/dist/communicator.h"
@@ -15,6 +16,11 @@ namespace aether::model_internal {
 
 // The tensors' values on rank 0 copied to every rank (in place through Tensor::assign).
 void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors);
+
+// Throws aether::Error naming the first value (of `names`) that differs between rank 0 and another
+// rank, and the ranks: every rank must train on the same data set size with the same options, or
+// the ranks' collectives would not pair up.
+void check_same_values(dist::Communicator& comm, const std::vector<std::pair<std::string, int64_t>>& values);
 
 // Throws aether::Error naming the ranks whose tensors differ from rank 0's (a SHA-256 of their
 // bytes, all-gathered): data-parallel ranks must hold the same parameters after every step.

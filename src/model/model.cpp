@@ -365,7 +365,15 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   std::unique_ptr<cuda::GraphStep> graph_step;
   if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
     graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
-  if (comm != nullptr) {  // every rank starts from rank 0's parameters and buffers
+  if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
+    check_same_values(*comm, {{"a training set of size", train_set.n},
+                              {"batch size", lo.batch_size},
+                              {"epochs", o.epochs},
+                              {"steps per epoch", per_epoch},
+                              {"seed", int64_t(o.data.seed)},
+                              {"epochs done", m.epochs_done},
+                              {"steps done", m.steps_done},
+                              {"parameters", int64_t(m.opt->params().size())}});
     auto state = m.net->named_parameters();
     for (auto& b : m.net->named_buffers()) state.push_back(b);
     broadcast_from_rank0(*comm, state);
