@@ -74,7 +74,7 @@ const Variable kVariables[] = {
     text("SLURM_NTASKS", &Config::slurm_ntasks),
     text("SLURM_LOCALID", &Config::slurm_localid),
     number("AETHER_DIST_TIMEOUT", &Config::dist_timeout, 1, 604800, "a timeout in seconds", "for 300"),
-    number("AETHER_DIST_BUCKET_MB", &Config::dist_bucket_mb, 1, 4096, "a bucket size in MB", "for 25"),
+    number("AETHER_DIST_BUCKET_MB", &Config::dist_bucket_mb, 1, 4096, "a bucket size in MB", "for automatic buckets"),
     number("AETHER_RESTART_COUNT", &Config::restart_count, 0, 1000000, "a restart count", "for 0"),
     text("AETHER_DIST_FAULT", &Config::dist_fault),
     text("GLOO_SOCKET_IFNAME", &Config::gloo_socket_ifname),

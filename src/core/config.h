@@ -86,11 +86,11 @@ struct Config {
   ConfigText ompi_rank, ompi_size, ompi_local_rank;
   ConfigText slurm_procid, slurm_ntasks, slurm_localid;
   // Data-parallel training (docs/distributed.md).
-  std::atomic<int> dist_timeout{300};   // AETHER_DIST_TIMEOUT: seconds a rendezvous or collective may take
-  std::atomic<int> dist_bucket_mb{25};  // AETHER_DIST_BUCKET_MB: gradient all-reduce bucket size, MB
-  std::atomic<int> restart_count{0};    // AETHER_RESTART_COUNT: set by `aether launch` for restarted workers
-  ConfigText dist_fault;                // AETHER_DIST_FAULT: exit|hang:RANK:STEP, a fault for tests
-  ConfigText gloo_socket_ifname;        // GLOO_SOCKET_IFNAME: the network interface ranks talk over
+  std::atomic<int> dist_timeout{300};  // AETHER_DIST_TIMEOUT: seconds a rendezvous or collective may take
+  std::atomic<int> dist_bucket_mb{0};  // AETHER_DIST_BUCKET_MB: gradient bucket size, MB; 0: automatic
+  std::atomic<int> restart_count{0};   // AETHER_RESTART_COUNT: set by `aether launch` for restarted workers
+  ConfigText dist_fault;               // AETHER_DIST_FAULT: exit|hang:RANK:STEP, a fault for tests
+  ConfigText gloo_socket_ifname;       // GLOO_SOCKET_IFNAME: the network interface ranks talk over
   // The malformed values, one message per line ("" when none); set by parse_config only.
   std::string errors;
 };

@@ -141,12 +141,14 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
                        double grad_weight, size_t bucket_bytes, double* waited) {
   AETHER_CHECK(scalars.size() <= first.size(), "train", "more scalars than tensors to realize");
   // Buckets of parameter indices, in reverse order; gradients are float32 (the master weights').
-  // A model of less than 4 buckets of bucket_bytes still gets about 4 (of at least 256 KB), so that
-  // its communication overlaps backward too.
+  // Automatic (bucket_bytes 0): 25 MB, or a quarter of the gradients when that is less (at least
+  // 256 KB), so that a small model's communication overlaps backward too.
   size_t total = 0;
   for (const Tensor& p : params)
     if (p.grad().defined()) total += size_t(p.grad().numel()) * sizeof(float);
-  const size_t cap = std::min(bucket_bytes, std::max<size_t>(total / 4, size_t(256) << 10));
+  const size_t cap = bucket_bytes > 0
+                         ? bucket_bytes
+                         : std::min(size_t(25) << 20, std::max<size_t>(total / 4, size_t(256) << 10));
   std::vector<std::vector<size_t>> buckets;
   size_t bytes = 0;
   for (size_t i = params.size(); i-- > 0;) {
@@ -164,7 +166,8 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
   }
   if (buckets.empty()) buckets.emplace_back();  // still one collective: the extras, the same on every rank
   // Each bucket's values: (gradients of its parameters, one after another [, extras]) float32.
-  std::vector<std::vector<float>> packed(buckets.size());
+  // (shared: the averaged gradients are views of these buffers, without a copy, on the CPU)
+  std::vector<std::shared_ptr<std::vector<float>>> packed(buckets.size());
   CommThread comm_thread;
   for (size_t k = 0; k < buckets.size(); ++k) {
     std::vector<Tensor> want;
@@ -173,7 +176,8 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
     realize(want);
     size_t n = 0;
     for (size_t j = 0; j < buckets[k].size(); ++j) n += size_t(want[j].numel());
-    std::vector<float>& buf = packed[k];
+    packed[k] = std::make_shared<std::vector<float>>();
+    std::vector<float>& buf = *packed[k];
     buf.resize(n + (k == 0 ? scalars.size() : 0));
     size_t at = 0;
     for (size_t j = 0; j < buckets[k].size(); ++j) {
@@ -195,13 +199,13 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
     for (size_t i : buckets[k]) {
       Tensor& p = const_cast<Tensor&>(params[i]);
       const Tensor g = p.grad();
-      const float* v = packed[k].data() + at;
+      float* v = packed[k]->data() + at;
       for (int64_t j = 0; j < g.numel() && finite; ++j) finite = std::isfinite(v[j]);
-      p.set_grad(Tensor::from_blob(v, g.shape(), DType::float32).to(g.device()));
+      p.set_grad(Tensor::from_external(v, g.shape(), DType::float32, packed[k]).to(g.device()));
       at += size_t(g.numel());
     }
     if (k == 0)
-      for (double& v : scalars) v = double(packed[k][at++]);
+      for (double& v : scalars) v = double((*packed[k])[at++]);
   }
   return finite;
 }

@@ -28,8 +28,8 @@ void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors
 
 // The gradient averaging of one step. `params` in the optimizer's order; their gradients are lazy
 // (backward recorded, not run). Splits the gradients, in reverse parameter order (the order backward
-// produces them), into buckets of about `bucket_bytes` (a quarter of the gradients' bytes when
-// that is less, at least 256 KB); realizes them bucket by bucket (`first` with
+// produces them), into buckets of about `bucket_bytes` (0: 25 MB, or a quarter of the gradients'
+// bytes when that is less, at least 256 KB); realizes them bucket by bucket (`first` with
 // the first bucket: the loss, the metrics, the buffers) and starts each bucket's all-reduce on a
 // communication thread as soon as it is realized, so that communication overlaps the rest of
 // backward. Every gradient becomes the sum over ranks of (gradient * grad_weight); with grad_weight
