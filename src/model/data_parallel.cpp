@@ -91,6 +91,12 @@ std::vector<char> host_bytes(const Tensor& t) {
 
 }  // namespace
 
+nn::NamedTensors parameters_and_buffers(nn::Module& net) {
+  nn::NamedTensors all = net.named_parameters();
+  for (auto& b : net.named_buffers()) all.push_back(b);
+  return all;
+}
+
 void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors) {
   std::vector<Tensor> values;
   for (const auto& [name, t] : tensors) values.push_back(*t);

@@ -14,6 +14,9 @@
 
 namespace aether::model_internal {
 
+// The parameters, then the buffers, of `net`: what every rank must hold alike.
+nn::NamedTensors parameters_and_buffers(nn::Module& net);
+
 // The tensors' values on rank 0 copied to every rank (in place through Tensor::assign).
 void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors);
 

@@ -259,18 +259,13 @@ bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const T
   const bool finite = !flag.defined() || std::isfinite(flag.item<double>());
   if (!finite) {  // skip: the gradients are dropped, nothing else changes
     opt->zero_grad();
-    loss_scale.scale = std::max(loss_scale.scale / 2, kMinLossScale);
-    loss_scale.clean_steps = 0;
-    ++loss_scale.skipped;
+    loss_scale.overflowed();
     return false;
   }
   scale_grads(opt->params(), 1.0 / loss_scale.scale);
   if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
   realize(opt->record_step({}));
-  if (++loss_scale.clean_steps >= loss_scale.growth_interval) {
-    loss_scale.scale = std::min(loss_scale.scale * 2, kMaxLossScale);
-    loss_scale.clean_steps = 0;
-  }
+  loss_scale.clean_step();
   return true;
 }
 
@@ -291,17 +286,12 @@ bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor&
   *accuracy_out = metrics[1];
   if (!finite && scales_loss()) {  // every rank sees the same reduced gradients: all skip together
     opt->zero_grad();
-    loss_scale.scale = std::max(loss_scale.scale / 2, kMinLossScale);
-    loss_scale.clean_steps = 0;
-    ++loss_scale.skipped;
+    loss_scale.overflowed();
     return false;
   }
   if (config.clip_grad_norm > 0) optim::clip_grad_norm(opt->params(), config.clip_grad_norm);
   realize(opt->record_step({}));
-  if (scales_loss() && ++loss_scale.clean_steps >= loss_scale.growth_interval) {
-    loss_scale.scale = std::min(loss_scale.scale * 2, kMaxLossScale);
-    loss_scale.clean_steps = 0;
-  }
+  if (scales_loss()) loss_scale.clean_step();
   return true;
 }
 
@@ -374,9 +364,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                               {"epochs done", m.epochs_done},
                               {"steps done", m.steps_done},
                               {"parameters", int64_t(m.opt->params().size())}});
-    auto state = m.net->named_parameters();
-    for (auto& b : m.net->named_buffers()) state.push_back(b);
-    broadcast_from_rank0(*comm, state);
+    broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
@@ -431,9 +419,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     }
     if (comm != nullptr) {  // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
       broadcast_from_rank0(*comm, m.net->named_buffers());
-      auto state = m.net->named_parameters();
-      for (auto& b : m.net->named_buffers()) state.push_back(b);
-      check_ranks_agree(*comm, state, detail::cat("after epoch ", epoch + 1));
+      check_ranks_agree(*comm, parameters_and_buffers(*m.net), detail::cat("after epoch ", epoch + 1));
     }
     m.epochs_done = epoch + 1;
     EpochStats st;

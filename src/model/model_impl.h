@@ -2,6 +2,7 @@
 // training, evaluation) and model_checkpoint.cpp (save, load) share.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -50,15 +51,25 @@ struct Model::Impl {
   nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)
   // Dynamic loss scaling (float16 only): the loss is multiplied by `scale` before backward; a step
   // whose gradients hold Inf/NaN is skipped (weights, optimizer state and step count untouched) and
-  // halves the scale; growth_interval clean steps in a row double it (up to kMaxLossScale). Saved in the
+  // halves the scale; growth_interval clean steps in a row double it (up to LossScale::kMax). Saved in the
   // checkpoint.
   struct LossScale {
     double scale = 65536.0;
     int64_t clean_steps = 0;
     int64_t growth_interval = 2000;
-    int64_t skipped = 0;  // steps skipped so far (this process)
+    int64_t skipped = 0;                                            // steps skipped so far (this process)
+    static constexpr double kMin = 1.0 / 65536, kMax = 16777216.0;  // 2^-16 .. 2^24
+    void overflowed() {                                             // a skipped step
+      scale = std::max(scale / 2, kMin);
+      clean_steps = 0;
+      ++skipped;
+    }
+    void clean_step() {
+      if (++clean_steps < growth_interval) return;
+      scale = std::min(scale * 2, kMax);
+      clean_steps = 0;
+    }
   } loss_scale;
-  static constexpr double kMinLossScale = 1.0 / 65536, kMaxLossScale = 16777216.0;  // 2^-16 .. 2^24
   bool scales_loss() const { return precision == "float16"; }
 
   // The network on a batch: in mixed precision the input is cast to the 16-bit compute dtype (the
