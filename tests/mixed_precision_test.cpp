@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -164,6 +165,56 @@ TEST(MixedPrecision, LayersKeepSixteenBitActivationsAndFloat32Parameters) {
 
 // The same seed, data and epochs in each precision: the per-epoch losses stay close to float32's,
 // every run learns the task, and the weights and optimizer state stay float32.
+// The nodes of op `op` in the graph under n (not yet realized).
+void collect(const NodePtr& n, Op op, std::vector<NodePtr>& out, std::set<const Node*>& seen) {
+  if (!n || !seen.insert(n.get()).second) return;
+  if (n->op == op) out.push_back(n);
+  for (const NodePtr& s : n->srcs) collect(s, op, out, seen);
+}
+std::vector<NodePtr> nodes_of(const Tensor& t, Op op) {
+  std::vector<NodePtr> out;
+  std::set<const Node*> seen;
+  collect(t.node(), op, out, seen);
+  return out;
+}
+
+// A 16-bit conv or matmul is differentiated in its own 16-bit type (the float32 upstream gradient is
+// rounded to it, as under PyTorch's autocast, so the library's 16-bit kernels run), and the
+// gradients still come back in float32 (docs/mixed-precision.md, "Dtype rules"), close to the
+// float32 ones: one more rounding of dy than the 16-bit ops' own cases.
+TEST(MixedPrecision, ConvAndMatmulBackwardRunInTheForwardsSixteenBitType) {
+  for (DType t : {DType::bfloat16, DType::float16}) {
+    SCOPED_TRACE(dtype_name(t));
+    const double u = t == DType::bfloat16 ? 0x1p-8 : 0x1p-11;
+    Tensor x = Tensor::uniform({2, 6, 6, 3}, -1, 1).cast(t).cast(DType::float32).detach().set_requires_grad();
+    Tensor w = Tensor::uniform({4, 3, 3, 3}, -1, 1).cast(t).cast(DType::float32).detach().set_requires_grad();
+    Tensor m = Tensor::uniform({4, 5}, -1, 1).cast(t).cast(DType::float32).detach().set_requires_grad();
+    auto loss_of = [&](DType c) {
+      const Tensor y = conv2d(x.cast(c), w.cast(c), Tensor(), Conv2dOptions{.padding = 1});  // (2,6,6,4)
+      const Tensor z = matmul(y.reshape({72, 4}), m.cast(c));                                // (72,5)
+      // A float32 loss, so the upstream gradient of z is float32.
+      return (z.cast(DType::float32) * Tensor::arange(0.0, 1.0, 1.0 / 360).reshape({72, 5})).sum();
+    };
+    const std::vector<Tensor> g16 = gradients(loss_of(t), {x, w, m});
+    const std::vector<Tensor> g32 = gradients(loss_of(DType::float32), {x, w, m});
+    for (const Tensor& g : g16) EXPECT_EQ(g.dtype(), DType::float32);
+    for (Op op : {Op::Conv2dBwdData, Op::Conv2dBwdWeight, Op::Matmul}) {
+      std::vector<NodePtr> found;
+      for (const Tensor& g : g16)
+        for (const NodePtr& n : nodes_of(g, op)) found.push_back(n);
+      ASSERT_FALSE(found.empty()) << op_name(op);
+      for (const NodePtr& n : found) EXPECT_EQ(n->dtype, t) << op_name(op);
+    }
+    for (size_t i = 0; i < g16.size(); ++i) {
+      const std::vector<float> a = values(g16[i]), b = values(g32[i]);
+      float peak = 0;
+      for (float v : b) peak = std::max(peak, std::fabs(v));
+      for (size_t j = 0; j < a.size(); ++j)
+        EXPECT_NEAR(a[j], b[j], 16 * u * (std::fabs(b[j]) + 0.05 * peak)) << "gradient " << i << " at " << j;
+    }
+  }
+}
+
 TEST(MixedPrecision, ShortTrainingRunsTrackFloat32) {
   const data::Dataset d = tiny_dataset();
   std::vector<std::vector<double>> losses;

@@ -21,6 +21,11 @@ Tensor saved(const GradFn& fn, const NodePtr& n, int i) {
 }
 // The gradient in the dtype it should have: dy's dtype promoted with the input's (floats only).
 DType grad_dtype(DType dy, DType in) { return is_float(in) ? promote(dy, in) : dy; }
+// The dtype the backward passes of conv and matmul compute in: a 16-bit forward's own (the
+// incoming gradient is rounded to it, as under PyTorch's autocast, so the library runs its 16-bit
+// kernels: on a CPU with native bfloat16 these are the fast ones), else the gradient's dtype t.
+// Their results are cast to t, so the gradient's dtype follows the rule above either way.
+DType library_dtype(DType t, DType in) { return is_16bit_float(in) ? in : t; }
 // Inverse of a permutation.
 Axes inverse(const Axes& p) {
   Axes inv(p.size());
@@ -124,16 +129,20 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     }
     case Op::Flip: return {prim::flip(dy, std::get<Axes>(fn.arg))};
     case Op::Matmul: {
-      // c = a b: da = dc b^T, db = a^T dc   (all (B, ., .)), in the gradient's dtype
-      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
-      const Tensor a = x(0).cast(t), b = x(1).cast(t), d = dy.cast(t);
-      return {prim::matmul(d, prim::permute(b, {0, 2, 1})), prim::matmul(prim::permute(a, {0, 2, 1}), d)};
+      // c = a b: da = dc b^T, db = a^T dc   (all (B, ., .)), computed in library_dtype, returned in
+      // the gradient's dtype t
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]), c = library_dtype(t, fn.input_dtypes[0]);
+      const Tensor a = x(0).cast(c), b = x(1).cast(c), d = dy.cast(c);
+      return {prim::matmul(d, prim::permute(b, {0, 2, 1})).cast(t),
+              prim::matmul(prim::permute(a, {0, 2, 1}), d).cast(t)};
     }
     case Op::Conv2d: {
+      // dx = conv2d_bwd_data(dy, w), dw = conv2d_bwd_weight(x, dy): as matmul
       const auto& arg = std::get<Conv2dArg>(fn.arg);
-      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
-      const Tensor xx = x(0).cast(t), w = x(1).cast(t), d = dy.cast(t);
-      return {prim::conv2d_bwd_data(d, w, xx.shape(), arg), prim::conv2d_bwd_weight(xx, d, w.shape(), arg)};
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]), c = library_dtype(t, fn.input_dtypes[0]);
+      const Tensor xx = x(0).cast(c), w = x(1).cast(c), d = dy.cast(c);
+      return {prim::conv2d_bwd_data(d, w, xx.shape(), arg).cast(t),
+              prim::conv2d_bwd_weight(xx, d, w.shape(), arg).cast(t)};
     }
     case Op::MaxPool2d: {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
