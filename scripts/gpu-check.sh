@@ -8,7 +8,7 @@
 #   3. benchmarks: the device's copy bandwidth (bench/gpu/copy_bw.cu, nvcc), aether's BN+ReLU
 #      forward+backward at (N,H,W,C) = (256,32,32,32) and (256,32,32,64) [= (256,64,32,32) in NCHW
 #      terms] and ReLU backward, each in GB/s and as a fraction of the copy bandwidth, the cifarnet
-#      training step at batch 256 and 512, and the same step in PyTorch (bench/gpu/torch_step.py:
+#      training step at batch 256 and 512 (and at 256 in bfloat16 and float16), and the same step in PyTorch (bench/gpu/torch_step.py:
 #      eager float32, eager with TF32, torch.compile) for the ratio;
 #   4. a summary table. Results go to ${OUT:-gpu-results}/: results.json (every measurement),
 #      summary.txt, ctest.log, suite-on-cuda.log, build.log.
@@ -189,6 +189,10 @@ bench relu-backward relu_bwd_32.json --shape 256,32,32,32
 bench relu-backward relu_bwd_64.json --shape 256,32,32,64
 bench step step_256.json --model cifarnet --batch 256
 bench step step_512.json --model cifarnet --batch 512
+# Mixed precision (issue 15): the same step in bfloat16 and float16 (cuDNN / cuBLASLt on 16-bit
+# operands, generated kernels on __nv_bfloat16 / __half, float16 with its loss scale).
+bench step step_256_bf16.json --model cifarnet --batch 256 --precision bf16
+bench step step_256_fp16.json --model cifarnet --batch 256 --precision fp16
 
 if [ "${AETHER_GPU_SKIP_TORCH:-0}" != "1" ]; then
   phase "PyTorch cifarnet step"
@@ -240,6 +244,12 @@ for b in (256, 512):
             res.setdefault("ratios", {})[f"torch_{mode}_over_aether_B{b}"] = ratio
             rows.append((f"  torch {mode} B={b}", f"{r['median_ms']:.2f}", "", "",
                          f"{r['images_per_s']:.0f}" + (f"  (aether {ratio:.2f}x)" if ratio else "")))
+for p in ("bf16", "fp16"):
+    j = load(f"step_256_{p}.json")
+    res[f"step_256_{p}"] = j
+    ms = j.get("median_ms")
+    rows.append((f"aether cifarnet step B=256 {p}", f"{ms:.2f}" if ms else "error", "", "",
+                 f"{j['images_per_s']:.0f}" if ms else ""))
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(res, f, indent=1)
 w = [max(len(r[i]) for r in rows) for i in range(5)]

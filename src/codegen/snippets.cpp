@@ -276,7 +276,13 @@ std::string alu_expr(Lang lang, const Inst& in, const std::vector<std::string>& 
                      const std::vector<DType>& t) {
   const DType o = in.dtype;
   AETHER_CHECK(is_elementwise(in.op), "codegen", op_name(in.op), " is not an ALU op");
-  if (in.op == Op::Cast) return convert(o, t[0], detail::cat("(", compute_type(t[0]), ")", a[0]));
+  if (in.op == Op::Cast) {
+    // Integers of 32 bits or fewer go to a float through int (exact): AVX2 converts int32 vectors to
+    // floats, but int64 only with AVX-512DQ, so (float)(i64)b kept a loop scalar there (max-pooling's
+    // tie count, a sum of bools, ran at 10% of the copy bandwidth capped at AVX2).
+    const bool via_int = is_fp(o) && (t[0] == DType::boolean || t[0] == DType::uint8 || t[0] == DType::int32);
+    return convert(o, t[0], detail::cat("(", via_int ? "int" : compute_type(t[0]), ")", a[0]));
+  }
   // A comparison is written once for every source dtype; other integer results are computed in
   // int64 (wrapping helpers) and converted. Where is written as bit operations, never a branch:
   // g++ 12 targeting AVX2 (no mask registers) does not if-convert `c ? a : b` on integers whose
