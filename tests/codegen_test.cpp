@@ -534,6 +534,35 @@ TEST(Codegen, ASumsInvariantFactorsMoveToTheEpilogue) {
   }
 }
 
+// Max-pool backward over tiling windows: each window's first maximum does not depend on the
+// position in the window, so the kernel computes it once per window in a loop of its own (window
+// hoisting, render_cpp.cpp) and the loops over the window's positions only select; the gradient
+// matches the reference bit for bit.
+TEST(Codegen, MaxPoolBackwardComputesEachWindowsMaximumOnce) {
+  const Tensor x = input({8, 16, 16, 32}, 43).detach().set_requires_grad();  // (N,H,W,C)
+  const Tensor dy = input({8, 8, 8, 32}, 44);
+  const Tensor dx = gradients(max_pool2d(x, 2), {x}, dy)[0];  // (8,16,16,32)
+  const Schedule sch = schedule({dx});
+  int windowed = 0;
+  for (const auto& k : sch.kernels) {
+    if (k.kind != KernelKind::Elementwise) continue;
+    std::string why;
+    const auto lowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    ASSERT_TRUE(lowered) << why;
+    windowed += codegen::render_cpp(lowered->kernel).find("window hoisting") != std::string::npos;
+  }
+  EXPECT_EQ(windowed, 1);
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  const std::vector<double> fused = dx.to_vector<double>();
+  set_fusion(false);
+  const std::vector<double> ref = gradients(max_pool2d(x, 2), {x}, dy)[0].to_vector<double>();
+  set_fusion(was);
+  ASSERT_EQ(fused.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
+}
+
 // Max-pool forward (a ReduceMax over the windows) gives each task a small block of outputs; their
 // accumulators and results live in the task (in L1), not in scratch arrays the size of the whole
 // output that would be written back to memory: the kernel asks for no scratch, and matches the

@@ -46,7 +46,7 @@ class Renderer {
       if (!owner_block_) loop_nest(k_.reduced_shape(), k_.epilogue, "e", "  ");
     } else {
       hoist(k_.body, "b", k_.full);
-      loop_nest(k_.full, k_.body, "b", "  ");
+      loop_nest(k_.full, k_.body, "b", "  ", /*window=*/true);
     }
     os_ << "}\n";
     return os_.str();
@@ -57,38 +57,48 @@ class Renderer {
   // per-channel scale, computed from a few small loads with divisions and a square root) are
   // computed once per value of that variable before the loops, into small arrays h<i>[], instead
   // of at every point of the iteration space.
-  void hoist(const std::vector<Inst>& insts, const char* pre, const Shape& extent) {
-    hoisted_.assign(insts.size(), false);
-    if (extent.empty()) return;
-    const int last = int(extent.size()) - 1;
-    const int64_t e = extent[size_t(last)];
+  // The loop variables each instruction's value depends on: [instruction][variable].
+  static std::vector<std::vector<bool>> dims_used(const std::vector<Inst>& insts, size_t rank) {
     auto vars_of = [&](const ir::Affine& a, std::vector<bool>& m) {
       for (size_t v = 0; v < a.k.size(); ++v) m[v] = m[v] || a.k[v] != 0;
     };
-    std::vector<std::vector<bool>> mask(insts.size(), std::vector<bool>(extent.size(), false));
-    bool any_alu = false;
-    int64_t bytes = 0;
+    std::vector<std::vector<bool>> mask(insts.size(), std::vector<bool>(rank, false));
     for (size_t i = 0; i < insts.size(); ++i) {
       const Inst& in = insts[i];
       auto& m = mask[i];
-      bool ok = true;
       switch (in.kind) {
         case InstKind::Load:
         case InstKind::Rand:
-        case InstKind::Result: vars_of(in.offset, m); [[fallthrough]];
+        case InstKind::Result:
+        case InstKind::Store: vars_of(in.offset, m); [[fallthrough]];
         case InstKind::InBounds:
           for (const auto& g : in.guards) vars_of(g.e, m);
           break;
         case InstKind::Const: break;
         case InstKind::Alu:
-          for (int sidx : in.srcs) {
-            ok = ok && hoisted_[size_t(sidx)];
-            for (size_t v = 0; v < m.size(); ++v) m[v] = m[v] || mask[size_t(sidx)][v];
-          }
-          break;
         case InstKind::Accum:
-        case InstKind::Store: ok = false; break;
+          for (int sidx : in.srcs)
+            for (size_t v = 0; v < m.size(); ++v) m[v] = m[v] || mask[size_t(sidx)][v];
+          break;
       }
+    }
+    return mask;
+  }
+
+  void hoist(const std::vector<Inst>& insts, const char* pre, const Shape& extent) {
+    hoisted_.assign(insts.size(), false);
+    if (extent.empty()) return;
+    const int last = int(extent.size()) - 1;
+    const int64_t e = extent[size_t(last)];
+    const std::vector<std::vector<bool>> mask = dims_used(insts, extent.size());
+    bool any_alu = false;
+    int64_t bytes = 0;
+    for (size_t i = 0; i < insts.size(); ++i) {
+      const Inst& in = insts[i];
+      const auto& m = mask[i];
+      bool ok = in.kind != InstKind::Accum && in.kind != InstKind::Store;
+      if (in.kind == InstKind::Alu)
+        for (int sidx : in.srcs) ok = ok && hoisted_[size_t(sidx)];
       for (int v = 0; v < last; ++v) ok = ok && !m[size_t(v)];
       hoisted_[i] = ok;
       if (ok) bytes += e * 8;
@@ -117,6 +127,14 @@ class Renderer {
       const Inst& in = insts[i];
       const std::string name = detail::cat(pre, i);
       const bool h = i < hoisted_.size() && hoisted_[i];
+      const uint8_t w = i < wrole_.size() ? wrole_[i] : 0;
+      if (wmode_ == WMode::pre && !w && !h) continue;  // the window loop computes its values only
+      if (wmode_ == WMode::main && w) {                // ... and the body reads those it needs
+        if (w == 2)
+          os_ << ind << "const " << ctype(in.dtype) << " " << name << " = w" << i << "[i" << extent.size() - 1
+              << "];\n";
+        continue;
+      }
       if (prologue_ && !h) continue;
       if (!prologue_ && h) {
         os_ << ind << "const " << ctype(in.dtype) << " " << name << " = h" << i << "[i" << extent.size() - 1
@@ -173,9 +191,13 @@ class Renderer {
   }
   // Opens the loops for task index `t` (a variable in scope); returns the indent of the body of
   // the innermost loop's enclosing scope. `inner_pragma` precedes the last-dim loop.
+  // `order` (optional) permutes the middle dims; `at_split` runs before the middle loop at
+  // position `split` of that order (window hoisting, below).
   std::string open(const Shape& s, const Nest& p, const std::string& t, std::string ind,
                    const std::string& inner_pragma,
-                   const std::function<void(const std::string&)>& before_inner, int* opened) {
+                   const std::function<void(const std::string&)>& before_inner, int* opened,
+                   const std::vector<int>* order = nullptr, size_t split = 0,
+                   const std::function<void(const std::string&)>& at_split = nullptr) {
     const int n = int(s.size());
     *opened = 0;
     if (n == 0) return ind;
@@ -186,7 +208,12 @@ class Renderer {
       os_ << ind << "const i64 i" << d << " = q_ % " << s[size_t(d)] << ";\n";
       os_ << ind << "q_ /= " << s[size_t(d)] << ";\n";
     }
-    for (int d = p.prefix; d < n - 1; ++d) {
+    std::vector<int> middle;
+    for (int d = p.prefix; d < n - 1; ++d) middle.push_back(d);
+    if (order) middle = *order;
+    for (size_t j = 0; j < middle.size(); ++j) {
+      if (at_split && j == split) at_split(ind);
+      const int d = middle[j];
       os_ << ind << "for (i64 i" << d << " = 0; i" << d << " < " << s[size_t(d)] << "; ++i" << d << ") {\n";
       ind += "  ";
       ++*opened;
@@ -211,7 +238,65 @@ class Renderer {
     }
   }
 
-  void loop_nest(const Shape& s, const std::vector<Inst>& insts, const char* pre, const std::string& ind) {
+  // Window hoisting (elementwise kernels): values that do not depend on some of the middle loop
+  // variables W are computed once per point of the other loops, in a vectorised loop over the last
+  // dim into small arrays w<i>[], before the loops over W, instead of at every point. Max-pool
+  // backward over tiling windows is the case: each of a window's outputs needs the window's
+  // first maximum (and the BatchNorm backward fused with it), which depend on the window, not
+  // on the position in it (i2, i4 of (N, H/2, 2, W/2, 2, C)); computed per output it made the kernel
+  // compute-bound at a third of the copy bandwidth. The loops over W move inside the others.
+  bool plan_window(const std::vector<Inst>& insts, const Shape& s, const Nest& p) {
+    wrole_.assign(insts.size(), 0);
+    worder_.clear();
+    const int n = int(s.size());
+    if (n < 3 || p.nchunks != 1 || p.prefix >= n - 1 || s[size_t(n - 1)] > 1024) return false;
+    const std::vector<std::vector<bool>> m = dims_used(insts, s.size());
+    auto busy = [&](size_t i) {
+      return insts[i].kind == InstKind::Alu && !(i < hoisted_.size() && hoisted_[i]);
+    };
+    std::vector<bool> win(size_t(n), false);
+    int64_t reps = 1;
+    for (int d = p.prefix; d < n - 1; ++d) {
+      int free = 0;
+      for (size_t i = 0; i < insts.size(); ++i) free += busy(i) && !m[i][size_t(d)];
+      win[size_t(d)] = s[size_t(d)] > 1 && free >= kMinWindowAlu;
+      if (win[size_t(d)]) reps *= s[size_t(d)];
+    }
+    if (reps < 2) return false;
+    int alu = 0;
+    for (size_t i = 0; i < insts.size(); ++i) {
+      const Inst& in = insts[i];
+      if (i < hoisted_.size() && hoisted_[i]) continue;
+      bool ok = in.kind == InstKind::Load || in.kind == InstKind::Const || in.kind == InstKind::Alu ||
+                in.kind == InstKind::InBounds;
+      for (int d = 0; d < n; ++d) ok = ok && !(win[size_t(d)] && m[i][size_t(d)]);
+      for (int src : in.srcs)
+        ok = ok && (wrole_[size_t(src)] || (size_t(src) < hoisted_.size() && hoisted_[size_t(src)]));
+      wrole_[i] = ok;
+      alu += ok && in.kind == InstKind::Alu;
+    }
+    int64_t bytes = 0;
+    for (size_t i = 0; i < insts.size(); ++i)
+      if (!wrole_[i])
+        for (int src : insts[i].srcs)
+          if (wrole_[size_t(src)] == 1) {
+            wrole_[size_t(src)] = 2;  // read by the body: kept in an array
+            bytes += s[size_t(n - 1)] * 8;
+          }
+    if (alu < kMinWindowAlu || bytes > kMaxWindowBytes) {
+      wrole_.clear();
+      return false;
+    }
+    for (int d = p.prefix; d < n - 1; ++d)
+      if (!win[size_t(d)]) worder_.push_back(d);
+    wsplit_ = worder_.size();
+    for (int d = p.prefix; d < n - 1; ++d)
+      if (win[size_t(d)]) worder_.push_back(d);
+    return true;
+  }
+
+  void loop_nest(const Shape& s, const std::vector<Inst>& insts, const char* pre, const std::string& ind,
+                 bool window = false) {
     const Nest p = plan(s);
     const int64_t total = numel(s);
     if (total == 0) return;
@@ -224,8 +309,28 @@ class Renderer {
     os_ << ind << "#pragma omp parallel for schedule(static)" << (total >= 32768 ? "" : " if (0)") << "\n";
     os_ << ind << "for (i64 t_ = 0; t_ < " << p.tasks() << "; ++t_) {\n";
     int opened = 0;
-    const std::string body = open(s, p, "t_", ind + "  ", "#pragma omp simd", nullptr, &opened);
+    const bool win = window && plan_window(insts, s, p);
+    const std::string v = detail::cat("i", s.size() - 1);
+    std::function<void(const std::string&)> window_loop =
+        [&](const std::string& in) {  // the window-invariant values, into w<i>[]
+          os_ << in << "// window-invariant values (window hoisting)\n";
+          for (size_t i = 0; i < insts.size(); ++i)
+            if (wrole_[i] == 2) os_ << in << ctype(insts[i].dtype) << " w" << i << "[" << s.back() << "];\n";
+          os_ << in << "#pragma omp simd\n"
+              << in << "for (i64 " << v << " = 0; " << v << " < " << s.back() << "; ++" << v << ") {\n";
+          wmode_ = WMode::pre;
+          statements(insts, pre, s, in + "  ");
+          for (size_t i = 0; i < insts.size(); ++i)
+            if (wrole_[i] == 2) os_ << in << "  w" << i << "[" << v << "] = " << pre << i << ";\n";
+          os_ << in << "}\n";
+          wmode_ = WMode::main;
+        };
+    const std::string body =
+        open(s, p, "t_", ind + "  ", "#pragma omp simd", nullptr, &opened, win ? &worder_ : nullptr, wsplit_,
+             win ? window_loop : std::function<void(const std::string&)>());
     statements(insts, pre, s, body);
+    wmode_ = WMode::off;
+    wrole_.clear();
     os_ << body.substr(2) << "}\n";
     close(body.substr(2), opened);
     os_ << ind << "}\n";
@@ -471,6 +576,16 @@ class Renderer {
   std::ostringstream os_;
   std::vector<bool> hoisted_;  // of the instruction list being rendered
   bool prologue_ = false;
+  // Window hoisting: per instruction 0 (the body computes it), 1 (the window loop does), 2 (the
+  // window loop does and keeps it in w<i>[] for the body); the middle loops' order, the first
+  // `wsplit_` of them outside the window loop; which part is being rendered.
+  static constexpr int kMinWindowAlu = 4;                       // ALU instructions worth a window loop
+  static constexpr int64_t kMaxWindowBytes = int64_t(1) << 15;  // the w<i>[] arrays, on the stack
+  enum class WMode { off, pre, main };
+  std::vector<uint8_t> wrole_;
+  std::vector<int> worder_;
+  size_t wsplit_ = 0;
+  WMode wmode_ = WMode::off;
   Nest nest_;
   bool inner_reduce_ = false, owner_ = false, owner_block_ = false, local_ = false;
   int64_t out_n_ = 1, slabs_ = 1, scratch_ = 0, block_ = 1;
