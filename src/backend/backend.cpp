@@ -63,7 +63,8 @@ void record_op_time(const char* op, double seconds, int64_t elements, double byt
   s.flops += flops;
 }
 
-std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
+std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s, int64_t runs) {
+  runs = std::max<int64_t>(runs, 1);
   std::vector<std::pair<std::string, OpStat>> v(op_stats().begin(), op_stats().end());
   std::sort(v.begin(), v.end(),
             [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
@@ -83,13 +84,18 @@ std::string op_profile_report(double copy_gb_per_s, double fma_gflop_per_s) {
     const double gbs = s.seconds > 0 ? s.bytes / s.seconds / 1e9 : 0;
     const double gfs = s.seconds > 0 ? s.flops / s.seconds / 1e9 : 0;
     std::string limit;
-    if (limits && s.flops > 0)
+    // A kernel that moves less than kSmallBytes per call works in cache and is bound by its launch
+    // (a few microseconds), not by memory bandwidth: a share of the copy bandwidth says nothing.
+    constexpr double kSmallBytes = 64 * 1024;
+    if (limits && s.flops == 0 && s.bytes > 0 && s.bytes / double(s.calls) < kSmallBytes)
+      limit = "small (< 64 KiB a call)";
+    else if (limits && s.flops > 0)
       limit = detail::cat(int(100 * gfs / fma_gflop_per_s + 0.5), "% FMA");
     else if (limits && s.bytes > 0)
       limit = detail::cat(int(100 * gbs / copy_gb_per_s + 0.5), "% copy");
     std::snprintf(buf, sizeof buf, "%-*s %6lld %10.3f %6.1f%% %8.1f %9.1f  %s\n", int(width), n.c_str(),
-                  static_cast<long long>(s.calls), 1e3 * s.seconds, total > 0 ? 100 * s.seconds / total : 0,
-                  gbs, gfs, limit.c_str());
+                  static_cast<long long>(s.calls / runs), 1e3 * s.seconds / double(runs),
+                  total > 0 ? 100 * s.seconds / total : 0, gbs, gfs, limit.c_str());
     os << buf;
   }
   return os.str();

@@ -358,14 +358,17 @@ int run_step(const BenchArgs& a) {
     set_fusion(!a.unfused);
     reset_op_profile();
     set_profiling(true);
-    step();
+    constexpr int kProfiledSteps = 5;  // the table is per step, summed over these (less noise than one)
+    for (int i = 0; i < kProfiledSteps; ++i) step();
     set_profiling(false);
     set_fusion(was);
     // The limits each line is measured against: this machine's copy bandwidth and FMA peak, now.
     const bench::StreamResult lim = bench::measure_stream(int64_t(64) << 20, 1, 5);
-    breakdown = bench::strf("machine limits now: copy %.1f GB/s, FMA %.1f GFLOP/s (as aether bench stream)\n",
-                            lim.copy_gb_per_s, lim.fma_gflop_per_s) +
-                op_profile_report(lim.copy_gb_per_s, lim.fma_gflop_per_s);
+    breakdown = bench::strf(
+                    "machine limits now: copy %.1f GB/s, FMA %.1f GFLOP/s (as aether bench stream); "
+                    "per step, over %d profiled steps\n",
+                    lim.copy_gb_per_s, lim.fma_gflop_per_s, kProfiledSteps) +
+                op_profile_report(lim.copy_gb_per_s, lim.fma_gflop_per_s, kProfiledSteps);
     reset_op_profile();
   }
   const double images = double(a.batch);
@@ -408,7 +411,7 @@ int run_step(const BenchArgs& a) {
   std::printf("conv weights and weight gradients reordered between layouts per step: %lld\n",
               static_cast<long long>(reorders));
   if (a.breakdown)
-    std::printf("\nper-kernel time of one step (%s):\n%s", bench::mode_name(plan_of(a)), breakdown.c_str());
+    std::printf("\nper-kernel time per step (%s):\n%s", bench::mode_name(plan_of(a)), breakdown.c_str());
   return 0;
 }
 
@@ -475,7 +478,7 @@ void register_bench(CLI::App& app) {
   add_text_option(*cmd, "--batch", a.batch_text, "step: batch size, 1..65536 (default 256)", "INT");
   given["--batch"] = a.batch_text.option;
   given["--breakdown"] =
-      cmd->add_flag("--breakdown", a.breakdown, "step: per-kernel time of one profiled step");
+      cmd->add_flag("--breakdown", a.breakdown, "step: per-kernel time per step, over 5 profiled steps");
   given["--precision"] =
       cmd->add_option("--precision", a.precision, "step: float32, bfloat16 or float16 (fp32, bf16, fp16)")
           ->capture_default_str();

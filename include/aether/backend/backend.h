@@ -57,11 +57,13 @@ int64_t conv_weight_reorders();
 // generated kernel, or a node on the reference backend: library calls, views, fallbacks) adds its wall
 // time, output size, the bytes it read and wrote, and its FLOPs (matmul, conv) to its line.
 // op_profile_report() prints the table sorted by time: calls, ms, share, GB/s and GFLOP/s, and with
-// measured machine limits (copy GB/s, FMA GFLOP/s) the fraction of the limit that bounds each line.
+// measured machine limits (copy GB/s, FMA GFLOP/s) the fraction of the limit that bounds each line
+// ("small" for a memory-bound line under 64 KiB a call: cache-resident and launch-bound);
+// with `runs` > 1 the profile covered that many runs of one workload, and calls and times are per run.
 void set_profiling(bool on);
 bool profiling_enabled();
 void record_op_time(const char* op, double seconds, int64_t elements, double bytes = 0, double flops = 0);
-std::string op_profile_report(double copy_gb_per_s = 0, double fma_gflop_per_s = 0);
+std::string op_profile_report(double copy_gb_per_s = 0, double fma_gflop_per_s = 0, int64_t runs = 1);
 void reset_op_profile();
 
 // The CPU fused executor's plan cache: a graph with the structure of one run before (a training
