@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <future>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -269,6 +270,53 @@ TEST(DataLoader, AugmentedBatchesFollowTheDocumentedDraws) {
     same += a.dy == b.dy && a.dx == b.dx && a.flip == b.flip;
   }
   EXPECT_LT(same, 30);
+}
+
+// Alternating flips (airbench's derandomised flips): epoch 0 flips a seeded half of the samples, as
+// random flips would; every odd epoch flips exactly the others and every even one the same again,
+// so each image is seen both ways in any two consecutive epochs. The crops stay random per epoch,
+// and the loader's batches show the flips the draws say.
+TEST(DataLoader, AlternatingFlipsReverseEachSamplesFlipEveryEpoch) {
+  const int64_t n = 300, h = 3, w = 4, c = 2;
+  const Dataset ds = synthetic(n, h, w, c);
+  LoaderOptions opt;
+  opt.batch_size = 32;
+  opt.seed = 5;
+  opt.crop_padding = 1;
+  opt.hflip = true;
+  opt.alternate_flips = true;
+  LoaderOptions random_flips = opt;
+  random_flips.alternate_flips = false;
+  int flips0 = 0, crops_same = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const AugmentDraw d0 = draw_augment(opt, 0, i);
+    EXPECT_EQ(d0.flip, draw_augment(random_flips, 0, i).flip) << i;  // epoch 0: the random draw
+    flips0 += d0.flip;
+    for (int64_t e = 1; e < 6; ++e) {
+      const AugmentDraw d = draw_augment(opt, e, i);
+      EXPECT_EQ(d.flip, e % 2 == 1 ? !d0.flip : d0.flip) << "sample " << i << " epoch " << e;
+      EXPECT_EQ(d.dy, draw_augment(random_flips, e, i).dy);  // crops as without alternation
+      EXPECT_EQ(d.dx, draw_augment(random_flips, e, i).dx);
+    }
+    const AugmentDraw d2 = draw_augment(opt, 2, i);
+    crops_same += d0.dy == d2.dy && d0.dx == d2.dx;
+  }
+  EXPECT_TRUE(flips0 > 110 && flips0 < 190) << flips0 << " flips in " << n;
+  EXPECT_LT(crops_same, 100);  // 1 in 9 expected
+  // The batches: a sample of epoch 3 is epoch 0's image mirrored (crop aside: no padding here).
+  opt.crop_padding = 0;
+  DataLoader loader(ds, opt);
+  const Epoch e0 = run_epoch(loader, 0), e3 = run_epoch(loader, 3);
+  std::map<int64_t, size_t> at0, at3;
+  for (size_t k = 0; k < e0.samples.size(); ++k) at0[e0.samples[k]] = k;
+  for (size_t k = 0; k < e3.samples.size(); ++k) at3[e3.samples[k]] = k;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t ch = 0; ch < c; ++ch)
+          ASSERT_EQ(e3.images[size_t(((int64_t(at3[i]) * h + y) * w + x) * c + ch)],
+                    e0.images[size_t(((int64_t(at0[i]) * h + y) * w + (w - 1 - x)) * c + ch)])
+              << "sample " << i;
 }
 
 TEST(DataLoader, OutputDoesNotDependOnBatchSizeOrPrefetch) {

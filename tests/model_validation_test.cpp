@@ -467,6 +467,8 @@ TEST(ModelLoadValidation, TrainingState) {
             where + "training_state.loader.batch_size is 0, expected an integer >= 1");
   EXPECT_EQ(ts("loader", {{"hflip", "yes"}}),
             where + "training_state.loader.hflip is \"yes\", expected true or false");
+  EXPECT_EQ(ts("loader", {{"alternate_flips", 1}}),
+            where + "training_state.loader.alternate_flips is 1, expected true or false");
   EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"].erase("epoch"); }),
             where + "training_state.epoch is missing");
   EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"] = 3; }),

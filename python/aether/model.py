@@ -163,13 +163,16 @@ class Model:
               shuffle: bool = True, validation_data: Optional[Tuple[ArrayLike, ArrayLike]] = None,
               verbose: bool = True, seed: Optional[int] = None, crop_padding: Optional[int] = None,
               hflip: Optional[bool] = None, checkpoint: Optional[str] = None, max_steps_per_epoch: int = 0,
-              callback: Optional[Callable[..., None]] = None) -> Dict[str, List[float]]:
+              callback: Optional[Callable[..., None]] = None,
+              alternate_flips: Optional[bool] = None) -> Dict[str, List[float]]:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
         used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,
         val_accuracy, lr and seconds per epoch. `epochs` counts from the start of training: a
-        loaded model that has done 2 continues with the third."""
+        loaded model that has done 2 continues with the third. With `hflip`, `alternate_flips`
+        flips each image in epoch 0 by a seeded coin and reverses that on every odd epoch
+        (airbench's derandomised flips) instead of a new coin per epoch."""
         self._require_finalized("train")
         d = self._defaults
         batch_size = int(batch_size or d.get("batch_size", 32))
@@ -193,7 +196,8 @@ class Model:
             ds, val, int(epochs), batch_size, bool(shuffle), int(seed if seed is not None else self._seed or 0),
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
             bool(d.get("hflip", False) if hflip is None else hflip), False, mean, std, bar, checkpoint or "",
-            int(max_steps_per_epoch), on_batch if (py_bar or callback) else None)
+            int(max_steps_per_epoch), on_batch if (py_bar or callback) else None,
+            bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips))
         history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
         for e in epochs_list:
             for k in ("loss", "accuracy", "lr", "seconds"):

@@ -96,6 +96,7 @@ struct TrainArgs {
   uint64_t seed = 0;
   std::vector<float> mean, std;
   std::string checkpoint;
+  bool alternate_flips = false;
 };
 
 nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
@@ -107,6 +108,7 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   o.data.seed = a.seed;
   o.data.crop_padding = a.crop_padding;
   o.data.hflip = a.hflip;
+  o.data.alternate_flips = a.alternate_flips;
   o.data.drop_last = a.drop_last;
   o.data.mean = a.mean;
   o.data.std = a.std;
@@ -153,15 +155,17 @@ void bind_model(nb::module_& m) {
           [](Model& mod, const data::Dataset& ds, std::shared_ptr<data::Dataset> val, int64_t epochs,
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
-             std::string checkpoint, int64_t max_steps, nb::object on_batch) {
+             std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips) {
             TrainArgs a{epochs,  batch_size,      crop_padding,   max_steps,
                         shuffle, hflip,           progress,       drop_last,
-                        seed,    std::move(mean), std::move(std), std::move(checkpoint)};
+                        seed,    std::move(mean), std::move(std), std::move(checkpoint),
+                        alternate_flips};
             return train(mod, ds, std::move(val), a, on_batch);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
-          arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none())
+          arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
+          arg("alternate_flips") = false)
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
@@ -240,6 +244,7 @@ void bind_model(nb::module_& m) {
         data["batch_size"] = p.data.batch_size;
         data["crop_padding"] = p.data.crop_padding;
         data["hflip"] = p.data.hflip;
+        data["alternate_flips"] = p.data.alternate_flips;
         data["epochs"] = p.epochs;
         return nb::make_tuple(layers, config_dict(p.config), data);
       },

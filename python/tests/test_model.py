@@ -182,3 +182,19 @@ def test_bad_input_gets_clear_errors(fmnist):
         ae.BatchNorm(momentum=1.5)
     with pytest.raises(ValueError, match="rate"):
         ae.Dropout(1.0)
+
+
+def test_alternating_flips_match_random_flips_in_epoch_0_only(fmnist):
+    # alternate_flips: epoch 0 flips the same seeded half as random flips; epoch 1 flips the others.
+    x, y, _, _ = fmnist
+
+    def run(alternate):
+        m = small_cnn(seed=3)
+        m.finalize((28, 28, 1))
+        return m.train(x[:512], y[:512], epochs=2, batch_size=64, seed=4, hflip=True,
+                       alternate_flips=alternate, verbose=False)["loss"]
+
+    random_flips, alternating, again = run(False), run(True), run(True)
+    assert alternating == again
+    assert alternating[0] == random_flips[0]
+    assert alternating[1] != random_flips[1]

@@ -161,6 +161,7 @@ int run_train(const TrainArgs& given) {
     opt.data.seed = ls.at("seed");
     opt.data.crop_padding = ls.at("crop_padding");
     opt.data.hflip = ls.at("hflip");
+    opt.data.alternate_flips = ls.value("alternate_flips", false);  // files from before it: random flips
     opt.data.mean = model.norm_mean();
     opt.data.std = model.norm_std();
     print("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(), a.resume.text.c_str(),
@@ -188,7 +189,8 @@ int run_train(const TrainArgs& given) {
   info["loader"] = {{"batch_size", opt.data.batch_size},
                     {"seed", opt.data.seed},
                     {"crop_padding", opt.data.crop_padding},
-                    {"hflip", opt.data.hflip}};
+                    {"hflip", opt.data.hflip},
+                    {"alternate_flips", opt.data.alternate_flips}};
   model.set_info(info.dump());
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);

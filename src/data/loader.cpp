@@ -29,7 +29,12 @@ AugmentDraw draw_augment(const LoaderOptions& opt, int64_t epoch, int64_t sample
     d.dy = int64_t(r[0] % span);
     d.dx = int64_t(r[1] % span);
   }
-  d.flip = opt.hflip && (r[2] & 1u) != 0;
+  if (opt.hflip && opt.alternate_flips) {  // epoch 0's coin, reversed on odd epochs
+    const auto r0 = epoch == 0 ? r : philox_bits(opt.seed, kAugmentStream, uint64_t(sample));
+    d.flip = ((r0[2] & 1u) != 0) != ((epoch & 1) != 0);
+  } else {
+    d.flip = opt.hflip && (r[2] & 1u) != 0;
+  }
   return d;
 }
 

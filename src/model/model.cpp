@@ -342,9 +342,13 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   // The normalisation used, one value per channel (the loader's default for empty lists: 0 and 1).
   m.mean = o.data.mean.empty() ? std::vector<float>(size_t(train_set.c), 0.0f) : o.data.mean;
   m.std = o.data.std.empty() ? std::vector<float>(size_t(train_set.c), 1.0f) : o.data.std;
-  m.loader_state = {
-      {"seed", o.data.seed},   {"batch_size", o.data.batch_size}, {"crop_padding", o.data.crop_padding},
-      {"hflip", o.data.hflip}, {"shuffle", o.data.shuffle},       {"drop_last", o.data.drop_last}};
+  m.loader_state = {{"seed", o.data.seed},
+                    {"batch_size", o.data.batch_size},
+                    {"crop_padding", o.data.crop_padding},
+                    {"hflip", o.data.hflip},
+                    {"shuffle", o.data.shuffle},
+                    {"drop_last", o.data.drop_last},
+                    {"alternate_flips", o.data.alternate_flips}};
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);

@@ -275,7 +275,7 @@ Model Model::load(const std::string& path) {
     if (loader.contains("batch_size")) r.count(loader["batch_size"], "training_state.loader.batch_size", 1);
     if (loader.contains("crop_padding"))
       r.count(loader["crop_padding"], "training_state.loader.crop_padding");
-    for (const char* key : {"hflip", "shuffle", "drop_last"})
+    for (const char* key : {"hflip", "shuffle", "drop_last", "alternate_flips"})
       if (loader.contains(key)) r.boolean(loader[key], detail::cat("training_state.loader.", key));
     // Dynamic loss scaling's state (float16; files from before it have none: the initial scale).
     Model::Impl::LossScale loss_scale;

@@ -16,10 +16,13 @@
 // Per sample, in this order:
 //   1. random crop: pad the uint8 image with crop_padding zero pixels on each side, crop (H,W) back
 //      at offset (dy, dx), each uniform in [0, 2*crop_padding];
-//   2. horizontal flip with probability 1/2;
+//   2. horizontal flip with probability 1/2, or with alternate_flips: a coin per sample drawn once
+//      (epoch 0's draw), kept on even epochs and reversed on odd ones, so every image is seen both
+//      ways in every two epochs (airbench's derandomised flips);
 //   3. out = (pixel / 255 - mean[c]) / std[c] (padded pixels are 0 before this step).
 // The draws for sample i in epoch e are philox_bits(seed, kAugmentStream + e, i):
-//   dy = r[0] % (2P+1), dx = r[1] % (2P+1), flip = r[2] & 1   (see draw_augment).
+//   dy = r[0] % (2P+1), dx = r[1] % (2P+1), flip = r[2] & 1   (see draw_augment);
+// with alternate_flips, flip = (r0[2] & 1) ^ (e & 1), r0 being epoch 0's draws.
 #pragma once
 
 #include <condition_variable>
@@ -40,12 +43,13 @@ struct LoaderOptions {
   int64_t batch_size = 64;
   bool shuffle = true;
   uint64_t seed = 0;
-  bool drop_last = false;    // false: the last, smaller batch is kept
-  int64_t crop_padding = 0;  // random crop with this much zero padding; 0: no crop
-  bool hflip = false;        // random horizontal flip, p = 0.5
-  std::vector<float> mean;   // per channel, on the [0,1] pixel scale; empty: 0
-  std::vector<float> std;    // per channel; empty: 1
-  int prefetch = 2;          // batches prepared ahead (1..16)
+  bool drop_last = false;        // false: the last, smaller batch is kept
+  int64_t crop_padding = 0;      // random crop with this much zero padding; 0: no crop
+  bool hflip = false;            // random horizontal flip, p = 0.5
+  bool alternate_flips = false;  // with hflip: each sample's epoch-0 flip, reversed on odd epochs
+  std::vector<float> mean;       // per channel, on the [0,1] pixel scale; empty: 0
+  std::vector<float> std;        // per channel; empty: 1
+  int prefetch = 2;              // batches prepared ahead (1..16)
   // Data-parallel shards (docs/distributed.md): the epoch's order is cut into global batches of
   // batch_size * world_size samples, and each global batch into world_size consecutive parts, of
   // which this loader yields part `rank` (batch_size samples; of a last, partial global batch of m
