@@ -156,9 +156,9 @@ void bind_model(nb::module_& m) {
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips) {
-            TrainArgs a{epochs,  batch_size,      crop_padding,   max_steps,
-                        shuffle, hflip,           progress,       drop_last,
-                        seed,    std::move(mean), std::move(std), std::move(checkpoint),
+            TrainArgs a{epochs,         batch_size,      crop_padding,   max_steps,
+                        shuffle,        hflip,           progress,       drop_last,
+                        seed,           std::move(mean), std::move(std), std::move(checkpoint),
                         alternate_flips};
             return train(mod, ds, std::move(val), a, on_batch);
           },
