@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <system_error>
 
@@ -75,6 +76,10 @@ class GlooCommunicator final : public Communicator {
  public:
   explicit GlooCommunicator(const Options& o) : options_(o) {
     if (o.world_size == 1) return;  // a world of one needs no store and no connections
+    // A write to a peer that has died raises SIGPIPE, whose default action kills this process
+    // silently (Gloo writes with writev, which cannot ask for MSG_NOSIGNAL). Ignored, the write
+    // fails with EPIPE, Gloo throws, and this rank reports the failure and names the peer.
+    std::signal(SIGPIPE, SIG_IGN);
     std::string where;
     if (o.store == StoreKind::file) {
       std::error_code ec;
