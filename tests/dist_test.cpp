@@ -228,6 +228,49 @@ TEST_P(Dist, AllReduce16BitFloatsAccumulateInFloat32) {
   });
 }
 
+// A split's collectives pair up among themselves: each rank runs the parent's all-reduces on this
+// thread and the split's on another, at once (they reach the wire in any order, a different one on
+// each rank), and every sum is right. Sharing one set of connections, the two streams would cross
+// (a sum of the wrong buffers) or wait for each other forever.
+TEST_P(Dist, ASplitsCollectivesPairUpApartFromItsParents) {
+  const int world = GetParam().size;
+  run_ranks(GetParam().kind, world, [&](Communicator& c) {
+    std::unique_ptr<Communicator> s = c.split("test");
+    EXPECT_EQ(s->rank(), c.rank());
+    EXPECT_EQ(s->world_size(), world);
+    const float ranks = float(world * (world + 1) / 2);  // the sum of (rank + 1) over the ranks
+    size_t wrong_split = 0;
+    std::string split_error;
+    std::thread other([&] {
+      try {
+        for (int k = 0; k < 30; ++k) {
+          std::vector<float> b(size_t(1000 + k), 10.0f * float(c.rank() + 1));  // (1000 + k)
+          s->all_reduce(b.data(), b.size(), DType::float32, ReduceOp::sum);
+          for (float v : b) wrong_split += v != 10.0f * ranks;
+        }
+      } catch (const std::exception& e) {
+        split_error = e.what();
+      }
+    });
+    size_t wrong = 0;
+    for (int k = 0; k < 30; ++k) {
+      std::vector<float> a(size_t(2000 + k), float(c.rank() + 1));  // (2000 + k)
+      c.all_reduce(a.data(), a.size(), DType::float32, ReduceOp::sum);
+      for (float v : a) wrong += v != ranks;
+    }
+    other.join();
+    EXPECT_EQ(split_error, "");
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_EQ(wrong_split, 0u);
+    // A second split of the same name is another communicator; a name with '/' is refused.
+    std::unique_ptr<Communicator> s2 = c.split("test");
+    float x = 1;
+    s2->all_reduce(&x, 1, DType::float32, ReduceOp::sum);
+    EXPECT_EQ(x, float(world));
+    expect_error([&] { c.split("a/b"); }, {"split", "'a/b'"});
+  });
+}
+
 // 256 + 1 + 1 in bfloat16: summed pairwise in bfloat16 each addition would round 257 back to 256; in
 // float32 the sum is 258, which bfloat16 holds.
 TEST(DistThreeRanks, BFloat16SumIsNotRoundedAtEveryStep) {

@@ -52,15 +52,21 @@ data::Dataset make_data() {
   return d;
 }
 
-// Trains the test MLP (no batch norm, no dropout) for 3 epochs with `batch` samples per rank and
-// returns its parameters, one after another. The rank and world come from the environment.
-std::vector<float> train_mlp(int64_t batch) {
+// How the test MLP normalises: not at all, with a BatchNorm1d per rank, or with a synchronized one.
+enum class Norm { none, batch_norm, sync_batch_norm };
+Norm norm_named(const std::string& s) {
+  return s == "bn" ? Norm::batch_norm : s == "sync-bn" ? Norm::sync_batch_norm : Norm::none;
+}
+
+// Trains the test MLP (no dropout; a BatchNorm1d after the first layer unless `norm` is none) for 3
+// epochs with `batch` samples per rank and returns its parameters, then its buffers, one after
+// another. The rank and world come from the environment.
+std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
   manual_seed(7);
   Model m;
-  m.add(std::make_shared<nn::Flatten>())
-      .add(std::make_shared<nn::Linear>(16, 32))
-      .add(std::make_shared<nn::ReLU>())
-      .add(std::make_shared<nn::Linear>(32, 4));
+  m.add(std::make_shared<nn::Flatten>()).add(std::make_shared<nn::Linear>(16, 32));
+  if (norm != Norm::none) m.add(std::make_shared<nn::BatchNorm1d>(32));
+  m.add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::Linear>(32, 4));
   ModelConfig c;
   c.loss = "cross_entropy";
   c.optimizer = "sgd";
@@ -74,13 +80,28 @@ std::vector<float> train_mlp(int64_t batch) {
   o.progress = false;
   o.data.batch_size = batch;
   o.data.seed = 3;
+  o.sync_batch_norm = norm == Norm::sync_batch_norm;
   m.train(d, o);
   std::vector<float> all;
-  for (auto& [name, t] : m.network().named_parameters()) {
+  auto tensors = m.network().named_parameters();
+  for (auto& b : m.network().named_buffers()) tensors.push_back(b);
+  for (auto& [name, t] : tensors) {
     const auto v = t->to_vector<float>();
     all.insert(all.end(), v.begin(), v.end());
   }
   return all;
+}
+
+// max |a - b| over max |b| (at least 1): how far a run's values are from another's.
+double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double max_err = 0, max_val = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+    max_err = std::max(max_err, double(std::abs(a[i] - b[i])));
+    max_val = std::max(max_val, double(std::abs(b[i])));
+  }
+  EXPECT_GT(max_val, 0.0);
+  return max_err / std::max(max_val, 1.0);
 }
 
 std::string file_text(const std::string& path) {
@@ -96,9 +117,11 @@ std::vector<float> read_floats(const std::string& path) {
   return v;
 }
 
-// Runs this test program's DistWorker.Train as ranks 0 and 1 of a job with batches[rank] (each
-// writes its parameters to <out>.<rank>, its output to <out>.<rank>.log); returns the exit statuses.
-std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batches) {
+// Runs this test program's DistWorker.Train as ranks 0 and 1 of a job with batches[rank] and the
+// normalisation `norm` ("", "bn", "sync-bn"; each writes its parameters and buffers to <out>.<rank>,
+// its output to <out>.<rank>.log); returns the exit statuses.
+std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batches,
+                               const std::string& norm = "") {
   const int port = free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
@@ -111,6 +134,7 @@ std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batc
     env.push_back("AETHER_DIST_TIMEOUT=120");
     env.push_back("AETHER_TEST_WORKER_OUT=" + out);
     env.push_back("AETHER_TEST_WORKER_BATCH=" + std::to_string(batches[size_t(rank)]));
+    env.push_back("AETHER_TEST_WORKER_NORM=" + norm);
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -143,7 +167,8 @@ TEST(DistWorker, Train) {
   const char* out = std::getenv("AETHER_TEST_WORKER_OUT");
   if (out == nullptr) GTEST_SKIP() << "a worker of DistTrain's tests";
   const int64_t batch = std::atoll(std::getenv("AETHER_TEST_WORKER_BATCH"));
-  const std::vector<float> p = train_mlp(batch);
+  const char* norm = std::getenv("AETHER_TEST_WORKER_NORM");
+  const std::vector<float> p = train_mlp(batch, norm_named(norm != nullptr ? norm : ""));
   std::ofstream f(std::string(out) + "." + std::getenv("RANK"), std::ios::binary);
   f.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size() * sizeof(float)));
 }
@@ -160,14 +185,27 @@ TEST(DistTrain, TwoRanksOfHalfTheBatchMatchOneRankAndEachOther) {
   EXPECT_EQ(std::memcmp(r0.data(), r1.data(), r0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
   ASSERT_EQ(again.size(), r0.size());
   EXPECT_EQ(std::memcmp(r0.data(), again.data(), r0.size() * sizeof(float)), 0) << "two runs differ";
-  double max_err = 0, max_val = 0;
-  for (size_t i = 0; i < one.size(); ++i) {
-    max_err = std::max(max_err, double(std::abs(r0[i] - one[i])));
-    max_val = std::max(max_val, double(std::abs(one[i])));
-  }
   // 21 steps of float32 arithmetic summed in another order: agreement to about 1e-5 of the values.
-  EXPECT_LT(max_err, 1e-4 * std::max(max_val, 1.0)) << "2 ranks x 8 vs 1 rank x 16";
-  EXPECT_GT(max_val, 0.0);
+  EXPECT_LT(relative_error(r0, one), 1e-4) << "2 ranks x 8 vs 1 rank x 16";
+}
+
+// A synchronized BatchNorm normalises with the global batch's statistics: 2 ranks x 8 train the
+// model of 1 rank x 16 (parameters and running statistics), the ranks alike. With per-rank
+// statistics (the default) they do not: each rank normalises its 8 samples on their own.
+TEST(DistTrain, SyncBatchNormOnTwoRanksOfHalfTheBatchMatchesOneRank) {
+  TempDir tmp;
+  ASSERT_EQ(run_two_ranks(tmp.file("s"), {8, 8}, "sync-bn"), (std::vector<int>{0, 0}))
+      << file_text(tmp.file("s.0.log"));
+  ASSERT_EQ(run_two_ranks(tmp.file("p"), {8, 8}, "bn"), (std::vector<int>{0, 0}))
+      << file_text(tmp.file("p.0.log"));
+  const std::vector<float> s0 = read_floats(tmp.file("s.0")), s1 = read_floats(tmp.file("s.1"));
+  const std::vector<float> per_rank = read_floats(tmp.file("p.0"));
+  const std::vector<float> one = train_mlp(16, Norm::batch_norm);  // a world of one, batch 16
+  ASSERT_EQ(s0.size(), one.size());
+  ASSERT_EQ(s1.size(), one.size());
+  EXPECT_EQ(std::memcmp(s0.data(), s1.data(), s0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
+  EXPECT_LT(relative_error(s0, one), 1e-4) << "2 ranks x 8 with sync batch norm vs 1 rank x 16";
+  EXPECT_GT(relative_error(per_rank, one), 1e-2) << "per-rank batch norm should differ from 1 rank x 16";
 }
 
 // Ranks that would not pair their collectives up (here: other batch sizes) stop at the start of

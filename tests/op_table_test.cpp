@@ -16,6 +16,7 @@
 
 #include "aether/aether.h"
 #include "aether/graph/autograd.h"
+#include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
 #include "codegen/snippets.h"
 
@@ -31,6 +32,15 @@ Tensor values(const Shape& s, double scale = 1.0) {
   Tensor t = Tensor::from_vector<float>(v, s).realize();
   if (g_grad) t.set_requires_grad();
   return t;
+}
+
+// A collective group of three ranks that hold the same values: its sum is three times the values.
+int64_t three_ranks() {
+  static const int64_t group = register_collective([](void* data, size_t n, DType t) {
+    ASSERT_EQ(t, DType::float32);
+    for (size_t i = 0; i < n; ++i) static_cast<float*>(data)[i] *= 3;
+  });
+  return group;
 }
 
 struct Example {
@@ -113,6 +123,7 @@ Example example(Op op, bool grad = false) {
       const Tensor dy = values({1, 2, 2, 2});
       return {{dy}, prim::avgpool2d_bwd(dy, {1, 4, 4, 2}, pool)};
     }
+    case Op::AllReduce: return {{a}, all_reduce(a, three_ranks())};
   }
   return {};
 }

@@ -21,9 +21,11 @@
 #include <vector>
 
 #include "aether/aether.h"
+#include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
 #include "aether/ops/conv.h"
 #include "aether/ops/nn.h"
+#include "core/half_array.h"
 
 using namespace aether;
 
@@ -62,6 +64,21 @@ const Pool2dArg kPoolOverlap{.kernel_h = 3,
                              .pad_left = 1,
                              .pad_bottom = 1,
                              .pad_right = 1};
+
+// A collective group of two ranks that hold the same values (widened to float32 and back).
+int64_t two_ranks() {
+  static const int64_t group = register_collective([](void* data, size_t n, DType t) {
+    if (t == DType::float32) {
+      for (size_t i = 0; i < n; ++i) static_cast<float*>(data)[i] *= 2;
+      return;
+    }
+    std::vector<float> wide(n);  // (n)
+    widen_16bit(t, static_cast<const uint16_t*>(data), wide.data(), int64_t(n));
+    for (float& v : wide) v *= 2;
+    narrow_16bit(t, wide.data(), static_cast<uint16_t*>(data), int64_t(n));
+  });
+  return group;
+}
 
 Tensor bin(Op op, const std::vector<Tensor>& x) { return prim::binary(op, x[0], x[1]); }
 Tensor un(Op op, const std::vector<Tensor>& x) { return prim::unary(op, x[0]); }
@@ -234,6 +251,13 @@ const std::vector<Case>& cases() {
          return prim::avgpool2d_bwd(x[0], {2, 7, 7, 3}, kPoolOverlap);
        },
        sum},
+      // Two ranks holding the same values: the sum doubles them, exactly in any float type.
+      {"AllReduce",
+       Op::AllReduce,
+       {{e}},
+       [](auto& x) { return all_reduce(x[0], two_ranks()); },
+       exact,
+       exact},
   };
   return all;
 }

@@ -164,7 +164,8 @@ class Model:
               verbose: bool = True, seed: Optional[int] = None, crop_padding: Optional[int] = None,
               hflip: Optional[bool] = None, checkpoint: Optional[str] = None, max_steps_per_epoch: int = 0,
               callback: Optional[Callable[..., None]] = None,
-              alternate_flips: Optional[bool] = None) -> Dict[str, List[float]]:
+              alternate_flips: Optional[bool] = None,
+              sync_batch_norm: bool = False) -> Dict[str, List[float]]:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
@@ -172,7 +173,9 @@ class Model:
         val_accuracy, lr and seconds per epoch. `epochs` counts from the start of training: a
         loaded model that has done 2 continues with the third. With `hflip`, `alternate_flips`
         flips each image in epoch 0 by a seeded coin and reverses that on every odd epoch
-        (airbench's derandomised flips) instead of a new coin per epoch."""
+        (airbench's derandomised flips) instead of a new coin per epoch. On several ranks,
+        `sync_batch_norm` normalises with the statistics of the global batch (every rank's
+        samples) instead of each rank's own."""
         self._require_finalized("train")
         d = self._defaults
         batch_size = int(batch_size or d.get("batch_size", 32))
@@ -197,7 +200,8 @@ class Model:
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
             bool(d.get("hflip", False) if hflip is None else hflip), False, mean, std, bar, checkpoint or "",
             int(max_steps_per_epoch), on_batch if (py_bar or callback) else None,
-            bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips))
+            bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
+            bool(sync_batch_norm))
         history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
         for e in epochs_list:
             for k in ("loss", "accuracy", "lr", "seconds"):

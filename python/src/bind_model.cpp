@@ -97,6 +97,7 @@ struct TrainArgs {
   std::vector<float> mean, std;
   std::string checkpoint;
   bool alternate_flips = false;
+  bool sync_batch_norm = false;
 };
 
 nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
@@ -115,6 +116,7 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   o.progress = a.progress;
   o.checkpoint_path = a.checkpoint;
   o.max_steps_per_epoch = a.max_steps;
+  o.sync_batch_norm = a.sync_batch_norm;
   o.validation = validation.get();
   // After every step: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees) and the
   // Python-side progress display. Raising here unwinds train(); the checkpoint keeps the last epoch.
@@ -155,17 +157,19 @@ void bind_model(nb::module_& m) {
           [](Model& mod, const data::Dataset& ds, std::shared_ptr<data::Dataset> val, int64_t epochs,
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
-             std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips) {
-            TrainArgs a{epochs,         batch_size,      crop_padding,   max_steps,
-                        shuffle,        hflip,           progress,       drop_last,
-                        seed,           std::move(mean), std::move(std), std::move(checkpoint),
-                        alternate_flips};
+             std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
+             bool sync_batch_norm) {
+            TrainArgs a{epochs,          batch_size,     crop_padding,
+                        max_steps,       shuffle,        hflip,
+                        progress,        drop_last,      seed,
+                        std::move(mean), std::move(std), std::move(checkpoint),
+                        alternate_flips, sync_batch_norm};
             return train(mod, ds, std::move(val), a, on_batch);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
-          arg("alternate_flips") = false)
+          arg("alternate_flips") = false, arg("sync_batch_norm") = false)
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size) {

@@ -14,15 +14,19 @@ SCRIPT = textwrap.dedent("""
     import numpy as np
     import aether as ae
     out, batch = sys.argv[1], int(sys.argv[2])
+    sync_bn = len(sys.argv) > 3  # a BatchNorm1d, synchronized over the ranks
     rng = np.random.default_rng(0)
     x = rng.integers(0, 256, (150, 6, 6, 1), dtype=np.uint8)  # 150: a last, partial global batch
     y = x.reshape(150, -1).sum(axis=1) % 3
     m = ae.Model()
     m.manual_seed(5)
-    m.add(ae.Flatten()); m.add(ae.Dense(36, 24)); m.add(ae.ReLU()); m.add(ae.Dense(24, 3))
+    m.add(ae.Flatten()); m.add(ae.Dense(36, 24))
+    if sync_bn:
+        m.add(ae.BatchNorm())
+    m.add(ae.ReLU()); m.add(ae.Dense(24, 3))
     m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9))
     m.finalize((6, 6, 1))
-    h = m.train(x, y, epochs=2, batch_size=batch, seed=1, verbose=False)
+    h = m.train(x, y, epochs=2, batch_size=batch, seed=1, verbose=False, sync_batch_norm=sync_bn)
     params = np.concatenate([p.numpy().ravel() for p in m.parameters()])
     np.save(f"{out}.{ae.rank()}of{ae.world_size()}.npy", params)
     sys.stdout.write(f"loss {h['loss'][-1]!r}\\n")  # one write: the ranks share the pipe
@@ -33,15 +37,30 @@ def test_rank_and_world_size_without_a_launcher():
     assert ae.rank() == 0 and ae.world_size() == 1
 
 
-def test_two_ranks_from_python_match_one_rank_of_twice_the_batch(tmp_path, cli):
+def run_one_and_two_ranks(tmp_path, cli, port, extra):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     out = str(tmp_path / "params")
-    one = subprocess.run([sys.executable, str(script), out, "16"], capture_output=True, text=True, timeout=300)
+    one = subprocess.run([sys.executable, str(script), out, "16"] + extra, capture_output=True, text=True,
+                         timeout=300)
     assert one.returncode == 0, one.stdout + one.stderr
-    two = subprocess.run([cli, "launch", "--nproc-per-node", "2", "--master-port", "29531", "--timeout", "120",
-                          "--", sys.executable, str(script), out, "8"],
+    two = subprocess.run([cli, "launch", "--nproc-per-node", "2", "--master-port", str(port), "--timeout", "120",
+                          "--", sys.executable, str(script), out, "8"] + extra,
                          capture_output=True, text=True, timeout=300)
+    return out, two
+
+
+def test_sync_batch_norm_on_two_ranks_matches_one_rank_of_twice_the_batch(tmp_path, cli):
+    out, two = run_one_and_two_ranks(tmp_path, cli, 29532, ["sync-bn"])
+    assert two.returncode == 0, two.stdout + two.stderr
+    p1 = np.load(out + ".0of1.npy")
+    r0, r1 = np.load(out + ".0of2.npy"), np.load(out + ".1of2.npy")
+    assert np.array_equal(r0, r1)
+    np.testing.assert_allclose(r0, p1, rtol=0, atol=1e-4 * max(1.0, float(np.abs(p1).max())))
+
+
+def test_two_ranks_from_python_match_one_rank_of_twice_the_batch(tmp_path, cli):
+    out, two = run_one_and_two_ranks(tmp_path, cli, 29531, [])
     assert two.returncode == 0, two.stdout + two.stderr
     p1 = np.load(out + ".0of1.npy")
     r0, r1 = np.load(out + ".0of2.npy"), np.load(out + ".1of2.npy")

@@ -109,6 +109,8 @@ class Writer {
             for (int64_t x : {a.kernel_h, a.kernel_w, a.stride_h, a.stride_w, a.pad_top, a.pad_left,
                               a.pad_bottom, a.pad_right, int64_t(a.count_include_pad)})
               put_i(x);
+          } else if constexpr (std::is_same_v<A, CollectiveArg>) {
+            put_i(a.group);
           } else {
             static_assert(sizeof(A) == 0, "graph_signature: an OpArg alternative is not written");
           }

@@ -34,6 +34,7 @@ struct TrainArgs {
   std::string data_dir;
   bool quiet = false;
   bool overwrite = false;
+  bool sync_batch_norm = false;
 };
 
 // The numbers of a TrainArgs, checked.
@@ -194,6 +195,7 @@ int run_train(const TrainArgs& given) {
   model.set_info(info.dump());
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
+  opt.sync_batch_norm = a.sync_batch_norm;
   opt.progress = !a.quiet && root;
   // The checkpoint is written here, after each epoch whose numbers are finite: an epoch that
   // diverged stops the run and leaves the last good checkpoint in place.
@@ -348,6 +350,8 @@ void register_train(CLI::App& app) {
   cmd->add_option("--data-dir", t.data_dir, "where the data set is (else $AETHER_DATA, else defaults)");
   add_text_option(*cmd, "--max-steps-per-epoch", t.max_steps, "cut epochs short, >= 1 (smoke runs)", "INT");
   cmd->add_flag("--quiet", t.quiet, "no progress bar");
+  cmd->add_flag("--sync-batch-norm", t.sync_batch_norm,
+                "on several ranks: batch-norm statistics of the global batch, not of each rank's");
   cmd->callback([] { exit_code() = run_train(t); });
 
   static EvalArgs e;

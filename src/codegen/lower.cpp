@@ -392,7 +392,8 @@ class Lowerer {
       case Op::MaxPool2d:
       case Op::MaxPool2dBwd:
       case Op::AvgPool2d:
-      case Op::AvgPool2dBwd: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
+      case Op::AvgPool2dBwd:
+      case Op::AllReduce: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
     }
     throw Unsupported{"unknown op"};
   }

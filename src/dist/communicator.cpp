@@ -59,6 +59,15 @@ std::unique_ptr<Communicator> Communicator::create(const Options& options) {
 
 Communicator::~Communicator() = default;
 
+std::unique_ptr<Communicator> Communicator::split(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AETHER_CHECK(failed_.empty(), "dist::Communicator::split",
+               "this communicator failed earlier and cannot be used again (create a new one): ", failed_);
+  AETHER_CHECK(!name.empty() && name.find('/') == std::string::npos, "dist::Communicator::split",
+               "the name '", name, "' must be non-empty and free of '/'");
+  return do_split(detail::cat("aether/split/", splits_++, "/", name, "/"));
+}
+
 template <typename F>
 void Communicator::run(const std::string& what, Timeout timeout, F&& body) {
   std::lock_guard<std::mutex> lock(mu_);

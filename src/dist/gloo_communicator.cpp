@@ -9,6 +9,7 @@
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/file_store.h>
+#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <unistd.h>
 
@@ -87,12 +88,13 @@ class GlooCommunicator final : public Communicator {
       AETHER_CHECK(!ec, "dist::Communicator::create", "cannot create the file store's directory ",
                    o.file_store_path, ": ", ec.message());
       where = "the file store " + o.file_store_path;
-      store_ = std::make_unique<gloo::rendezvous::FileStore>(o.file_store_path);
+      root_ = std::make_shared<gloo::rendezvous::FileStore>(o.file_store_path);
     } else {
-      if (o.rank == 0 && o.host_store) server_ = std::make_unique<TcpStoreServer>(o.master_port);
+      if (o.rank == 0 && o.host_store) server_ = std::make_shared<TcpStoreServer>(o.master_port);
       where = detail::cat("the TCP store at ", o.master_addr, ":", o.master_port);
-      store_ = std::make_unique<TcpStore>(o.master_addr, o.master_port, o.timeout);
+      root_ = std::make_shared<TcpStore>(o.master_addr, o.master_port, o.timeout);
     }
+    store_ = root_;
     join(*store_, o, where);
 
     gloo::transport::tcp::attr attr;
@@ -109,15 +111,16 @@ class GlooCommunicator final : public Communicator {
                       o.iface.empty() ? "host '" + attr.hostname + "'" : "interface '" + o.iface + "'",
                       " (set Options::hostname or Options::iface): ", e.what()));
     }
-    context_ = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
-    context_->setTimeout(o.timeout);
-    try {
-      context_->connectFullMesh(*store_, device_);
-    } catch (const std::exception& e) {
-      throw Error(detail::cat("dist::Communicator::create: rank ", o.rank, " of ", o.world_size,
-                              " could not connect to the other ranks within ", o.timeout.count(),
-                              " ms through ", where, ": ", e.what()));
-    }
+    connect("dist::Communicator::create", where);
+  }
+
+  // A split of `parent`: the same ranks, store (under the prefix `key`) and TCP device, with
+  // connections of its own.
+  GlooCommunicator(const GlooCommunicator& parent, const std::string& key)
+      : options_(parent.options_), server_(parent.server_), root_(parent.root_), device_(parent.device_) {
+    if (options_.world_size == 1) return;
+    store_ = std::make_shared<gloo::rendezvous::PrefixStore>(key, *root_);
+    connect("dist::Communicator::split", "the store's keys " + key);
   }
 
   int rank() const override { return options_.rank; }
@@ -126,6 +129,10 @@ class GlooCommunicator final : public Communicator {
   const char* backend() const override { return "gloo"; }
 
  protected:
+  std::unique_ptr<Communicator> do_split(const std::string& key) override {
+    return std::make_unique<GlooCommunicator>(*this, key);
+  }
+
   void do_all_reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout) override {
     if (options_.world_size == 1) return;
     gloo::AllreduceOptions opts(context_);
@@ -201,10 +208,26 @@ class GlooCommunicator final : public Communicator {
   }
 
  private:
+  // Connects this rank to every other through store_ (a pair of TCP connections each).
+  void connect(const char* op, const std::string& where) {
+    const Options& o = options_;
+    context_ = std::make_shared<gloo::rendezvous::Context>(o.rank, o.world_size);
+    context_->setTimeout(o.timeout);
+    try {
+      context_->connectFullMesh(*store_, device_);
+    } catch (const std::exception& e) {
+      throw Error(detail::cat(op, ": rank ", o.rank, " of ", o.world_size,
+                              " could not connect to the other ranks within ", o.timeout.count(),
+                              " ms through ", where, ": ", e.what()));
+    }
+  }
+
   Options options_;
-  // Destroyed last to first: the connections, the device, the store, then rank 0's store server.
-  std::unique_ptr<TcpStoreServer> server_;              // rank 0 of a TCP store it hosts
-  std::unique_ptr<gloo::rendezvous::Store> store_;      // how the ranks met (kept for later keys)
+  // Destroyed last to first: the connections, the device, the stores, then rank 0's store server
+  // (shared with the splits, which may outlive this communicator).
+  std::shared_ptr<TcpStoreServer> server_;              // rank 0 of a TCP store it hosts
+  std::shared_ptr<gloo::rendezvous::Store> root_;       // how the ranks met (kept for later keys)
+  std::shared_ptr<gloo::rendezvous::Store> store_;      // root_, or a split's prefix of it
   std::shared_ptr<gloo::transport::Device> device_;     // this rank's TCP endpoint
   std::shared_ptr<gloo::rendezvous::Context> context_;  // a connected pair per other rank
 };

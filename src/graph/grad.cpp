@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "aether/graph/autograd.h"
+#include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
 
 namespace aether {
@@ -154,6 +155,9 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
       return {prim::avgpool2d_bwd(dy.cast(t), fn.input_shapes[0], std::get<Pool2dArg>(fn.arg))};
     }
+    case Op::AllReduce:  // y = sum over the ranks of x: dx = sum over the ranks of dy
+      return {all_reduce(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])),
+                         std::get<CollectiveArg>(fn.arg).group)};
     case Op::Load:
     case Op::Const:
     case Op::Rand:

@@ -33,6 +33,8 @@ std::string arg_str(const Node& n) {
         } else if constexpr (std::is_same_v<A, Pool2dArg>) {
           os << "kernel=" << a.kernel_h << 'x' << a.kernel_w << " stride=" << a.stride_h << 'x' << a.stride_w
              << " pad=" << a.pad_top << ',' << a.pad_left << ',' << a.pad_bottom << ',' << a.pad_right;
+        } else if constexpr (std::is_same_v<A, CollectiveArg>) {
+          os << "group=" << a.group;
         }
       },
       n.arg);

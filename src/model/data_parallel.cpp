@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "aether/core/error.h"
+#include "aether/graph/collective.h"
 #include "core/digest.h"
 
 namespace aether::model_internal {
@@ -140,6 +141,26 @@ void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors
   AETHER_CHECK(differ.empty(), "train", when, ": the parameters of rank(s) ", differ,
                " differ from rank 0's; data-parallel ranks must run the same model, data options and "
                "seed");
+}
+
+namespace {
+void find_batch_norms(nn::Module& m, std::vector<nn::BatchNorm*>& out) {
+  if (auto* bn = dynamic_cast<nn::BatchNorm*>(&m)) out.push_back(bn);
+  for (const auto& [name, child] : m.children()) find_batch_norms(*child, out);
+}
+}  // namespace
+
+SyncBatchNorm::SyncBatchNorm(dist::Communicator& comm, nn::Module& net) {
+  find_batch_norms(net, layers_);
+  comm_ = comm.split("sync_batch_norm");
+  group_ = register_collective(
+      [c = comm_](void* data, size_t n, DType dtype) { c->all_reduce(data, n, dtype, dist::ReduceOp::sum); });
+  for (nn::BatchNorm* bn : layers_) bn->set_sync_group(group_);
+}
+
+SyncBatchNorm::~SyncBatchNorm() {
+  for (nn::BatchNorm* bn : layers_) bn->set_sync_group(-1);
+  unregister_collective(group_);
 }
 
 bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& params,

@@ -10,6 +10,7 @@
 
 #include "aether/dist/communicator.h"
 #include "aether/graph/tensor.h"
+#include "aether/nn/layers.h"
 #include "aether/nn/module.h"
 
 namespace aether::model_internal {
@@ -41,6 +42,24 @@ void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors
 // bucket and come back in `scalars` as the sum over ranks of (value * weight). *waited += the
 // seconds spent waiting for the all-reduces after the last bucket was computed. Returns false when
 // a reduced gradient is not finite (Inf/NaN: a float16 step to skip).
+// While it lives, every BatchNorm layer of `net` trains with statistics synchronized over the ranks
+// of `comm` (TrainOptions::sync_batch_norm): through a split of `comm` (the graph's all-reduces pair
+// up among themselves, apart from the gradient buckets' on the communication thread) registered as
+// a collective group (aether/graph/collective.h). Collective: every rank constructs it alike.
+class SyncBatchNorm {
+ public:
+  SyncBatchNorm(dist::Communicator& comm, nn::Module& net);
+  ~SyncBatchNorm();  // the layers back to per-rank statistics; the group unregistered
+  SyncBatchNorm(const SyncBatchNorm&) = delete;
+  SyncBatchNorm& operator=(const SyncBatchNorm&) = delete;
+  size_t layers() const { return layers_.size(); }
+
+ private:
+  std::shared_ptr<dist::Communicator> comm_;
+  int64_t group_ = -1;
+  std::vector<nn::BatchNorm*> layers_;
+};
+
 bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& first, std::vector<double>& scalars, double weight,
                        double grad_weight, size_t bucket_bytes, double* waited);

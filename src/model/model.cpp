@@ -367,9 +367,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                               {"seed", int64_t(o.data.seed)},
                               {"epochs done", m.epochs_done},
                               {"steps done", m.steps_done},
-                              {"parameters", int64_t(m.opt->params().size())}});
+                              {"parameters", int64_t(m.opt->params().size())},
+                              {"sync_batch_norm", int64_t(o.sync_batch_norm)}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
+  std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
+  if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, *m.net);
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     loader.begin_epoch(epoch);

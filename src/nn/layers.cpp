@@ -129,7 +129,7 @@ Tensor BatchNorm::forward(const Tensor& x) {
   // buffers and parameters stay float32) and the output returns to the input's dtype.
   const bool narrow = is_16bit_float(x.dtype());
   auto r = batch_norm(narrow ? x.cast(DType::float32) : x, weight, bias, running_mean, running_var,
-                      is_training(), momentum_, eps_);
+                      is_training(), momentum_, eps_, is_training() ? sync_group_ : -1);
   if (is_training()) {
     NoGradGuard no_grad;
     running_mean.assign(r.new_running_mean.detach());

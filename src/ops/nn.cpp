@@ -8,6 +8,7 @@
 #include <span>
 
 #include "aether/core/random.h"
+#include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
 #include "ops/compute.h"
 
@@ -286,7 +287,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
 // ---- batch normalisation ---------------------------------------------------------------------------
 BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& running_mean, const Tensor& running_var, bool training,
-                           double momentum, double eps) {
+                           double momentum, double eps, int64_t sync_group) {
   const char* op = "batch_norm";
   AETHER_CHECK(x.ndim() >= 2, op, "expected channels-last x of shape (N, C) or (N, H, W, C), got ", x.str());
   check_float(x, op);
@@ -319,16 +320,28 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
   BatchNormResult r;
   Tensor mean, var;  // (C)
   Tensor centered;   // (..., C): x - mean
+  const bool sync = training && sync_group >= 0;
   if (training) {
-    AETHER_CHECK(n > 1, op, "training needs more than one value per channel, got x ", x.str());
+    AETHER_CHECK(n > 1 || (sync && n > 0), op, "training needs more than one value per channel, got x ",
+                 x.str());
     // The statistics take ONE pass over x (sum and sum of squares, not Welford/Chan: a Welford
     // update is sequential and Chan's merge needs a second reduce level), accumulated in float64:
     // x is cast to float64 inside the reduces, so the cast costs no pass of its own. Then
     // var = E[x^2] - E[x]^2 in float64, clamped at 0; its relative error is about 1e-16 (mean/std)^2,
     // below float32 rounding up to mean/std ~ 1e4.
+    // Synchronized: the sums of every rank, and their count, in one all-reduce.
     const Tensor x64 = x.detach().cast(DType::float64);  // x (..., C)
-    const Tensor m64 = x64.mean(axes);                   // (C)
-    const Tensor v64 = ((x64 * x64).mean(axes) - m64 * m64).maximum(Tensor::zeros({}, DType::float64));
+    Tensor m64, e64, count;                              // (C), (C), (1) when synchronized
+    if (sync) {
+      const Tensor all = all_reduce(
+          cat({x64.sum(axes), (x64 * x64).sum(axes), Tensor::full({1}, double(n), DType::float64)}),
+          sync_group);  // (2C + 1): every rank's sums, sums of squares, and count
+      count = all.slice(0, 2 * c, 2 * c + 1);
+      m64 = all.slice(0, 0, c) / count, e64 = all.slice(0, c, 2 * c) / count;
+    } else {
+      m64 = x64.mean(axes), e64 = (x64 * x64).mean(axes);
+    }
+    const Tensor v64 = (e64 - m64 * m64).maximum(Tensor::zeros({}, DType::float64));
     const Tensor mean_d = m64.cast(t), var_d = v64.cast(t);  // (C), no gradient history
     mean = mean_d;
     var = var_d;
@@ -344,7 +357,15 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
       // in one pass, dx in one more; d var/d mean (zero) is never formed. Limit: dx's var term is
       // 2 x a - 2 mean a (a = d var / n) in float32, about eps |mean|/std absolute error (2e-6 at
       // mean/std = 1000).
-      const Tensor s1 = xc.mean(axes), q = (xc * xc).mean(axes) - s1 * (mean_d * 2.0);  // (C)
+      Tensor s1 = xc.mean(axes), e2 = (xc * xc).mean(axes);  // (C)
+      if (sync) {
+        // Synchronized: every rank's x counts, so the statistics' gradients are summed over the
+        // ranks: the backward of this all-reduce (whose own value is never computed).
+        const Tensor inv = (1.0 / count).cast(t);                                                   // (1)
+        const Tensor all = all_reduce(cat({xc.sum(axes), (xc * xc).sum(axes)}), sync_group) * inv;  // (2C)
+        s1 = all.slice(0, 0, c), e2 = all.slice(0, c, 2 * c);
+      }
+      const Tensor q = e2 - s1 * (mean_d * 2.0);  // (C)
       mean = prim::record_grad(mean_d, Op::Copy, {s1}, {s1.node()}, {});
       var = prim::record_grad(var_d, Op::Copy, {q}, {q.node()}, {});
     }
@@ -353,7 +374,9 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
     r.batch_var = var;
     if (running_mean.defined()) {
       NoGradGuard no_grad;
-      const Tensor bm = mean_d, bv = var_d * (double(n) / double(n - 1));
+      // Unbiased over the statistics' count (every rank's, when synchronized).
+      const Tensor bm = mean_d;
+      const Tensor bv = sync ? var_d * (count / (count - 1.0)).cast(t) : var_d * (double(n) / double(n - 1));
       r.new_running_mean =
           (running_mean.cast(t) * (1.0 - momentum) + bm * momentum).cast(running_mean.dtype());
       r.new_running_var = (running_var.cast(t) * (1.0 - momentum) + bv * momentum).cast(running_var.dtype());

@@ -109,6 +109,13 @@ class Communicator {
   // Returns once every rank has called it.
   void barrier(Timeout timeout = kDefaultTimeout);
 
+  // A communicator over the same ranks with connections of its own: its collectives pair up among
+  // themselves, in their own order, independently of this one's (e.g. the AllReduce nodes of a
+  // synchronized BatchNorm, run by the graph while gradient buckets are all-reduced on a
+  // communication thread). A collective call: every rank calls it, in the same order; `name` tells
+  // the splits of one communicator apart in the store. Throws like create(), naming `name`.
+  std::unique_ptr<Communicator> split(const std::string& name);
+
  protected:
   Communicator() = default;
   // The implementations: arguments checked, timeout resolved (> 0), n > 0. do_all_reduce gets sum or
@@ -117,6 +124,7 @@ class Communicator {
   virtual void do_broadcast(void* data, size_t bytes, int root, Timeout timeout) = 0;
   virtual void do_all_gather(const void* in, void* out, size_t bytes, Timeout timeout) = 0;
   virtual void do_barrier(Timeout timeout) = 0;
+  virtual std::unique_ptr<Communicator> do_split(const std::string& key) = 0;
   // After a failed collective: tells the other ranks (through the store) that this rank is alive
   // and failed, waits up to `wait` for theirs, and describes the ranks that did not say so (they
   // stopped, hang, or are still computing), e.g. "rank 1 did not report ..."; "" when every rank did
@@ -137,6 +145,7 @@ class Communicator {
   Timeout resolve(Timeout t) const;
   std::mutex mu_;       // one collective at a time
   std::string failed_;  // the first failure's message; "" while usable
+  int splits_ = 0;      // split() calls so far (part of each split's store prefix)
 };
 
 // The job's communicator, from the launcher's environment (Options::from_env, the timeout from

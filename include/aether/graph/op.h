@@ -100,7 +100,8 @@ enum : uint32_t {
   X(MaxPool2d,       Library, 1, kSavesIn0, _, "", "") /* x (N,H,W,C) -> (N,OH,OW,C) */         \
   X(MaxPool2dBwd,    Library, 2, kNoGrad, _, "", "") /* x, dy -> dx; argmax recomputed from x */ \
   X(AvgPool2d,       Library, 1, kNoProps, _, "", "")                                           \
-  X(AvgPool2dBwd,    Library, 1, kNoGrad, _, "", "") /* dy -> dx (node shape is x's) */
+  X(AvgPool2dBwd,    Library, 1, kNoGrad, _, "", "") /* dy -> dx (node shape is x's) */  \
+  X(AllReduce,       Library, 1, kNoProps, _, "", "") /* x -> the sum of x over a group's ranks (graph/collective.h) */
 
 #define AETHER_ELEMENTWISE_OPS(X) \
   AETHER_CAST_OPS(X) AETHER_UNARY_OPS(X) AETHER_BINARY_OPS(X) AETHER_SELECT_OPS(X)
@@ -125,7 +126,7 @@ constexpr int kNumOps = 0
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
     ;
-static_assert(kNumOps == 37, "op table changed: update the op tests and CONTRIBUTING.md");
+static_assert(kNumOps == 38, "op table changed: update the op tests and CONTRIBUTING.md");
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);
@@ -171,10 +172,16 @@ struct Pool2dArg {
   bool count_include_pad = false;
   bool operator==(const Pool2dArg&) const = default;
 };
+// A collective's group: the id graph/collective.h registered its reduction under.
+struct CollectiveArg {
+  int64_t group = -1;
+  bool operator==(const CollectiveArg&) const = default;
+};
 // Axes (reduce), a permutation (permute), a shape (reshape/expand: the node's shape is used).
 using Axes = std::vector<int>;
 
-using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg, Pool2dArg>;
+using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg, Pool2dArg,
+                           CollectiveArg>;
 
 // Output size of one conv/pool spatial dim: floor((in + pads - dil*(k-1) - 1) / stride) + 1, or 0
 // when the (dilated) window does not fit (C++ division truncates toward zero, so check first).

@@ -117,6 +117,10 @@ struct TrainOptions {
   // statistics, computed per rank) are rank 0's after each epoch; only rank 0 shows progress and
   // writes checkpoint_path. Every rank must call train() with the same options.
   dist::Communicator* communicator = nullptr;
+  // Data-parallel: every BatchNorm layer normalises with the statistics of the global batch (every
+  // rank's samples), all-reduced inside the forward and backward passes (PyTorch's SyncBatchNorm),
+  // instead of its own rank's. No effect on one rank.
+  bool sync_batch_norm = false;
 };
 
 class Model {

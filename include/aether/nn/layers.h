@@ -53,11 +53,18 @@ class BatchNorm : public Module {
   std::string config() const override;
   Tensor weight, bias;               // (C), or empty without affine
   Tensor running_mean, running_var;  // (C) buffers
+  // >= 0: in training, the statistics are synchronized over the ranks of this collective group
+  // (aether/graph/collective.h; batch_norm's sync_group). Model::train sets it for
+  // TrainOptions::sync_batch_norm and resets it to -1 (per-rank statistics) when training ends.
+  void set_sync_group(int64_t group) { sync_group_ = group; }
+  int64_t sync_group() const { return sync_group_; }
+
  private:
   int64_t channels_;
   int dims_;
   double momentum_, eps_;
   bool affine_;
+  int64_t sync_group_ = -1;
 };
 class BatchNorm1d : public BatchNorm {
  public:

@@ -95,9 +95,13 @@ struct BatchNormResult {
 // weight and bias (C) may be empty Tensors (no affine transform). The running statistics are
 // returned, not modified (the caller assigns them); they carry no gradient history. Training needs
 // n > 1; evaluation needs the running statistics.
+// sync_group >= 0 (training only): a synchronized batch norm over the ranks of that collective group
+// (aether/graph/collective.h): the statistics are those of every rank's x together (one all-reduce
+// of the per-channel sums, sums of squares and counts in the forward pass, one of the statistics'
+// gradients in the backward pass), the same on every rank.
 BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& running_mean, const Tensor& running_var, bool training,
-                           double momentum = 0.1, double eps = 1e-5);
+                           double momentum = 0.1, double eps = 1e-5, int64_t sync_group = -1);
 
 // ---- losses ----------------------------------------------------------------------------------------
 // one_hot(labels, K)[..., k] = labels[...] == k, as `dtype`: labels (...) int32/int64 -> (..., K).

@@ -21,6 +21,7 @@
 #include "aether/backend/backend.h"
 #include "aether/core/error.h"
 #include "aether/core/random.h"
+#include "aether/graph/collective.h"
 #include "kernels.h"
 #include "strided.h"
 
@@ -566,6 +567,13 @@ void library(Node& n, bool fast) {
         cpu::avgpool2d_fwd_naive(t, x.ptr, out->data(), g);
       break;
     }
+    case Op::AllReduce: {  // src: x (any shape) -> its sum over the group's ranks
+      auto x = dense(*n.srcs[0]);
+      const size_t bytes = size_t(numel(n.shape)) * dtype_size(t);
+      if (bytes > 0) std::memcpy(out->data(), x.ptr, bytes);
+      run_all_reduce(std::get<CollectiveArg>(n.arg).group, out->data(), size_t(numel(n.shape)), t);
+      break;
+    }
     case Op::AvgPool2dBwd: {  // src: dy; node shape = x shape
       const auto g = pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg));
       auto dy = dense(*n.srcs[0]);
@@ -618,7 +626,8 @@ void execute_node(Node& n, bool fast) {
     case Op::MaxPool2d:
     case Op::MaxPool2dBwd:
     case Op::AvgPool2d:
-    case Op::AvgPool2dBwd: return library(n, fast);
+    case Op::AvgPool2dBwd:
+    case Op::AllReduce: return library(n, fast);
   }
 }
 
@@ -643,6 +652,7 @@ std::pair<double, double> node_cost(const Node& n) {
     case Op::MaxPool2dBwd:
     case Op::AvgPool2d:
     case Op::AvgPool2dBwd:
+    case Op::AllReduce:
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)

@@ -20,6 +20,7 @@
 
 #include "aether/backend/backend.h"
 #include "aether/backend/cuda.h"
+#include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
 #include "backend/cuda/library.h"
 #include "backend/cuda/ptx_cache.h"
@@ -190,6 +191,14 @@ void library(Node& n, int device) {
     case Op::AvgPool2d:
       avgpool2d_fwd(st, t, a, y, pool_geom(n.srcs[0]->shape, n.shape, std::get<Pool2dArg>(n.arg)));
       break;
+    case Op::AllReduce: {  // x -> its sum over the group's ranks, on the host until NCCL (issue 17)
+      const size_t count = size_t(numel(n.shape)), bytes = count * dtype_size(t);
+      std::vector<char> host(bytes);            // (count) of t
+      copy_d2h(device, host.data(), a, bytes);  // synchronises: the reduction reads it at once
+      run_all_reduce(std::get<CollectiveArg>(n.arg).group, host.data(), count, t);
+      copy_h2d(device, y, host.data(), bytes);  // returns once `host` is staged (pageable memory)
+      break;
+    }
     case Op::AvgPool2dBwd:  // dy; node shape = x shape
       avgpool2d_bwd(st, t, a, y, pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg)));
       break;
