@@ -105,8 +105,9 @@ TEST(Cli, NumThreadsSizesThePool) {
   expect_clear_error(bad, {"AETHER_NUM_THREADS=zero", "from 1 to 1024"});
 }
 
-// AETHER_CPU_ISA caps generated kernels and oneDNN alike: under avx2 neither uses AVX-512 (on an
-// AVX-512 CPU this is what shows the cap works), the cap is part of the kernel cache's key (the
+// AETHER_CPU_ISA caps generated kernels and oneDNN alike: under avx2 neither uses AVX-512 or
+// anything past the AVX2 level (on an AVX-512 CPU this is what shows the cap works), under avx512
+// nothing uses AMX, the cap is part of the kernel cache's key (the
 // same kernel is a different object under another cap, on every CPU), and a bad value is an error.
 TEST(Cli, CpuIsaCapsKernelsAndOneDnn) {
   TempDir tmp;
@@ -121,6 +122,9 @@ TEST(Cli, CpuIsaCapsKernelsAndOneDnn) {
   const CliResult avx2 = run("devices");
   setenv("AETHER_CACHE_DIR", tmp.file("avx2").c_str(), 1);
   const CliResult avx2_bench = run(bench);
+  setenv("AETHER_CPU_ISA", "avx512", 1);
+  setenv("AETHER_CACHE_DIR", tmp.file("avx512").c_str(), 1);  // (devices compiles a probe kernel)
+  const CliResult avx512 = run("devices");
   setenv("AETHER_CPU_ISA", "Native", 1);
   setenv("AETHER_CACHE_DIR", tmp.file("native").c_str(), 1);
   const CliResult native_bench = run(bench);
@@ -131,6 +135,11 @@ TEST(Cli, CpuIsaCapsKernelsAndOneDnn) {
   EXPECT_EQ(avx2.code, 0) << avx2.out;
   EXPECT_NE(avx2.out.find("AETHER_CPU_ISA=avx2): generated kernels __AVX2__"), std::string::npos) << avx2.out;
   EXPECT_EQ(avx2.out.find("AVX512"), std::string::npos) << avx2.out;
+  // Nor what newer CPUs add beyond AVX2 (a Sapphire Rapids has AMX and AVX-VNNI): an AVX2 CPU's level.
+  EXPECT_EQ(avx2.out.find("AMX"), std::string::npos) << avx2.out;
+  EXPECT_EQ(avx2.out.find("VNNI"), std::string::npos) << avx2.out;
+  EXPECT_EQ(avx512.code, 0) << avx512.out;
+  EXPECT_EQ(avx512.out.find("AMX"), std::string::npos) << avx512.out;  // the avx512 cap: no AMX
   EXPECT_EQ(avx2.out.find("oneDNN avx512"), std::string::npos) << avx2.out;
   EXPECT_NE(avx2.out.find("oneDNN avx2"), std::string::npos) << avx2.out;
   ASSERT_EQ(avx2_bench.code, 0) << avx2_bench.out;

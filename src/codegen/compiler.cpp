@@ -165,9 +165,13 @@ class Compiler {
 
  private:
   void probe() {
-    // AETHER_CPU_ISA's cap on the kernels' -march=native (read once, here): -mno-avx512f turns off
-    // AVX-512 and every extension of it.
-    if (config().cpu_isa.load() == kCpuIsaAvx2) isa_cap_ = {"-mno-avx512f"};
+    // AETHER_CPU_ISA's cap on the kernels' -march=native (read once, here). avx2: the x86-64-v3
+    // level (AVX2, FMA, F16C, BMI: what an AVX2-only CPU such as Zen 3 has), tuned for this CPU;
+    // not -march=native minus AVX-512, which keeps AMX and AVX-VNNI on a Sapphire Rapids. avx512:
+    // native without AMX (as oneDNN's cap).
+    const int cap = config().cpu_isa.load();
+    if (cap == kCpuIsaAvx2) isa_cap_ = {"-march=x86-64-v3", "-mtune=native"};
+    if (cap == kCpuIsaAvx512) isa_cap_ = {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"};
     flags_ = kFlags;
     flags_.insert(flags_.end(), isa_cap_.begin(), isa_cap_.end());
     const std::string env = config().cxx.get();
