@@ -420,11 +420,11 @@ TEST(ModelLoadValidation, OptimizerSlots) {
   EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) {
     o.emplace_back("7.weight.momentum", Tensor::zeros({2}).realize());
   }),
-            where + "optimizer state '7.weight.momentum' names no parameter of the model");
+            where + "optimizer state '7.weight.momentum' names no trained parameter of the model");
   EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) {
     o.emplace_back("step", Tensor::zeros({1}).realize());
   }),
-            where + "optimizer state 'step' names no parameter of the model");
+            where + "optimizer state 'step' names no trained parameter of the model");
   // Slots before the first step.
   EXPECT_EQ(
       s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"]["optimizer_steps"] = 0; }),

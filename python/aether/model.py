@@ -67,13 +67,32 @@ class Model:
         _aether.manual_seed(self._seed)
         return self
 
-    def configure(self, loss: Loss, optimizer: Any, accuracy: Any = None) -> "Model":
+    def configure(self, loss: Loss, optimizer: Any, accuracy: Any = None,
+                  param_groups: Optional[List[Dict[str, Any]]] = None,
+                  lookahead: Optional[Dict[str, float]] = None) -> "Model":
+        """param_groups: per-parameter settings, e.g. [{"match": "*.bias", "layer": "BatchNorm2d",
+        "lr_scale": 64}, {"match": "0.weight", "frozen": True}]: a parameter takes the first group
+        whose glob `match` matches its name ("3.bias": layer index and parameter; "*" by default)
+        and whose `layer` (a layer type, "" any) holds it; `lr_scale` multiplies the learning rate,
+        `weight_decay` replaces the optimizer's, `frozen` parameters are not trained.
+        lookahead: {"every": k, "decay": d, "power": p}: every k steps slow weights move toward the
+        parameters by 1 - d (t/T)^p and the parameters take their value; the trained model holds the
+        slow weights (airbench94: every 5, decay 0.95**5, power 3)."""
         if not isinstance(loss, Loss):
             raise TypeError(f"configure: loss must be an aether loss, got {type(loss).__name__}")
         if not hasattr(optimizer, "config"):
             raise TypeError(f"configure: optimizer must be an aether optimizer, got {type(optimizer).__name__}")
         accuracy = accuracy or (RegressionAccuracy() if loss.regression else CategoricalAccuracy())
         cfg = {**optimizer.config(), **loss.config(), **accuracy.config()}
+        if param_groups:
+            cfg["param_groups"] = [dict(g) for g in param_groups]
+        if lookahead:
+            unknown = set(lookahead) - {"every", "decay", "power"}
+            if unknown:
+                raise ValueError(f"configure: unknown lookahead key(s) {sorted(unknown)} (every, decay, power)")
+            cfg["lookahead_every"] = int(lookahead.get("every", 5))
+            cfg["lookahead_decay"] = float(lookahead.get("decay", 0.5))
+            cfg["lookahead_power"] = float(lookahead.get("power", 0.0))
         self._cpp.configure(cfg)
         self._loss = loss
         return self
@@ -211,10 +230,12 @@ class Model:
                     history.setdefault(k, []).append(e[k])
         return history
 
-    def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256) -> Dict[str, float]:
-        """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode."""
+    def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none") -> Dict[str, float]:
+        """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode.
+        tta: test-time augmentation of image input, "none", "flip" (the mean logits of each image and
+        its mirror image) or "flip_translate" (airbench's: also one-pixel shifts)."""
         self._require_finalized("evaluate")
-        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), int(batch_size))
+        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), int(batch_size), str(tta))
         out = {"loss": r["loss"], "accuracy": r["accuracy"]}
         if self._cpp.config["loss"] != "mse" and self._classes() >= 5:
             out["top5"] = r["top5"]

@@ -64,6 +64,34 @@ ModelConfig config_from(const nb::dict& d) {
       c.clip_grad_norm = nb::cast<double>(v);
     else if (key == "regression_precision")
       c.regression_precision = nb::cast<double>(v);
+    else if (key == "lookahead_every")
+      c.lookahead_every = nb::cast<int64_t>(v);
+    else if (key == "lookahead_decay")
+      c.lookahead_decay = nb::cast<double>(v);
+    else if (key == "lookahead_power")
+      c.lookahead_power = nb::cast<double>(v);
+    else if (key == "param_groups")
+      for (nb::handle item : nb::cast<nb::list>(v)) {
+        ParamGroup g;
+        for (auto [gk, gv] : nb::cast<nb::dict>(item)) {
+          const std::string name = nb::cast<std::string>(gk);
+          if (name == "match")
+            g.match = nb::cast<std::string>(gv);
+          else if (name == "layer")
+            g.layer = nb::cast<std::string>(gv);
+          else if (name == "lr_scale")
+            g.lr_scale = nb::cast<double>(gv);
+          else if (name == "weight_decay")
+            g.weight_decay = nb::cast<double>(gv);
+          else if (name == "frozen")
+            g.frozen = nb::cast<bool>(gv);
+          else
+            throw nb::value_error(("configure: unknown param_groups key '" + name +
+                                   "' (match, layer, lr_scale, weight_decay, frozen)")
+                                      .c_str());
+        }
+        c.param_groups.push_back(g);
+      }
     else
       throw nb::value_error(("configure: unknown setting '" + key + "'").c_str());
   }
@@ -87,6 +115,20 @@ nb::dict config_dict(const ModelConfig& c) {
   d["metrics"] = c.metrics;
   d["clip_grad_norm"] = c.clip_grad_norm;
   d["regression_precision"] = c.regression_precision;
+  d["lookahead_every"] = c.lookahead_every;
+  d["lookahead_decay"] = c.lookahead_decay;
+  d["lookahead_power"] = c.lookahead_power;
+  nb::list groups;
+  for (const ParamGroup& g : c.param_groups) {
+    nb::dict gd;
+    gd["match"] = g.match;
+    gd["layer"] = g.layer;
+    gd["lr_scale"] = g.lr_scale;
+    gd["weight_decay"] = g.weight_decay;
+    gd["frozen"] = g.frozen;
+    groups.append(gd);
+  }
+  d["param_groups"] = groups;
   return d;
 }
 
@@ -172,11 +214,12 @@ void bind_model(nb::module_& m) {
           arg("alternate_flips") = false, arg("sync_batch_norm") = false)
       .def(
           "evaluate",
-          [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
+          [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {
+            const TTA t = tta_from_name(tta);
             EvalResult r;
             {
               nb::gil_scoped_release release;
-              r = mod.evaluate(ds, batch_size);
+              r = mod.evaluate(ds, batch_size, t);
             }
             nb::dict d;
             d["loss"] = r.loss;
@@ -186,7 +229,7 @@ void bind_model(nb::module_& m) {
             d["seconds"] = r.seconds;
             return d;
           },
-          arg("dataset"), arg("batch_size") = 256)
+          arg("dataset"), arg("batch_size") = 256, arg("tta") = "none")
       .def(
           "predict",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size) {

@@ -198,3 +198,40 @@ def test_alternating_flips_match_random_flips_in_epoch_0_only(fmnist):
     assert alternating == again
     assert alternating[0] == random_flips[0]
     assert alternating[1] != random_flips[1]
+
+
+def test_param_groups_freeze_and_scale_parameters(fmnist):
+    # The conv is frozen (keeps its values, gets no gradient); the BatchNorm's bias trains 10x faster.
+    x, y, _, _ = fmnist
+    m = ae.Model()
+    m.manual_seed(3)
+    m.add(ae.Conv2d(1, 8, (3, 3), (1, 1), padding="same"))
+    m.add(ae.BatchNorm())
+    m.add(ae.ReLU())
+    m.add(ae.GlobalAvgPool())
+    m.add(ae.Dense(8, 10))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05),
+                param_groups=[{"match": "0.*", "frozen": True},
+                              {"match": "*.bias", "layer": "BatchNorm2d", "lr_scale": 10}])
+    m.finalize((28, 28, 1))
+    before = {n: t.numpy().copy() for n, t in m.named_parameters()}
+    m.train(x[:256], y[:256], epochs=1, batch_size=64, verbose=False)
+    after = {n: t.numpy() for n, t in m.named_parameters()}
+    assert np.array_equal(before["0.weight"], after["0.weight"])
+    assert np.array_equal(before["0.bias"], after["0.bias"])
+    assert not np.array_equal(before["1.bias"], after["1.bias"])
+    with pytest.raises(ValueError, match="unknown param_groups key 'lr'"):
+        ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05),
+                             param_groups=[{"match": "*", "lr": 2}])
+
+
+def test_evaluate_with_test_time_augmentation(fmnist):
+    x, y, xt, yt = fmnist
+    m = small_cnn(seed=2)
+    m.finalize((28, 28, 1))
+    m.train(x[:512], y[:512], epochs=1, batch_size=64, verbose=False)
+    plain, flip, both = (m.evaluate(xt[:200], yt[:200], tta=t) for t in ("none", "flip", "flip_translate"))
+    assert plain == m.evaluate(xt[:200], yt[:200])
+    assert flip["loss"] != plain["loss"] and both["loss"] != flip["loss"]
+    with pytest.raises(Exception, match="unknown test-time augmentation 'mirror'"):
+        m.evaluate(xt[:10], yt[:10], tta="mirror")

@@ -35,6 +35,7 @@ struct TrainArgs {
   bool quiet = false;
   bool overwrite = false;
   bool sync_batch_norm = false;
+  std::string tta = "none";
 };
 
 // The numbers of a TrainArgs, checked.
@@ -122,6 +123,7 @@ int run_train(const TrainArgs& given) {
                          std::filesystem::exists(a.save.text);
   if (restarted) a.resume = a.save;
   const TrainValues v = check_train_args(a, restarted);
+  const TTA tta = tta_from_name(a.tta);
   // Several ranks (aether launch, torchrun, mpirun, srun): join them before reading any data; rank 0
   // prints and writes the files.
   const dist::Communicator* comm = dist::world();
@@ -244,6 +246,12 @@ int run_train(const TrainArgs& given) {
   }
   print("test accuracy %.2f%%  test loss %.4f  (%lld images)  time %.1f s\n", 100 * r.accuracy, r.loss,
         static_cast<long long>(r.samples), secs);
+  std::optional<EvalResult> with_tta;  // the same weights, test-time augmented (after the timing)
+  if (tta != TTA::none) {
+    with_tta = model.evaluate(test, 256, tta);
+    print("test accuracy with TTA %s %.2f%%  test loss %.4f  (%.1f s)\n", tta_name(tta),
+          100 * with_tta->accuracy, with_tta->loss, with_tta->seconds);
+  }
   if (comm != nullptr && train_secs > 0)
     print(
         "data-parallel: %.0f images/s over %d ranks; rank 0 waited %.1f s (%.1f%% of training) for "
@@ -260,23 +268,29 @@ int run_train(const TrainArgs& given) {
                         {"val_accuracy", e.val_accuracy.value_or(NAN)},
                         {"seconds", e.seconds},
                         {"images_per_second", e.images_per_second}});
-    write_metrics(a.metrics_json.text, {{"dataset", ds_name},
-                                        {"model", model_name},
-                                        {"test_accuracy", r.accuracy},
-                                        {"test_loss", r.loss},
-                                        {"train_loss", h.epochs.empty() ? NAN : h.epochs.back().train_loss},
-                                        {"epochs", model.epochs_done()},
-                                        {"seconds", secs},
-                                        {"images_per_second", train_secs > 0 ? images / train_secs : 0},
-                                        {"ranks", comm != nullptr ? comm->world_size() : 1},
-                                        {"comm_wait_seconds", comm_wait},
-                                        {"history", epochs}});
+    nlohmann::json out = {{"dataset", ds_name},
+                          {"model", model_name},
+                          {"test_accuracy", r.accuracy},
+                          {"test_loss", r.loss},
+                          {"train_loss", h.epochs.empty() ? NAN : h.epochs.back().train_loss},
+                          {"epochs", model.epochs_done()},
+                          {"seconds", secs},
+                          {"images_per_second", train_secs > 0 ? images / train_secs : 0},
+                          {"ranks", comm != nullptr ? comm->world_size() : 1},
+                          {"comm_wait_seconds", comm_wait},
+                          {"history", epochs}};
+    if (with_tta) {
+      out["tta"] = tta_name(tta);
+      out["test_accuracy_tta"] = with_tta->accuracy;
+      out["test_loss_tta"] = with_tta->loss;
+    }
+    write_metrics(a.metrics_json.text, out);
   }
   return 0;
 }
 
 struct EvalArgs {
-  std::string checkpoint, dataset, data_dir, device = "cpu", precision;
+  std::string checkpoint, dataset, data_dir, device = "cpu", precision, tta = "none";
   TextArg metrics_json;
 };
 int run_evaluate(const EvalArgs& a) {
@@ -285,6 +299,7 @@ int run_evaluate(const EvalArgs& a) {
     AETHER_CHECK(!same_file(a.metrics_json.text, a.checkpoint), "evaluate", "--metrics-json ",
                  shown(a.metrics_json.text, kPathChars), " is the --checkpoint");
   }
+  const TTA tta = tta_from_name(a.tta);  // before the checkpoint and the data are read
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   if (!a.precision.empty()) model.set_precision(a.precision);
@@ -293,19 +308,21 @@ int run_evaluate(const EvalArgs& a) {
   const data::Dataset test =
       data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
   check_images_fit("evaluate", test, "test", model, a.checkpoint);
-  const EvalResult r = model.evaluate(test);
+  const EvalResult r = model.evaluate(test, 256, tta);
   AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
                a.checkpoint, " gives a loss of ", num(r.loss), " and an accuracy of ", num(r.accuracy),
                " on ", ds_name, " test: its outputs are not finite");
-  std::printf("%s on %s test: accuracy %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images, %.1f s)\n",
-              a.checkpoint.c_str(), ds_name.c_str(), 100 * r.accuracy, 100 * r.top5, r.loss,
-              static_cast<long long>(r.samples), r.seconds);
+  std::printf("%s on %s test%s: accuracy %.2f%%  top-5 %.2f%%  loss %.4f  (%lld images, %.1f s)\n",
+              a.checkpoint.c_str(), ds_name.c_str(),
+              tta == TTA::none ? "" : (std::string(" with TTA ") + tta_name(tta)).c_str(), 100 * r.accuracy,
+              100 * r.top5, r.loss, static_cast<long long>(r.samples), r.seconds);
   if (a.metrics_json.given())
     write_metrics(a.metrics_json.text, {{"test_accuracy", r.accuracy},
                                         {"test_loss", r.loss},
                                         {"top5", r.top5},
                                         {"samples", r.samples},
-                                        {"seconds", r.seconds}});
+                                        {"seconds", r.seconds},
+                                        {"tta", tta_name(tta)}});
   return 0;
 }
 
@@ -350,6 +367,10 @@ void register_train(CLI::App& app) {
   cmd->add_option("--data-dir", t.data_dir, "where the data set is (else $AETHER_DATA, else defaults)");
   add_text_option(*cmd, "--max-steps-per-epoch", t.max_steps, "cut epochs short, >= 1 (smoke runs)", "INT");
   cmd->add_flag("--quiet", t.quiet, "no progress bar");
+  cmd->add_option("--tta", t.tta,
+                  "after training, evaluate the test set again with test-time augmentation: none, flip or "
+                  "flip_translate")
+      ->capture_default_str();
   cmd->add_flag("--sync-batch-norm", t.sync_batch_norm,
                 "on several ranks: batch-norm statistics of the global batch, not of each rank's");
   cmd->callback([] { exit_code() = run_train(t); });
@@ -362,6 +383,8 @@ void register_train(CLI::App& app) {
   add_text_option(*ev, "--metrics-json", e.metrics_json, "write metrics here as JSON", "FILE");
   ev->add_option("--device", e.device, "cpu, cuda or cuda:N")->capture_default_str();
   ev->add_option("--precision", e.precision, "float32, bfloat16 or float16 (default: the checkpoint's)");
+  ev->add_option("--tta", e.tta, "test-time augmentation: none, flip or flip_translate")
+      ->capture_default_str();
   ev->callback([] { exit_code() = run_evaluate(e); });
 
   static SummaryArgs s;

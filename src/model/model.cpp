@@ -2,6 +2,8 @@
 // loading: model_checkpoint.cpp).
 #include "aether/model/model.h"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -20,6 +22,16 @@ namespace aether {
 
 // ---- configuration <-> JSON ---------------------------------------------------------------------------
 namespace model_internal {
+nlohmann::json param_groups_to_json(const std::vector<ParamGroup>& groups) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const ParamGroup& g : groups)
+    a.push_back({{"match", g.match},
+                 {"layer", g.layer},
+                 {"lr_scale", g.lr_scale},
+                 {"weight_decay", g.weight_decay},
+                 {"frozen", g.frozen}});
+  return a;
+}
 nlohmann::json config_to_json(const ModelConfig& c) {
   return {{"loss", c.loss},
           {"label_smoothing", c.label_smoothing},
@@ -35,7 +47,11 @@ nlohmann::json config_to_json(const ModelConfig& c) {
           {"warmup_fraction", c.warmup_fraction},
           {"metrics", c.metrics},
           {"clip_grad_norm", c.clip_grad_norm},
-          {"regression_precision", c.regression_precision}};
+          {"regression_precision", c.regression_precision},
+          {"param_groups", param_groups_to_json(c.param_groups)},
+          {"lookahead_every", c.lookahead_every},
+          {"lookahead_decay", c.lookahead_decay},
+          {"lookahead_power", c.lookahead_power}};
 }
 ModelConfig config_from_json(const nlohmann::json& j) {
   ModelConfig c;
@@ -54,6 +70,18 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.metrics = j.at("metrics").get<std::vector<std::string>>();
   c.clip_grad_norm = j.at("clip_grad_norm");
   c.regression_precision = j.value("regression_precision", 0.0);  // absent in files before it existed
+  c.lookahead_every = j.value("lookahead_every", int64_t(0));     // likewise
+  c.lookahead_decay = j.value("lookahead_decay", 0.5);
+  c.lookahead_power = j.value("lookahead_power", 0.0);
+  for (const nlohmann::json& g : j.value("param_groups", nlohmann::json::array())) {  // likewise
+    ParamGroup p;
+    p.match = g.at("match");
+    p.layer = g.at("layer");
+    p.lr_scale = g.at("lr_scale");
+    p.weight_decay = g.at("weight_decay");
+    p.frozen = g.at("frozen");
+    c.param_groups.push_back(p);
+  }
   return c;
 }
 void check_config(const ModelConfig& c) {
@@ -86,6 +114,39 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.regression_precision >= 0 && std::isfinite(c.regression_precision), "configure",
                "regression_precision must be finite and >= 0 (0: from the targets), got ",
                c.regression_precision);
+  AETHER_CHECK(c.lookahead_every >= 0, "configure", "lookahead_every must be >= 0 (0: no lookahead), got ",
+               c.lookahead_every);
+  AETHER_CHECK(c.lookahead_decay >= 0 && c.lookahead_decay <= 1, "configure",
+               "lookahead_decay must be in [0, 1], got ", c.lookahead_decay);
+  AETHER_CHECK(c.lookahead_power >= 0 && std::isfinite(c.lookahead_power), "configure",
+               "lookahead_power must be finite and >= 0, got ", c.lookahead_power);
+  for (size_t k = 0; k < c.param_groups.size(); ++k) {
+    const ParamGroup& g = c.param_groups[k];
+    AETHER_CHECK(!g.match.empty(), "configure", "param_groups[", k,
+                 "]: match is empty (\"*\" matches every name)");
+    AETHER_CHECK(g.lr_scale > 0 && std::isfinite(g.lr_scale), "configure", "param_groups[", k,
+                 "]: lr_scale must be finite and > 0, got ", g.lr_scale);
+    AETHER_CHECK(std::isfinite(g.weight_decay), "configure", "param_groups[", k,
+                 "]: weight_decay must be finite (< 0: the config's), got ", g.weight_decay);
+  }
+}
+
+// Every parameter of `net` with its name and the type of the layer that holds it, in
+// named_parameters() order.
+struct ParamInfo {
+  std::string name, layer;
+  Tensor* tensor;
+};
+void collect_params(nn::Module& m, const std::string& prefix, std::vector<ParamInfo>& out) {
+  std::vector<std::string> in_children;  // names the children hold
+  for (const auto& [name, child] : m.children())
+    for (const auto& [n, t] : child->named_parameters(prefix.empty() ? name : prefix + "." + name))
+      in_children.push_back(n);
+  for (const auto& [n, t] : m.named_parameters(prefix))
+    if (std::find(in_children.begin(), in_children.end(), n) == in_children.end())
+      out.push_back({n, m.type_name(), t});
+  for (const auto& [name, child] : m.children())
+    collect_params(*child, prefix.empty() ? name : prefix + "." + name, out);
 }
 
 // "NaN", "Inf" or "-Inf": the first value of a float tensor that is not finite; "" when all are.
@@ -118,9 +179,14 @@ bool non_negative_entry(const std::string& name) {
 
 // The optimizer state slots of each parameter once the optimizer has taken a step.
 std::vector<std::string> optimizer_slots(const ModelConfig& c) {
-  if (c.optimizer == "sgd")
-    return c.momentum != 0 ? std::vector<std::string>{"momentum"} : std::vector<std::string>{};
-  return {"exp_avg", "exp_avg_sq"};
+  std::vector<std::string> s;
+  if (c.optimizer == "sgd") {
+    if (c.momentum != 0) s.push_back("momentum");
+  } else {
+    s = {"exp_avg", "exp_avg_sq"};
+  }
+  if (c.lookahead_every > 0) s.push_back("lookahead");
+  return s;
 }
 
 // The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
@@ -194,8 +260,34 @@ Model& Model::finalize(const Shape& input_shape) {
                  to_string(out.shape()));
   }
   m.input_shape = input_shape;
-  auto params = m.net->parameters();
   const auto& c = m.config;
+  // The parameter groups: each parameter's group (the first that matches), frozen ones left out of
+  // the optimizer (and of autograd: they get no gradient).
+  std::vector<ParamInfo> infos;
+  collect_params(*m.net, "", infos);
+  std::vector<Tensor> params;
+  std::vector<optim::ParamOptions> popts;
+  std::vector<bool> used(c.param_groups.size(), false);
+  for (const ParamInfo& p : infos) {
+    const ParamGroup* group = nullptr;
+    for (size_t k = 0; k < c.param_groups.size() && group == nullptr; ++k) {
+      const ParamGroup& g = c.param_groups[k];
+      if (::fnmatch(g.match.c_str(), p.name.c_str(), 0) == 0 && (g.layer.empty() || g.layer == p.layer)) {
+        group = &g;
+        used[k] = true;
+      }
+    }
+    p.tensor->set_requires_grad(group == nullptr || !group->frozen);
+    if (group != nullptr && group->frozen) continue;
+    params.push_back(*p.tensor);
+    popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
+                          : optim::ParamOptions{});
+  }
+  for (size_t k = 0; k < used.size(); ++k)
+    AETHER_CHECK(used[k], "finalize", "param_groups[", k, "] (match \"", c.param_groups[k].match, "\"",
+                 c.param_groups[k].layer.empty() ? "" : ", layer \"" + c.param_groups[k].layer + "\"",
+                 ") matches no parameter; the parameters are named like \"",
+                 infos.empty() ? "" : infos[0].name, "\" (Model::network().named_parameters())");
   if (c.optimizer == "sgd") {
     m.opt = std::make_unique<optim::SGD>(params,
                                          optim::SGDOptions{c.lr, c.momentum, 0, c.nesterov, c.weight_decay});
@@ -203,6 +295,8 @@ Model& Model::finalize(const Shape& input_shape) {
     m.opt = std::make_unique<optim::Adam>(
         params, optim::AdamOptions{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay}, c.optimizer == "adamw");
   }
+  for (size_t i = 0; i < popts.size(); ++i) m.opt->set_param_options(i, popts[i]);
+  m.opt->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
   m.finalized = true;
   return *this;
 }
@@ -385,6 +479,11 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       if (!b) break;
       const double lr = schedule->lr(m.steps_done);
       m.opt->set_lr(lr);
+      if (m.config.lookahead_every > 0) {  // alpha = 1 - decay (t / T)^power
+        const double t = double(m.steps_done) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
+        m.opt->set_lookahead_alpha(std::clamp(
+            1.0 - m.config.lookahead_decay * std::pow(std::min(t, 1.0), m.config.lookahead_power), 0.0, 1.0));
+      }
       Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
       const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
       const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
@@ -424,6 +523,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
         o.on_batch(
             {epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
     }
+    if (epoch + 1 == o.epochs) m.opt->lookahead_finish();  // the slow weights are the result
     if (comm != nullptr) {  // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
       broadcast_from_rank0(*comm, m.net->named_buffers());
       check_ranks_agree(*comm, parameters_and_buffers(*m.net), detail::cat("after epoch ", epoch + 1));
@@ -476,10 +576,51 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   return history;
 }
 
-EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
+const char* tta_name(TTA t) {
+  switch (t) {
+    case TTA::none: return "none";
+    case TTA::flip: return "flip";
+    case TTA::flip_translate: return "flip_translate";
+  }
+  return "?";
+}
+TTA tta_from_name(const std::string& s) {
+  for (TTA t : {TTA::none, TTA::flip, TTA::flip_translate})
+    if (s == tta_name(t)) return t;
+  throw Error(
+      detail::cat("tta: unknown test-time augmentation '", s, "' (expected none, flip or flip_translate)"));
+}
+
+namespace {
+// x (N, H, W, C) -> the same, reflect-padded by one pixel on each side of H and W: (N, H+2, W+2, C).
+Tensor reflect_pad1(const Tensor& x) {
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  const Tensor rows = cat({x.slice(1, 1, 2), x, x.slice(1, h - 2, h - 1)}, 1);  // (N, H+2, W, C)
+  return cat({rows.slice(2, 1, 2), rows, rows.slice(2, w - 2, w - 1)}, 2);
+}
+}  // namespace
+
+// The logits of x (N, H, W, C), averaged over the views of `tta` (see TTA).
+Tensor Model::Impl::tta_forward(const Tensor& x, TTA tta) const {
+  if (tta == TTA::none) return forward(x);
+  auto mirror = [&](const Tensor& v) { return (forward(v) + forward(v.flip({2}))) * 0.5; };
+  const Tensor logits = mirror(x);
+  if (tta == TTA::flip) return logits;
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  const Tensor p = reflect_pad1(x);  // (N, H+2, W+2, C)
+  const Tensor down_right = p.slice(1, 0, h).slice(2, 0, w),
+               up_left = p.slice(1, 2, h + 2).slice(2, 2, w + 2);
+  return logits * 0.5 + (mirror(down_right) + mirror(up_left)) * 0.25;
+}
+
+EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) {
   auto& m = *impl_;
   m.require_finalized("evaluate");
   m.check_data(d, "evaluate");
+  AETHER_CHECK(
+      tta == TTA::none || (m.input_shape.size() == 3 && m.input_shape[0] >= 2 && m.input_shape[1] >= 2),
+      "evaluate", "test-time augmentation '", tta_name(tta), "' needs image input (H, W, C) of at least ",
+      "2x2, the model takes ", to_string(m.input_shape));
   const auto t0 = std::chrono::steady_clock::now();
   data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
@@ -492,7 +633,7 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size) {
     const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
     const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
     if (m.input_shape.size() == 1) x = x.flatten(1);
-    const Tensor out = m.forward(x);
+    const Tensor out = m.tta_forward(x, tta);
     const Tensor loss = m.loss(out, labels, targets), acc = m.metric(out, labels, targets);
     const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;

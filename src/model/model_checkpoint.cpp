@@ -46,10 +46,10 @@ void Model::save(const std::string& path) {
                        {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
-  std::vector<std::string> names;
+  std::vector<std::string> names;  // the optimizer's parameters (frozen ones are not): its state's index
   for (auto& [name, t] : m.net->named_parameters()) {
     ck.model.emplace_back(name, t->detach());
-    names.push_back(name);
+    if (t->requires_grad()) names.push_back(name);
   }
   for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.opt->named_state()) {
@@ -333,10 +333,11 @@ Model Model::load(const std::string& path) {
       assign.emplace_back(t, it->second);
       tensors.erase(it);
     };
-    std::vector<std::string> names;
+    std::vector<std::string> names;  // the optimizer's parameters, in its order (frozen ones are not)
     std::vector<Tensor*> params;
     for (auto& [name, t] : m.net->named_parameters()) {
       take(name, t);
+      if (!t->requires_grad()) continue;
       names.push_back(name);
       params.push_back(t);
     }
@@ -358,7 +359,7 @@ Model Model::load(const std::string& path) {
         if (name.size() > names[i].size() + 1 && name.compare(0, names[i].size() + 1, names[i] + ".") == 0 &&
             name.find('.', names[i].size() + 1) == std::string::npos)
           idx = i;
-      if (idx == names.size()) r.fail(entry, "names no parameter of the model");
+      if (idx == names.size()) r.fail(entry, "names no trained parameter of the model");
       const std::string slot = name.substr(names[idx].size() + 1);
       if (std::find(slots.begin(), slots.end(), slot) == slots.end())
         r.fail(entry, detail::cat("is not a state of ", m.opt->type_name(),

@@ -78,6 +78,7 @@ struct Model::Impl {
   Tensor forward(const Tensor& x) const {
     return net->forward(x.cast(model_internal::compute_dtype(precision))).cast(DType::float32);
   }
+  Tensor tta_forward(const Tensor& x, TTA tta) const;  // forward's logits averaged over the TTA's views
   void require_finalized(const char* op) const {
     AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
   }

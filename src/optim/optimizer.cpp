@@ -12,6 +12,49 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
     AETHER_CHECK(params_[i].defined() && params_[i].requires_grad(), "optimizer", "parameter ", i,
                  " does not require grad");
   state_.resize(params_.size());
+  popts_.resize(params_.size());
+}
+
+void Optimizer::set_param_options(size_t i, ParamOptions o) {
+  AETHER_CHECK(i < params_.size(), "optimizer", "options for parameter ", i, " but there are ",
+               params_.size());
+  AETHER_CHECK(o.lr_scale > 0 && std::isfinite(o.lr_scale), "optimizer", "parameter ", i,
+               ": lr_scale must be finite and > 0, got ", o.lr_scale);
+  AETHER_CHECK(std::isfinite(o.weight_decay), "optimizer", "parameter ", i,
+               ": weight_decay must be finite, got ", o.weight_decay);
+  popts_[i] = o;
+}
+
+void Optimizer::set_lookahead(int64_t every, double alpha) {
+  AETHER_CHECK(every >= 0, "optimizer", "lookahead every ", every, " steps: must be >= 0 (0: off)");
+  set_lookahead_alpha(alpha);
+  la_every_ = every;
+}
+
+void Optimizer::set_lookahead_alpha(double alpha) {
+  AETHER_CHECK(alpha >= 0 && alpha <= 1, "optimizer", "lookahead alpha must be in [0, 1], got ", alpha);
+  la_alpha_ = alpha;
+}
+
+void Optimizer::lookahead_finish() {
+  if (la_every_ == 0) return;
+  NoGradGuard no_grad;
+  std::vector<Tensor> touched;
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (has_slot(i, "lookahead")) {
+      params_[i].assign(slot(i, "lookahead"));
+      touched.push_back(params_[i]);
+    }
+  realize(touched);
+}
+
+std::string Optimizer::with_param_options(const std::string& json) const {
+  nlohmann::json j = nlohmann::json::parse(json), own = nlohmann::json::array();
+  if (la_every_ > 0) j["lookahead_every"] = la_every_;
+  for (size_t i = 0; i < popts_.size(); ++i)
+    if (!(popts_[i] == ParamOptions{})) own.push_back({i, popts_[i].lr_scale, popts_[i].weight_decay});
+  if (!own.empty()) j["param_options"] = own;
+  return j.dump();
 }
 
 void Optimizer::set_lr(double lr) {
@@ -59,7 +102,18 @@ std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_reali
     AETHER_CHECK(g.shape() == params_[i].shape(), "optimizer", "gradient of parameter ", i, " has shape ",
                  to_string(g.shape()), ", expected ", to_string(params_[i].shape()));
     Tensor p = params_[i].detach();
-    params_[i].assign(update(i, p, g.cast(p.dtype()), steps_));
+    Tensor next = update(i, p, g.cast(p.dtype()), steps_);
+    if (la_every_ > 0) {  // the slow weights: the first update's value, then every la_every_ steps
+      const bool first = !has_slot(i, "lookahead");
+      Tensor& slow = slot(i, "lookahead");
+      if (first) {
+        slow = next;
+      } else if (steps_ % la_every_ == 0) {
+        slow = slow + (next - slow) * la_alpha_;
+        next = slow;
+      }
+    }
+    params_[i].assign(next);
     touched.push_back(params_[i]);
   }
   for (auto& per_param : state_)
@@ -83,7 +137,8 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions o) : Optimizer(std::move(params)
 }
 
 Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t /*t*/) {
-  Tensor g = o_.weight_decay != 0 ? grad + p * o_.weight_decay : grad;
+  const double wd = weight_decay_of(i, o_.weight_decay);
+  Tensor g = wd != 0 ? grad + p * wd : grad;
   if (o_.momentum != 0) {
     // The buffer starts as g on this parameter's first step with a gradient (not the optimizer's
     // first step: a parameter may get its first gradient later).
@@ -93,14 +148,18 @@ Tensor SGD::update(size_t i, const Tensor& p, const Tensor& grad, int64_t /*t*/)
     buf = nb;
     g = o_.nesterov ? g + nb * o_.momentum : nb;
   }
-  return p - g * lr_;
+  return p - g * lr_of(i);
 }
 
 std::string SGD::config() const {
-  return nlohmann::json{{"type", "SGD"},           {"lr", lr_},
-                        {"momentum", o_.momentum}, {"dampening", o_.dampening},
-                        {"nesterov", o_.nesterov}, {"weight_decay", o_.weight_decay}}
-      .dump();
+  return with_param_options(nlohmann::json{
+      {"type", "SGD"},
+      {"lr", lr_},
+      {"momentum", o_.momentum},
+      {"dampening", o_.dampening},
+      {"nesterov", o_.nesterov},
+      {"weight_decay",
+       o_.weight_decay}}.dump());
 }
 
 // ---- Adam / AdamW -----------------------------------------------------------------------------------------
@@ -112,24 +171,30 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions o, bool decoupled)
 
 Tensor Adam::update(size_t i, const Tensor& p0, const Tensor& grad, int64_t t) {
   Tensor p = p0, g = grad;
-  if (o_.weight_decay != 0) {
+  const double wd = weight_decay_of(i, o_.weight_decay), lr = lr_of(i);
+  if (wd != 0) {
     if (decoupled_)
-      p = p * (1 - lr_ * o_.weight_decay);
+      p = p * (1 - lr * wd);
     else
-      g = g + p * o_.weight_decay;
+      g = g + p * wd;
   }
   Tensor& m = slot(i, "exp_avg");
   Tensor& v = slot(i, "exp_avg_sq");
   m = m * o_.beta1 + g * (1 - o_.beta1);
   v = v * o_.beta2 + g * g * (1 - o_.beta2);
   const double bc1 = 1 - std::pow(o_.beta1, double(t)), bc2 = 1 - std::pow(o_.beta2, double(t));
-  return p - (m / bc1) / ((v / bc2).sqrt() + o_.eps) * lr_;
+  return p - (m / bc1) / ((v / bc2).sqrt() + o_.eps) * lr;
 }
 
 std::string Adam::config() const {
-  return nlohmann::json{{"type", type_name()}, {"lr", lr_},     {"beta1", o_.beta1},
-                        {"beta2", o_.beta2},   {"eps", o_.eps}, {"weight_decay", o_.weight_decay}}
-      .dump();
+  return with_param_options(nlohmann::json{
+      {"type", type_name()},
+      {"lr", lr_},
+      {"beta1", o_.beta1},
+      {"beta2", o_.beta2},
+      {"eps", o_.eps},
+      {"weight_decay",
+       o_.weight_decay}}.dump());
 }
 
 // ---- clipping --------------------------------------------------------------------------------------------

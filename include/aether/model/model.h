@@ -53,6 +53,23 @@ namespace dist {
 class Communicator;  // aether/dist/communicator.h
 }
 
+// A parameter group (torch's param_groups): hyperparameters for the parameters it matches, or
+// frozen ones. A parameter belongs to the first group of ModelConfig::param_groups that matches it;
+// the others take the config's defaults.
+struct ParamGroup {
+  // A glob (* ? [...], fnmatch) over the parameter's name, as Module::named_parameters gives it:
+  // "0.weight", "3.bias", "*.bias", "1.*".
+  std::string match = "*";
+  // "": any layer; else the type of the layer that owns the parameter ("BatchNorm2d", "Conv2d",
+  // "Linear", ...: Module::type_name).
+  std::string layer = "";
+  double lr_scale = 1;       // the group's learning rate: the schedule's x lr_scale
+  double weight_decay = -1;  // < 0: ModelConfig::weight_decay
+  // Not trained: no gradient is computed for it, the optimizer does not hold it, it keeps its value
+  // (set it before training, e.g. a fixed whitening filter).
+  bool frozen = false;
+};
+
 struct ModelConfig {
   std::string loss = "cross_entropy";  // cross_entropy (logits) | categorical_cross_entropy (probs) | mse
   double label_smoothing = 0;          // cross_entropy only
@@ -69,6 +86,17 @@ struct ModelConfig {
   // Data sets with regression targets (mse): the accuracy is the fraction of outputs within this
   // distance of their targets; 0: std(training targets) / 250, set by the first train().
   double regression_precision = 0;
+  // Per-parameter learning rates, weight decays and frozen parameters (finalize() applies them and
+  // throws for a group that matches no parameter).
+  std::vector<ParamGroup> param_groups = {};
+  // Lookahead (optim::Optimizer::set_lookahead), on when lookahead_every > 0: every that many steps
+  // the slow weights move toward the parameters by alpha = 1 - decay (t / T)^power (t: the step,
+  // T: the training's steps) and the parameters take their value; after the last epoch the
+  // parameters are the slow weights. Constant alpha: power 0 (alpha = 1 - decay). airbench94:
+  // every 5, decay 0.95^5, power 3.
+  int64_t lookahead_every = 0;
+  double lookahead_decay = 0.5;
+  double lookahead_power = 0;
 };
 
 struct EpochStats {
@@ -84,6 +112,16 @@ struct EpochStats {
 struct History {
   std::vector<EpochStats> epochs;
 };
+// Test-time augmentation for Model::evaluate, as airbench's tta_level 0, 1, 2: the logits of each
+// image are averaged over views of it:
+//   none            the image
+//   flip            1/2 (the image + its mirror image, W reversed)
+//   flip_translate  1/2 flip's + 1/4 flip's of the image shifted by one pixel down-right + 1/4 of it
+//                   shifted up-left (the image reflect-padded by 1, then cropped at (0,0) and (2,2))
+enum class TTA { none, flip, flip_translate };
+const char* tta_name(TTA t);            // "none", "flip", "flip_translate"
+TTA tta_from_name(const std::string&);  // throws aether::Error naming an unknown one
+
 struct EvalResult {
   double loss = 0, accuracy = 0, top5 = 0;
   int64_t samples = 0;
@@ -171,7 +209,8 @@ class Model {
   // Loss and metrics over a whole data set, in evaluation mode, with the training normalisation.
   // Throws when the data set's images are not the model's input shape (H, W, C) (for a model with
   // flat input: not as many values) or when the outputs, loss or accuracy are not finite.
-  EvalResult evaluate(const data::Dataset& data, int64_t batch_size = 256);
+  // `tta`: test-time augmentation (image input only): the loss and metrics of averaged logits.
+  EvalResult evaluate(const data::Dataset& data, int64_t batch_size = 256, TTA tta = TTA::none);
   // Class probabilities (N, K) for images (N, ...) already normalised like the training data.
   // Throws for images of another shape, holding NaN/Inf, or outputs that are not finite.
   Tensor predict(const Tensor& images);

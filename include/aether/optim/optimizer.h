@@ -20,6 +20,14 @@
 
 namespace aether::optim {
 
+// One parameter's own hyperparameters (torch's param groups): its learning rate is the optimizer's
+// lr() x lr_scale; its weight decay `weight_decay`, or the optimizer's own when negative.
+struct ParamOptions {
+  double lr_scale = 1;
+  double weight_decay = -1;
+  bool operator==(const ParamOptions&) const = default;
+};
+
 class Optimizer {
  public:
   Optimizer(std::vector<Tensor> params, double lr);
@@ -40,6 +48,21 @@ class Optimizer {
   void set_lr(double lr);
   int64_t steps() const { return steps_; }
   const std::vector<Tensor>& params() const { return params_; }
+  // Parameter i's own learning-rate scale and weight decay (default: 1 and the optimizer's). Throws
+  // aether::Error for an index out of range, a scale that is not finite and > 0, or a non-finite decay.
+  void set_param_options(size_t i, ParamOptions o);
+  const ParamOptions& param_options(size_t i) const { return popts_.at(i); }
+
+  // Lookahead (Zhang et al. 2019, as airbench uses it): every parameter keeps slow weights (state
+  // slot "lookahead", the parameter's value after its first update); every `every` steps they move
+  // toward the parameter by `alpha` (slow += alpha (param - slow)) and the parameter takes their
+  // value. every 0: off (the default). alpha in [0, 1] may change between steps (set_lookahead_alpha,
+  // like set_lr). lookahead_finish() gives every parameter its slow weights (the end of training).
+  void set_lookahead(int64_t every, double alpha);
+  void set_lookahead_alpha(double alpha);
+  int64_t lookahead_every() const { return la_every_; }
+  double lookahead_alpha() const { return la_alpha_; }
+  void lookahead_finish();
 
   virtual std::string type_name() const = 0;
   // The hyperparameters as JSON text: {"type": "SGD", "lr": 0.1, "momentum": 0.9, ...}.
@@ -54,6 +77,14 @@ class Optimizer {
  protected:
   // The update of parameter i (grad g) at 1-based step t: returns the new value; updates state.
   virtual Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) = 0;
+  // Parameter i's learning rate, and its weight decay (`fallback`: the optimizer's own).
+  double lr_of(size_t i) const { return lr_ * popts_[i].lr_scale; }
+  double weight_decay_of(size_t i, double fallback) const {
+    return popts_[i].weight_decay >= 0 ? popts_[i].weight_decay : fallback;
+  }
+  // config()'s JSON text with the parameters' own options added ("param_options": [[i, lr_scale,
+  // weight_decay], ...] for each parameter that has any; nothing when none has).
+  std::string with_param_options(const std::string& json) const;
   // A zero-initialised state slot of parameter i, created on first use.
   Tensor& slot(size_t i, const std::string& name);
   bool has_slot(size_t i, const std::string& name) const;
@@ -64,6 +95,9 @@ class Optimizer {
 
  private:
   std::vector<std::deque<std::pair<std::string, Tensor>>> state_;  // per parameter (deque: stable references)
+  std::vector<ParamOptions> popts_;                                // per parameter
+  int64_t la_every_ = 0;
+  double la_alpha_ = 0.5;
 };
 
 // SGD, as torch.optim.SGD:
