@@ -28,6 +28,8 @@ deb_packages=(
   libcli11-dev nlohmann-json3-dev zlib1g-dev liblzma-dev libzip-dev libzip4
   libcurl4-openssl-dev libcurl4 libssl-dev libgtest-dev libgmock-dev libomp-dev
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # Gloo and what libgloo.so.0 loads
+  liblapacke-dev liblapacke libtmglib-dev libtmglib3 liblapack-dev liblapack3 libblas-dev libblas3  # LAPACKE
+  libgfortran5 libquadmath0  # what liblapack3 loads
 )
 
 if [ "${1:-}" = "--fetch-debs" ]; then  # run on a Debian 12 machine with a network

@@ -14,6 +14,8 @@ packages=(
   # (run last, below) installs oneDNN 3.2 from PyPI.
   libomp-dev
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
+  # LAPACK's symmetric eigen-decomposition (nn::init::patch_whitening)
+  liblapacke-dev
   # Gloo: the collectives of data-parallel training (src/dist, docs/distributed.md)
   libgloo-dev
   python3 xz-utils

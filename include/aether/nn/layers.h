@@ -35,6 +35,8 @@ class Conv2d : public Module {
   std::string config() const override;
   Tensor weight;  // (O, KH, KW, C/groups)
   Tensor bias;    // (O) or empty
+  const Conv2dOptions& options() const { return opt_; }
+
  private:
   int64_t in_, out_;
   Size2 kernel_;
