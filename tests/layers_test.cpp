@@ -517,6 +517,7 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
       mk<nn::GlobalMaxPool2d>(),
       mk<nn::Flatten>(),
       mk<nn::Dropout>(0.3),
+      mk<nn::Scale>(1.0 / 9),
       mk<nn::SpatialDropout>(0.2),
       mk<nn::Residual>(mk<nn::Linear>(4, 4)),
       mk<nn::Residual>(mk<nn::Conv2d>(2, 4, 3, Conv2dOptions{.padding = 1}), mk<nn::Conv2d>(2, 4, 1)),
@@ -535,10 +536,10 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
     EXPECT_EQ(back->named_buffers().size(), l->named_buffers().size());
     types.insert(l->type_name());
   }
-  EXPECT_EQ(types.size(), 17u);  // every layer type (and Sequential) is covered
+  EXPECT_EQ(types.size(), 18u);  // every layer type (and Sequential) is covered
   // Behaviour survives too: a rebuilt pool / activation gives the same output.
   const Tensor x = Tensor::from_vector<double>(det_values(2 * 6 * 5 * 4, 3), {2, 6, 5, 4});
-  for (size_t i : {7u, 8u, 11u, 12u}) {
+  for (size_t i : {7u, 8u, 11u, 12u, 17u}) {
     const auto back = nn::module_from_config(layers[i]->config());
     EXPECT_EQ((*back)(x).to_vector<double>(), (*layers[i])(x).to_vector<double>()) << layers[i]->describe();
   }

@@ -15,13 +15,14 @@
 using namespace aether;
 namespace fs = std::filesystem;
 
-// SGD lr 0.1 with a gradient of 1: the fast weights step by -0.1; every 2 steps the slow weights move
-// halfway to them and the fast weights take the slow ones' value.
+// SGD lr 0.1 with a gradient of 1: the fast weights step by -0.1; the slow weights start at step 2
+// (the first multiple of 2) as the fast ones; every 2 steps after they move halfway to the fast
+// weights, which take the slow ones' value.
 TEST(Lookahead, SlowWeightsFollowTheFastOnesEveryKSteps) {
   Tensor p = Tensor::from_vector<float>({1.0f, -2.0f}).set_requires_grad();
   optim::SGD opt({p}, {.lr = 0.1});
   opt.set_lookahead(2, 0.5);
-  const double want[] = {-0.1, -0.15, -0.25, -0.25};  // p - p0 after steps 1..4
+  const double want[] = {-0.1, -0.2, -0.3, -0.3};  // p - p0 after steps 1..4
   for (int s = 0; s < 4; ++s) {
     p.set_grad(Tensor::ones({2}));
     opt.step();
@@ -30,10 +31,15 @@ TEST(Lookahead, SlowWeightsFollowTheFastOnesEveryKSteps) {
     EXPECT_NEAR(v[1] + 2.0, want[s], 1e-6) << "step " << s + 1;
   }
   p.set_grad(Tensor::ones({2}));
-  opt.step();  // step 5: fast -0.35, slow stays at -0.25
-  EXPECT_NEAR(p.to_vector<double>()[0] - 1.0, -0.35, 1e-6);
+  opt.step();  // step 5: fast -0.4, slow stays at -0.3
+  EXPECT_NEAR(p.to_vector<double>()[0] - 1.0, -0.4, 1e-6);
   opt.lookahead_finish();
-  EXPECT_NEAR(p.to_vector<double>()[0] - 1.0, -0.25, 1e-6);
+  EXPECT_NEAR(p.to_vector<double>()[0] - 1.0, -0.3, 1e-6);
+  // Paused, steps take no lookahead step: step 6 (a multiple of 2) leaves the fast weights at -0.4.
+  opt.pause_lookahead(true);
+  p.set_grad(Tensor::ones({2}));
+  opt.step();
+  EXPECT_NEAR(p.to_vector<double>()[0] - 1.0, -0.4, 1e-6);
   EXPECT_THROW(opt.set_lookahead(-1, 0.5), Error);
   EXPECT_THROW(opt.set_lookahead_alpha(1.5), Error);
   EXPECT_NE(opt.config().find("\"lookahead_every\":2"), std::string::npos) << opt.config();

@@ -42,12 +42,14 @@ from .layers import (
     Dense,
     Dropout,
     Flatten,
+    GELU,
     GlobalAvgPool,
     GlobalMaxPool,
     Layer,
     LeakyReLU,
     MaxPool2d,
     ReLU,
+    Scale,
     SoftMax,
     SpatialDropout,
 )
@@ -62,9 +64,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "Flatten", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
+    "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "ReLU", "RegressionAccuracy", "Rescale", "SGD",
-    "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
+    "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
     "arange", "cat", "datasets", "from_dlpack", "full", "functional", "grad_enabled", "manual_seed", "matmul",
     "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros",
 ]

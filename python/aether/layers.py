@@ -162,6 +162,16 @@ class Dropout(_Builtin):
         return _aether._Dropout(self.rate)
 
 
+class Scale(_Builtin):
+    """y = factor * x, a fixed scale (airbench's output scale 1/9)."""
+
+    def __init__(self, factor: float):
+        self.factor = float(factor)
+
+    def build(self, shape):
+        return _aether._Scale(self.factor)
+
+
 class SpatialDropout(Dropout):
     """Drops whole channels of NHWC images: one draw per (sample, channel)."""
 
@@ -181,6 +191,16 @@ class LeakyReLU(_Builtin):
 
     def build(self, shape):
         return _aether._LeakyReLU(self.alpha)
+
+
+class GELU(_Builtin):
+    """x * Phi(x) (erf form), or its tanh approximation with tanh_approx=True."""
+
+    def __init__(self, tanh_approx: bool = False):
+        self.tanh_approx = bool(tanh_approx)
+
+    def build(self, shape):
+        return _aether._GELU(self.tanh_approx)
 
 
 class SoftMax(_Builtin):

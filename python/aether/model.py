@@ -75,9 +75,11 @@ class Model:
         whose glob `match` matches its name ("3.bias": layer index and parameter; "*" by default)
         and whose `layer` (a layer type, "" any) holds it; `lr_scale` multiplies the learning rate,
         `weight_decay` replaces the optimizer's, `frozen` parameters are not trained.
-        lookahead: {"every": k, "decay": d, "power": p}: every k steps slow weights move toward the
-        parameters by 1 - d (t/T)^p and the parameters take their value; the trained model holds the
-        slow weights (airbench94: every 5, decay 0.95**5, power 3)."""
+        A group's `train_epochs` n > 0 trains its parameters in the first n epochs only.
+        lookahead: {"every": k, "decay": d, "power": p, "start_epoch": e}: from epoch e (0-based), every
+        k steps slow weights move toward the parameters by 1 - d (t/T)^p and the parameters take their
+        value; each epoch ends on the slow weights (airbench94: every 5, decay 0.95**5, power 3,
+        start_epoch 3)."""
         if not isinstance(loss, Loss):
             raise TypeError(f"configure: loss must be an aether loss, got {type(loss).__name__}")
         if not hasattr(optimizer, "config"):
@@ -87,9 +89,11 @@ class Model:
         if param_groups:
             cfg["param_groups"] = [dict(g) for g in param_groups]
         if lookahead:
-            unknown = set(lookahead) - {"every", "decay", "power"}
+            unknown = set(lookahead) - {"every", "decay", "power", "start_epoch"}
             if unknown:
-                raise ValueError(f"configure: unknown lookahead key(s) {sorted(unknown)} (every, decay, power)")
+                raise ValueError(f"configure: unknown lookahead key(s) {sorted(unknown)} "
+                                 "(every, decay, power, start_epoch)")
+            cfg["lookahead_start_epoch"] = int(lookahead.get("start_epoch", 0))
             cfg["lookahead_every"] = int(lookahead.get("every", 5))
             cfg["lookahead_decay"] = float(lookahead.get("decay", 0.5))
             cfg["lookahead_power"] = float(lookahead.get("power", 0.0))
@@ -143,6 +147,7 @@ class Model:
         m._loss = Loss()
         m._device = device_name(device)
         m._defaults = dict(data)
+        m._preset_name = name
         return m.finalize(input_shape)
 
     # ---- data -----------------------------------------------------------------------------------
@@ -206,6 +211,9 @@ class Model:
             mean, std = _aether._channel_stats(ds)
         elif np.asarray(X).dtype != np.uint8 and self._cpp.epochs_done == 0:
             mean, std = [], []
+        if d.get("data_init") and self._cpp.epochs_done == 0 and self._cpp.steps_done == 0:
+            # The preset's data-dependent initialisation (airbench: whitening filters from X).
+            _aether._preset_init(self._preset_name, self._cpp, ds, mean, std)
         # Several ranks (aether launch -- python ...): rank 0 alone shows progress (and the C++ side
         # saves `checkpoint` on rank 0 only).
         bar, py_bar = _progress.choose(verbose and _aether.rank() == 0)
@@ -217,10 +225,11 @@ class Model:
         epochs_list = self._cpp.train(
             ds, val, int(epochs), batch_size, bool(shuffle), int(seed if seed is not None else self._seed or 0),
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
-            bool(d.get("hflip", False) if hflip is None else hflip), False, mean, std, bar, checkpoint or "",
+            bool(d.get("hflip", False) if hflip is None else hflip), bool(d.get("drop_last", False)),
+            mean, std, bar, checkpoint or "",
             int(max_steps_per_epoch), on_batch if (py_bar or callback) else None,
             bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
-            bool(sync_batch_norm))
+            bool(sync_batch_norm), bool(d.get("crop_reflect", False)))
         history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
         for e in epochs_list:
             for k in ("loss", "accuracy", "lr", "seconds"):

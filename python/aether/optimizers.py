@@ -1,6 +1,7 @@
 """Optimizers: Aether-ML's Adam and AdamW, and aether's SGD (momentum, Nesterov). Each takes a
-learning-rate schedule ("constant", "one_cycle", "warmup_linear", "cosine", "step") whose peak is lr,
-and optional gradient clipping by global norm."""
+learning-rate schedule ("constant", "one_cycle", "warmup_linear", "cosine", "step", "triangle") whose
+peak is lr, and optional gradient clipping by global norm. "triangle" rises linearly from
+lr * lr_start_factor to lr over warmup_fraction of the steps, then falls to lr * lr_end_factor."""
 
 from __future__ import annotations
 
@@ -14,10 +15,17 @@ class Optimizer:
             raise ValueError(f"lr must be > 0, got {lr}")
         self.lr, self.weight_decay = float(lr), float(weight_decay)
         self.schedule, self.warmup_fraction, self.clip_grad_norm = schedule, float(warmup_fraction), float(clip_grad_norm)
+        self.lr_start_factor, self.lr_end_factor = 0.0, 0.0
+
+    def triangle(self, start_factor: float, end_factor: float) -> "Optimizer":
+        """The "triangle" schedule's ends, as fractions of lr (airbench: 0.2 and 0.07)."""
+        self.schedule, self.lr_start_factor, self.lr_end_factor = "triangle", float(start_factor), float(end_factor)
+        return self
 
     def config(self) -> Dict[str, Any]:
         return {"lr": self.lr, "weight_decay": self.weight_decay, "schedule": self.schedule,
-                "warmup_fraction": self.warmup_fraction, "clip_grad_norm": self.clip_grad_norm}
+                "warmup_fraction": self.warmup_fraction, "clip_grad_norm": self.clip_grad_norm,
+                "lr_start_factor": self.lr_start_factor, "lr_end_factor": self.lr_end_factor}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"

@@ -70,6 +70,12 @@ ModelConfig config_from(const nb::dict& d) {
       c.lookahead_decay = nb::cast<double>(v);
     else if (key == "lookahead_power")
       c.lookahead_power = nb::cast<double>(v);
+    else if (key == "lookahead_start_epoch")
+      c.lookahead_start_epoch = nb::cast<int64_t>(v);
+    else if (key == "lr_start_factor")
+      c.lr_start_factor = nb::cast<double>(v);
+    else if (key == "lr_end_factor")
+      c.lr_end_factor = nb::cast<double>(v);
     else if (key == "param_groups")
       for (nb::handle item : nb::cast<nb::list>(v)) {
         ParamGroup g;
@@ -85,9 +91,11 @@ ModelConfig config_from(const nb::dict& d) {
             g.weight_decay = nb::cast<double>(gv);
           else if (name == "frozen")
             g.frozen = nb::cast<bool>(gv);
+          else if (name == "train_epochs")
+            g.train_epochs = nb::cast<int64_t>(gv);
           else
             throw nb::value_error(("configure: unknown param_groups key '" + name +
-                                   "' (match, layer, lr_scale, weight_decay, frozen)")
+                                   "' (match, layer, lr_scale, weight_decay, frozen, train_epochs)")
                                       .c_str());
         }
         c.param_groups.push_back(g);
@@ -118,6 +126,9 @@ nb::dict config_dict(const ModelConfig& c) {
   d["lookahead_every"] = c.lookahead_every;
   d["lookahead_decay"] = c.lookahead_decay;
   d["lookahead_power"] = c.lookahead_power;
+  d["lookahead_start_epoch"] = c.lookahead_start_epoch;
+  d["lr_start_factor"] = c.lr_start_factor;
+  d["lr_end_factor"] = c.lr_end_factor;
   nb::list groups;
   for (const ParamGroup& g : c.param_groups) {
     nb::dict gd;
@@ -126,6 +137,7 @@ nb::dict config_dict(const ModelConfig& c) {
     gd["lr_scale"] = g.lr_scale;
     gd["weight_decay"] = g.weight_decay;
     gd["frozen"] = g.frozen;
+    gd["train_epochs"] = g.train_epochs;
     groups.append(gd);
   }
   d["param_groups"] = groups;
@@ -140,6 +152,7 @@ struct TrainArgs {
   std::string checkpoint;
   bool alternate_flips = false;
   bool sync_batch_norm = false;
+  bool crop_reflect = false;
 };
 
 nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
@@ -152,6 +165,7 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   o.data.crop_padding = a.crop_padding;
   o.data.hflip = a.hflip;
   o.data.alternate_flips = a.alternate_flips;
+  o.data.crop_reflect = a.crop_reflect;
   o.data.drop_last = a.drop_last;
   o.data.mean = a.mean;
   o.data.std = a.std;
@@ -200,18 +214,18 @@ void bind_model(nb::module_& m) {
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
-             bool sync_batch_norm) {
-            TrainArgs a{epochs,          batch_size,     crop_padding,
-                        max_steps,       shuffle,        hflip,
-                        progress,        drop_last,      seed,
-                        std::move(mean), std::move(std), std::move(checkpoint),
-                        alternate_flips, sync_batch_norm};
+             bool sync_batch_norm, bool crop_reflect) {
+            TrainArgs a{epochs,          batch_size,      crop_padding,
+                        max_steps,       shuffle,         hflip,
+                        progress,        drop_last,       seed,
+                        std::move(mean), std::move(std),  std::move(checkpoint),
+                        alternate_flips, sync_batch_norm, crop_reflect};
             return train(mod, ds, std::move(val), a, on_batch);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
-          arg("alternate_flips") = false, arg("sync_batch_norm") = false)
+          arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false)
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {
@@ -292,10 +306,28 @@ void bind_model(nb::module_& m) {
         data["crop_padding"] = p.data.crop_padding;
         data["hflip"] = p.data.hflip;
         data["alternate_flips"] = p.data.alternate_flips;
+        data["crop_reflect"] = p.data.crop_reflect;
+        data["drop_last"] = p.data.drop_last;
         data["epochs"] = p.epochs;
+        data["tta"] = tta_name(p.tta);
+        data["data_init"] = bool(p.init);
         return nb::make_tuple(layers, config_dict(p.config), data);
       },
       arg("name"), arg("image_shape"), arg("classes"));
+  m.def(
+      "_preset_init",
+      [](const std::string& name, Model& mod, const data::Dataset& train_set, std::vector<float> mean,
+         std::vector<float> std) {
+        // The preset's data-dependent initialisation (airbench's whitening filters) of the model's network.
+        const Preset p = make_preset(name, {train_set.h, train_set.w, train_set.c}, train_set.num_classes);
+        if (!p.init) return;
+        data::LoaderOptions lo;
+        lo.mean = std::move(mean);
+        lo.std = std::move(std);
+        nb::gil_scoped_release release;
+        p.init(mod.network(), train_set, lo);
+      },
+      arg("name"), arg("model"), arg("dataset"), arg("mean"), arg("std"));
   m.def("_preset_names", &preset_names);
   // Data-parallel jobs (docs/distributed.md): the first call joins the job the launcher's
   // environment describes (aether launch, torchrun, mpirun, srun); a world of one without it.

@@ -204,6 +204,7 @@ void bind_nn(nb::module_& m) {
   nb::class_<nn::GlobalAvgPool2d, nn::Module>(m, "_GlobalAvgPool2d").def(nb::init<>());
   nb::class_<nn::GlobalMaxPool2d, nn::Module>(m, "_GlobalMaxPool2d").def(nb::init<>());
   nb::class_<nn::Flatten, nn::Module>(m, "_Flatten").def(nb::init<>());
+  nb::class_<nn::Scale, nn::Module>(m, "_Scale").def(nb::init<double>(), arg("factor"));
   nb::class_<nn::Dropout, nn::Module>(m, "_Dropout").def(nb::init<double>(), arg("p") = 0.5);
   nb::class_<nn::SpatialDropout, nn::Module>(m, "_SpatialDropout").def(nb::init<double>(), arg("p") = 0.5);
   nb::class_<nn::Residual, nn::Module>(m, "Residual")

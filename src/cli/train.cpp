@@ -35,7 +35,7 @@ struct TrainArgs {
   bool quiet = false;
   bool overwrite = false;
   bool sync_batch_norm = false;
-  std::string tta = "none";
+  std::string tta;  // "": the preset's (presets.h preset_tta)
 };
 
 // The numbers of a TrainArgs, checked.
@@ -123,7 +123,7 @@ int run_train(const TrainArgs& given) {
                          std::filesystem::exists(a.save.text);
   if (restarted) a.resume = a.save;
   const TrainValues v = check_train_args(a, restarted);
-  const TTA tta = tta_from_name(a.tta);
+  if (!a.tta.empty()) tta_from_name(a.tta);  // checked before any data is read
   // Several ranks (aether launch, torchrun, mpirun, srun): join them before reading any data; rank 0
   // prints and writes the files.
   const dist::Communicator* comm = dist::world();
@@ -165,6 +165,8 @@ int run_train(const TrainArgs& given) {
     opt.data.crop_padding = ls.at("crop_padding");
     opt.data.hflip = ls.at("hflip");
     opt.data.alternate_flips = ls.value("alternate_flips", false);  // files from before it: random flips
+    opt.data.crop_reflect = ls.value("crop_reflect", false);        // and zero padding,
+    opt.data.drop_last = ls.value("drop_last", false);              // and every batch kept
     opt.data.mean = model.norm_mean();
     opt.data.std = model.norm_std();
     print("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(), a.resume.text.c_str(),
@@ -181,19 +183,22 @@ int run_train(const TrainArgs& given) {
       p.data.batch_size = *v.batch_size;
     else if (comm != nullptr)
       p.data.batch_size = std::max<int64_t>(1, p.data.batch_size / comm->world_size());
-    for (auto& l : p.network->children()) model.add(l.second);
-    model.configure(p.config).to(a.device).set_precision(a.precision).finalize({train.h, train.w, train.c});
     opt.epochs = v.epochs ? *v.epochs : p.epochs;
     opt.data = p.data;
     opt.data.seed = v.seed;
     std::tie(opt.data.mean, opt.data.std) = data::channel_stats(train);
+    if (p.init) p.init(*p.network, train, opt.data);  // on the CPU, before the model moves
+    for (auto& l : p.network->children()) model.add(l.second);
+    model.configure(p.config).to(a.device).set_precision(a.precision).finalize({train.h, train.w, train.c});
     info = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
   }
   info["loader"] = {{"batch_size", opt.data.batch_size},
                     {"seed", opt.data.seed},
                     {"crop_padding", opt.data.crop_padding},
                     {"hflip", opt.data.hflip},
-                    {"alternate_flips", opt.data.alternate_flips}};
+                    {"alternate_flips", opt.data.alternate_flips},
+                    {"crop_reflect", opt.data.crop_reflect},
+                    {"drop_last", opt.data.drop_last}};
   model.set_info(info.dump());
   opt.validation = &test;
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
@@ -246,6 +251,7 @@ int run_train(const TrainArgs& given) {
   }
   print("test accuracy %.2f%%  test loss %.4f  (%lld images)  time %.1f s\n", 100 * r.accuracy, r.loss,
         static_cast<long long>(r.samples), secs);
+  const TTA tta = a.tta.empty() ? preset_tta(model_name) : tta_from_name(a.tta);
   std::optional<EvalResult> with_tta;  // the same weights, test-time augmented (after the timing)
   if (tta != TTA::none) {
     with_tta = model.evaluate(test, 256, tta);
@@ -330,8 +336,9 @@ struct SummaryArgs {
   std::string model = "cifarnet", dataset;
 };
 int run_summary(const SummaryArgs& a) {
-  const std::string ds = a.dataset.empty() ? (a.model == "cifarnet" ? "cifar-10" : "fashion-mnist")
-                                           : data::canonical_dataset_name(a.dataset);
+  const bool cifar = a.model == "cifarnet" || a.model.rfind("airbench", 0) == 0;
+  const std::string ds =
+      a.dataset.empty() ? (cifar ? "cifar-10" : "fashion-mnist") : data::canonical_dataset_name(a.dataset);
   const Shape s = ds == "cifar-10" ? Shape{32, 32, 3} : Shape{28, 28, 1};
   Preset p = make_preset(a.model, s, 10);
   Model model;
@@ -369,8 +376,7 @@ void register_train(CLI::App& app) {
   cmd->add_flag("--quiet", t.quiet, "no progress bar");
   cmd->add_option("--tta", t.tta,
                   "after training, evaluate the test set again with test-time augmentation: none, flip or "
-                  "flip_translate")
-      ->capture_default_str();
+                  "flip_translate (default: the preset's; flip_translate for airbench94/93, else none)");
   cmd->add_flag("--sync-batch-norm", t.sync_batch_norm,
                 "on several ranks: batch-norm statistics of the global batch, not of each rank's");
   cmd->callback([] { exit_code() = run_train(t); });

@@ -54,7 +54,8 @@ std::vector<int64_t> epoch_order(const LoaderOptions& opt, int64_t n, int64_t ep
 
 namespace {
 // src (H,W,C) of T, dst (H,W,C) float32: dst[y,x,ch] = (padded[y+dy, x'+dx, ch] * unit - mean) / std
-// with x' = W-1-x when flipped, padded[i,j] = src[i-P, j-P] inside the image and 0 outside; unit is
+// with x' = W-1-x when flipped, padded[i,j] = src[i-P, j-P] inside the image and 0 outside (with
+// crop_reflect: src[r(i-P), r(j-P)], r reflecting about the edges, r(-1) = 1, r(H) = H-2); unit is
 // 1/255 for uint8 pixels and 1 for float32 values.
 template <typename T>
 void prepare(const LoaderOptions& opt, const T* src, int64_t h, int64_t w, int64_t c, const AugmentDraw& draw,
@@ -67,10 +68,14 @@ void prepare(const LoaderOptions& opt, const T* src, int64_t h, int64_t w, int64
     bias[ch] = -m / s;
   }
   const int64_t p = opt.crop_padding;
+  auto reflect = [&](int64_t i, int64_t n) {
+    if (!opt.crop_reflect) return i;
+    return i < 0 ? -i : i >= n ? 2 * n - 2 - i : i;
+  };
   for (int64_t y = 0; y < h; ++y) {
-    const int64_t sy = y + draw.dy - p;
+    const int64_t sy = reflect(y + draw.dy - p, h);
     for (int64_t x = 0; x < w; ++x) {
-      const int64_t sx = (draw.flip ? w - 1 - x : x) + draw.dx - p;
+      const int64_t sx = reflect((draw.flip ? w - 1 - x : x) + draw.dx - p, w);
       float* out = dst + (y * w + x) * c;
       const bool inside = sy >= 0 && sy < h && sx >= 0 && sx < w;
       const T* in = inside ? src + (sy * w + sx) * c : nullptr;
@@ -96,6 +101,9 @@ DataLoader::DataLoader(const Dataset& dataset, LoaderOptions options)
   AETHER_CHECK(opt_.crop_padding >= 0 && opt_.crop_padding <= std::max(ds_.h, ds_.w), op, "crop_padding is ",
                opt_.crop_padding, ", expected 0..", std::max(ds_.h, ds_.w), " for images of ", ds_.h, "x",
                ds_.w);
+  AETHER_CHECK(!opt_.crop_reflect || opt_.crop_padding < std::min(ds_.h, ds_.w), op,
+               "crop_reflect needs crop_padding < the image's sides, got ", opt_.crop_padding,
+               " for images of ", ds_.h, "x", ds_.w);
   AETHER_CHECK(opt_.prefetch >= 1 && opt_.prefetch <= 16, op, "prefetch is ", opt_.prefetch,
                ", expected 1..16");
   AETHER_CHECK(ds_.c >= 1 && ds_.c <= 16, op, "data set ", ds_.name, " has ", ds_.c,

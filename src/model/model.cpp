@@ -29,7 +29,8 @@ nlohmann::json param_groups_to_json(const std::vector<ParamGroup>& groups) {
                  {"layer", g.layer},
                  {"lr_scale", g.lr_scale},
                  {"weight_decay", g.weight_decay},
-                 {"frozen", g.frozen}});
+                 {"frozen", g.frozen},
+                 {"train_epochs", g.train_epochs}});
   return a;
 }
 nlohmann::json config_to_json(const ModelConfig& c) {
@@ -45,13 +46,16 @@ nlohmann::json config_to_json(const ModelConfig& c) {
           {"eps", c.eps},
           {"schedule", c.schedule},
           {"warmup_fraction", c.warmup_fraction},
+          {"lr_start_factor", c.lr_start_factor},
+          {"lr_end_factor", c.lr_end_factor},
           {"metrics", c.metrics},
           {"clip_grad_norm", c.clip_grad_norm},
           {"regression_precision", c.regression_precision},
           {"param_groups", param_groups_to_json(c.param_groups)},
           {"lookahead_every", c.lookahead_every},
           {"lookahead_decay", c.lookahead_decay},
-          {"lookahead_power", c.lookahead_power}};
+          {"lookahead_power", c.lookahead_power},
+          {"lookahead_start_epoch", c.lookahead_start_epoch}};
 }
 ModelConfig config_from_json(const nlohmann::json& j) {
   ModelConfig c;
@@ -73,6 +77,9 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.lookahead_every = j.value("lookahead_every", int64_t(0));     // likewise
   c.lookahead_decay = j.value("lookahead_decay", 0.5);
   c.lookahead_power = j.value("lookahead_power", 0.0);
+  c.lookahead_start_epoch = j.value("lookahead_start_epoch", int64_t(0));
+  c.lr_start_factor = j.value("lr_start_factor", 0.0);
+  c.lr_end_factor = j.value("lr_end_factor", 0.0);
   for (const nlohmann::json& g : j.value("param_groups", nlohmann::json::array())) {  // likewise
     ParamGroup p;
     p.match = g.at("match");
@@ -80,6 +87,7 @@ ModelConfig config_from_json(const nlohmann::json& j) {
     p.lr_scale = g.at("lr_scale");
     p.weight_decay = g.at("weight_decay");
     p.frozen = g.at("frozen");
+    p.train_epochs = g.value("train_epochs", int64_t(0));
     c.param_groups.push_back(p);
   }
   return c;
@@ -91,9 +99,13 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.optimizer == "sgd" || c.optimizer == "adam" || c.optimizer == "adamw", "configure",
                "unknown optimizer '", c.optimizer, "' (expected sgd, adam or adamw)");
   AETHER_CHECK(c.schedule == "constant" || c.schedule == "one_cycle" || c.schedule == "warmup_linear" ||
-                   c.schedule == "cosine" || c.schedule == "step",
+                   c.schedule == "cosine" || c.schedule == "step" || c.schedule == "triangle",
                "configure", "unknown schedule '", c.schedule,
-               "' (expected constant, one_cycle, warmup_linear, cosine or step)");
+               "' (expected constant, one_cycle, warmup_linear, cosine, step or triangle)");
+  AETHER_CHECK(c.lr_start_factor >= 0 && std::isfinite(c.lr_start_factor) && c.lr_end_factor >= 0 &&
+                   std::isfinite(c.lr_end_factor),
+               "configure", "lr_start_factor and lr_end_factor must be finite and >= 0, got ",
+               c.lr_start_factor, " and ", c.lr_end_factor);
   for (const auto& m : c.metrics)
     AETHER_CHECK(m == "accuracy" || m == "top5", "configure", "unknown metric '", m,
                  "' (expected accuracy or top5)");
@@ -120,6 +132,8 @@ void check_config(const ModelConfig& c) {
                "lookahead_decay must be in [0, 1], got ", c.lookahead_decay);
   AETHER_CHECK(c.lookahead_power >= 0 && std::isfinite(c.lookahead_power), "configure",
                "lookahead_power must be finite and >= 0, got ", c.lookahead_power);
+  AETHER_CHECK(c.lookahead_start_epoch >= 0, "configure", "lookahead_start_epoch must be >= 0, got ",
+               c.lookahead_start_epoch);
   for (size_t k = 0; k < c.param_groups.size(); ++k) {
     const ParamGroup& g = c.param_groups[k];
     AETHER_CHECK(!g.match.empty(), "configure", "param_groups[", k,
@@ -128,6 +142,10 @@ void check_config(const ModelConfig& c) {
                  "]: lr_scale must be finite and > 0, got ", g.lr_scale);
     AETHER_CHECK(std::isfinite(g.weight_decay), "configure", "param_groups[", k,
                  "]: weight_decay must be finite (< 0: the config's), got ", g.weight_decay);
+    AETHER_CHECK(g.train_epochs >= 0, "configure", "param_groups[", k,
+                 "]: train_epochs must be >= 0 (0: every epoch), got ", g.train_epochs);
+    AETHER_CHECK(!(g.frozen && g.train_epochs > 0), "configure", "param_groups[", k,
+                 "]: frozen and train_epochs ", g.train_epochs, " contradict each other");
   }
 }
 
@@ -268,6 +286,8 @@ Model& Model::finalize(const Shape& input_shape) {
   std::vector<Tensor> params;
   std::vector<optim::ParamOptions> popts;
   std::vector<bool> used(c.param_groups.size(), false);
+  m.trained_names.clear();
+  m.epoch_limited.clear();
   for (const ParamInfo& p : infos) {
     const ParamGroup* group = nullptr;
     for (size_t k = 0; k < c.param_groups.size() && group == nullptr; ++k) {
@@ -279,7 +299,10 @@ Model& Model::finalize(const Shape& input_shape) {
     }
     p.tensor->set_requires_grad(group == nullptr || !group->frozen);
     if (group != nullptr && group->frozen) continue;
+    if (group != nullptr && group->train_epochs > 0)
+      m.epoch_limited.emplace_back(p.tensor, group->train_epochs);
     params.push_back(*p.tensor);
+    m.trained_names.push_back(p.name);
     popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
                           : optim::ParamOptions{});
   }
@@ -442,7 +465,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                     {"hflip", o.data.hflip},
                     {"shuffle", o.data.shuffle},
                     {"drop_last", o.data.drop_last},
-                    {"alternate_flips", o.data.alternate_flips}};
+                    {"alternate_flips", o.data.alternate_flips},
+                    {"crop_reflect", o.data.crop_reflect}};
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
@@ -467,8 +491,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   }
   std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
   if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, *m.net);
+  const bool lookahead = m.config.lookahead_every > 0;
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
+    m.set_trained_for_epoch(epoch);
+    // Lookahead from its start epoch (the slow weights begin at its first multiple of every).
+    m.opt->pause_lookahead(epoch < m.config.lookahead_start_epoch);
     loader.begin_epoch(epoch);
     ProgressBar bar(epoch, o.epochs, per_epoch, o.progress && root);
     const double comm_wait_before = m.comm_wait;
@@ -479,8 +507,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       if (!b) break;
       const double lr = schedule->lr(m.steps_done);
       m.opt->set_lr(lr);
-      if (m.config.lookahead_every > 0) {  // alpha = 1 - decay (t / T)^power
-        const double t = double(m.steps_done) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
+      if (lookahead) {  // alpha = 1 - decay (t / T)^power, t counting this step
+        const double t = double(m.steps_done + 1) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
         m.opt->set_lookahead_alpha(std::clamp(
             1.0 - m.config.lookahead_decay * std::pow(std::min(t, 1.0), m.config.lookahead_power), 0.0, 1.0));
       }
@@ -523,8 +551,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
         o.on_batch(
             {epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
     }
-    if (epoch + 1 == o.epochs) m.opt->lookahead_finish();  // the slow weights are the result
-    if (comm != nullptr) {  // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
+    m.opt->lookahead_finish();  // every epoch ends on the slow weights (once they exist)
+    if (comm != nullptr) {      // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
       broadcast_from_rank0(*comm, m.net->named_buffers());
       check_ranks_agree(*comm, parameters_and_buffers(*m.net), detail::cat("after epoch ", epoch + 1));
     }

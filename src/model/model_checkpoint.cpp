@@ -46,11 +46,8 @@ void Model::save(const std::string& path) {
                        {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
-  std::vector<std::string> names;  // the optimizer's parameters (frozen ones are not): its state's index
-  for (auto& [name, t] : m.net->named_parameters()) {
-    ck.model.emplace_back(name, t->detach());
-    if (t->requires_grad()) names.push_back(name);
-  }
+  const std::vector<std::string>& names = m.trained_names;  // the optimizer's parameters: its state's index
+  for (auto& [name, t] : m.net->named_parameters()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.opt->named_state()) {
     const size_t dot = name.find('.');
@@ -275,7 +272,7 @@ Model Model::load(const std::string& path) {
     if (loader.contains("batch_size")) r.count(loader["batch_size"], "training_state.loader.batch_size", 1);
     if (loader.contains("crop_padding"))
       r.count(loader["crop_padding"], "training_state.loader.crop_padding");
-    for (const char* key : {"hflip", "shuffle", "drop_last", "alternate_flips"})
+    for (const char* key : {"hflip", "shuffle", "drop_last", "alternate_flips", "crop_reflect"})
       if (loader.contains(key)) r.boolean(loader[key], detail::cat("training_state.loader.", key));
     // Dynamic loss scaling's state (float16; files from before it have none: the initial scale).
     Model::Impl::LossScale loss_scale;
@@ -333,13 +330,11 @@ Model Model::load(const std::string& path) {
       assign.emplace_back(t, it->second);
       tensors.erase(it);
     };
-    std::vector<std::string> names;  // the optimizer's parameters, in its order (frozen ones are not)
+    const std::vector<std::string>& names = m.trained_names;  // the optimizer's parameters, in its order
     std::vector<Tensor*> params;
     for (auto& [name, t] : m.net->named_parameters()) {
       take(name, t);
-      if (!t->requires_grad()) continue;
-      names.push_back(name);
-      params.push_back(t);
+      if (std::find(names.begin(), names.end(), name) != names.end()) params.push_back(t);
     }
     for (auto& [name, t] : m.net->named_buffers()) take(name, t);
     if (!tensors.empty())
@@ -373,10 +368,13 @@ Model Model::load(const std::string& path) {
       present.insert(name);
       state.emplace_back(idx, slot, t);
     }
+    // Lookahead's slow weights begin at its first step (ModelConfig::lookahead_start_epoch, a
+    // multiple of lookahead_every), and a parameter frozen by then (ParamGroup::train_epochs) has
+    // none: that slot may be missing.
     if (optimizer_steps > 0)
       for (const auto& n : names)
         for (const auto& s : slots)
-          if (!present.count(n + "." + s))
+          if (s != "lookahead" && !present.count(n + "." + s))
             r.fail("optimizer state '" + n + "." + s + "'",
                    detail::cat("is missing (the optimizer has taken ", optimizer_steps, " steps)"));
 

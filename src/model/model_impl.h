@@ -45,6 +45,14 @@ struct Model::Impl {
   Shape input_shape;
   bool finalized = false;
   std::unique_ptr<optim::Optimizer> opt;
+  // The names of the optimizer's parameters, in its order (finalize): its state's index in checkpoints.
+  std::vector<std::string> trained_names;
+  // Parameters trained for their first epochs only (ParamGroup::train_epochs): frozen from then on.
+  std::vector<std::pair<Tensor*, int64_t>> epoch_limited;
+  // The epoch's parameters that train (train() calls it before every epoch).
+  void set_trained_for_epoch(int64_t epoch) {
+    for (auto& [t, n] : epoch_limited) t->set_requires_grad(epoch < n);
+  }
   int64_t epochs_done = 0, steps_done = 0;
   std::vector<float> mean, std;
   nlohmann::json info = nlohmann::json::object();
@@ -122,6 +130,9 @@ struct Model::Impl {
       return std::make_unique<optim::WarmupLinearLR>(c.lr, int64_t(c.warmup_fraction * double(total)), total,
                                                      0.0);
     if (c.schedule == "cosine") return std::make_unique<optim::CosineLR>(c.lr, total);
+    if (c.schedule == "triangle")
+      return std::make_unique<optim::TriangleLR>(c.lr, total, c.warmup_fraction, c.lr_start_factor,
+                                                 c.lr_end_factor);
     if (c.schedule == "step")
       return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
     return std::make_unique<optim::ConstantLR>(c.lr);

@@ -1,5 +1,11 @@
-// The preset networks (mlp, lenet, cifarnet) and their training recipes.
+// The preset networks (mlp, lenet, cifarnet, airbench94, airbench93) and their training recipes.
 #include "aether/model/presets.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "aether/data/loader.h"
+#include "aether/nn/init.h"
 
 namespace aether {
 namespace {
@@ -41,9 +47,90 @@ std::shared_ptr<Sequential> cifarnet(const Shape& s, int64_t k) {
   n->add(mk<GlobalMaxPool2d>()).add(mk<Linear>(256, k));
   return n;
 }
+// airbench's network (airbench94.py make_net, lib_airbench93.py make_net93), flat: layer 0 is the
+// whitening conv (named "0.weight", "0.bias"), then GELU, then per group of width w (input (N,H,W,c)):
+//   conv3x3 c->w (N,H,W,w) -> maxpool 2 (N,H/2,W/2,w) -> BN -> GELU -> conv3x3 w->w -> BN -> GELU
+// and maxpool 3 (N,1,1,w) -> Flatten (N,w) -> Linear(w -> K, no bias) -> Scale(1/9).
+std::shared_ptr<Sequential> airbench(const Shape& s, int64_t k, const std::vector<int64_t>& widths) {
+  AETHER_CHECK(s[0] == 32 && s[1] == 32, "airbench", "needs 32x32 images (CIFAR-10), got ", to_string(s));
+  auto n = std::make_shared<Sequential>();
+  const int64_t whiten = 2 * s[2] * 2 * 2;  // both signs of the C*2*2 patch eigenvectors: 24 for RGB
+  n->add(mk<Conv2d>(s[2], whiten, 2, Conv2dOptions{.padding = 0}, true)).add(mk<GELU>());
+  // airbench's BatchNorm: momentum 0.6 in its convention (running = 0.6 running + 0.4 batch), which is
+  // 0.4 in aether's (PyTorch's); eps 1e-12; the weight stays 1 (frozen by the preset's param groups).
+  auto bn = [](int64_t c) { return mk<BatchNorm2d>(c, 0.4, 1e-12); };
+  auto conv = [](int64_t in, int64_t out) {
+    auto c = std::make_shared<Conv2d>(in, out, 3, Conv2dOptions{.padding = "same"}, false);
+    nn::init::dirac(*c);  // an implicit residual: the first `in` filters pass their input through
+    return c;
+  };
+  int64_t c = whiten;
+  for (int64_t w : widths) {
+    n->add(conv(c, w)).add(mk<MaxPool2d>(2)).add(bn(w)).add(mk<GELU>());
+    n->add(conv(w, w)).add(bn(w)).add(mk<GELU>());
+    c = w;
+  }
+  n->add(mk<MaxPool2d>(3)).add(mk<Flatten>()).add(mk<Linear>(c, k, false)).add(mk<Scale>(1.0 / 9));
+  return n;
+}
+
+// airbench's recipe. Its hyperparameters are per 1024 examples of a summed loss (lr 11.5, weight
+// decay 0.0153, momentum 0.85, "bias_scaler" 64); aether's loss is the batch mean, so with
+// K = 1 + 1 / (1 - momentum) torch's lr 11.5 / (1024 K) on the sum is 11.5 / K on the mean, and
+// torch's weight decay 0.0153 * 1024 / 11.5 on the sum's gradient is 0.0153 / 11.5 on the mean's.
+void airbench_recipe(Preset& p, int64_t epochs) {
+  const double momentum = 0.85, lr = 11.5 / (1 + 1 / (1 - momentum)), wd = 0.0153 / 11.5, bias_scaler = 64;
+  p.config = {.loss = "cross_entropy",
+              .label_smoothing = 0.2,
+              .optimizer = "sgd",
+              .lr = lr,
+              .momentum = momentum,
+              .nesterov = true,
+              .weight_decay = wd,
+              .schedule = "triangle",
+              .warmup_fraction = 0.23,
+              .lr_start_factor = 0.2,
+              .lr_end_factor = 0.07};
+  p.config.param_groups = {
+      {.match = "*.weight", .layer = "BatchNorm2d", .frozen = true},
+      // The BatchNorm biases: lr x 64 with the same decay per step (torch's wd / lr_biases).
+      {.match = "*.bias", .layer = "BatchNorm2d", .lr_scale = bias_scaler, .weight_decay = wd / bias_scaler},
+      {.match = "0.weight", .frozen = true},   // the whitening filters
+      {.match = "0.bias", .train_epochs = 3},  // its bias: the first 3 epochs
+  };
+  p.config.lookahead_every = 5;
+  p.config.lookahead_decay = std::pow(0.95, 5);
+  p.config.lookahead_power = 3;
+  p.config.lookahead_start_epoch = 3;
+  p.epochs = epochs;
+  p.data.batch_size = 1024;
+  p.data.drop_last = true;
+  p.data.crop_padding = 2;
+  p.data.crop_reflect = true;
+  p.data.hflip = true;
+  p.data.alternate_flips = true;
+  p.tta = TTA::flip_translate;
+  // The whitening filters from the first 5000 training images, normalised, unaugmented.
+  p.init = [](Sequential& net, const data::Dataset& train, const data::LoaderOptions& lo) {
+    auto* conv = dynamic_cast<Conv2d*>(net[0].get());
+    AETHER_CHECK(conv != nullptr, "airbench", "layer 0 must be the whitening Conv2d");
+    const int64_t n = std::min<int64_t>(train.n, 5000), hwc = train.image_bytes();
+    AETHER_CHECK(n > 0 && !train.images.empty(), "airbench",
+                 "the whitening init needs uint8 training images");
+    data::LoaderOptions plain = data::eval_options(lo);
+    std::vector<float> images(size_t(n * hwc));  // (n,H,W,C) normalised
+    for (int64_t i = 0; i < n; ++i)
+      data::prepare_sample(plain, train.image(i), train.h, train.w, train.c, {}, images.data() + i * hwc);
+    nn::init::patch_whitening(*conv, Tensor::from_vector<float>(images, {n, train.h, train.w, train.c}));
+  };
+}
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"mlp", "lenet", "cifarnet"}; }
+std::vector<std::string> preset_names() { return {"mlp", "lenet", "cifarnet", "airbench94", "airbench93"}; }
+
+TTA preset_tta(const std::string& name) {
+  return name == "airbench94" || name == "airbench93" ? TTA::flip_translate : TTA::none;
+}
 
 Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
   AETHER_CHECK(s.size() == 3, "preset", "image shape must be (H, W, C), got ", to_string(s));
@@ -80,6 +167,12 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
     p.data.batch_size = 256;
     p.data.crop_padding = 4;
     p.data.hflip = true;
+  } else if (name == "airbench94") {
+    p.network = airbench(s, k, {64, 256, 256});
+    airbench_recipe(p, 10);  // airbench94: 9.9 epochs (docs/airbench.md)
+  } else if (name == "airbench93") {
+    p.network = airbench(s, k, {64, 128, 128});
+    airbench_recipe(p, 11);
   } else {
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;

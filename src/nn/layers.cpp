@@ -180,6 +180,12 @@ std::string AvgPool2d::config() const {
 Tensor GlobalAvgPool2d::forward(const Tensor& x) { return global_avg_pool2d(x); }
 Tensor GlobalMaxPool2d::forward(const Tensor& x) { return global_max_pool2d(x); }
 
+Scale::Scale(double factor) : factor_(factor) {
+  AETHER_CHECK(std::isfinite(factor), "Scale", "the factor must be finite, got ", factor);
+}
+Tensor Scale::forward(const Tensor& x) { return x * factor_; }
+std::string Scale::describe() const { return detail::cat("Scale(", factor_, ")"); }
+
 Dropout::Dropout(double p) : p_(p) {
   AETHER_CHECK(p >= 0 && p < 1, "Dropout", "p must be in [0, 1), got ", p);
 }
@@ -201,6 +207,7 @@ std::string Softmax::config() const { return nlohmann::json{{"type", "Softmax"},
 std::string GlobalAvgPool2d::config() const { return nlohmann::json{{"type", "GlobalAvgPool2d"}}.dump(); }
 std::string GlobalMaxPool2d::config() const { return nlohmann::json{{"type", "GlobalMaxPool2d"}}.dump(); }
 std::string Flatten::config() const { return nlohmann::json{{"type", "Flatten"}}.dump(); }
+std::string Scale::config() const { return nlohmann::json{{"type", "Scale"}, {"factor", factor_}}.dump(); }
 std::string Dropout::config() const { return nlohmann::json{{"type", "Dropout"}, {"p", p_}}.dump(); }
 std::string SpatialDropout::config() const {
   return nlohmann::json{{"type", "SpatialDropout"}, {"p", p_}}.dump();
@@ -334,6 +341,7 @@ ModulePtr module_from_json(const nlohmann::json& c) {
     if (t == "GlobalAvgPool2d") return std::make_shared<GlobalAvgPool2d>();
     if (t == "GlobalMaxPool2d") return std::make_shared<GlobalMaxPool2d>();
     if (t == "Flatten") return std::make_shared<Flatten>();
+    if (t == "Scale") return std::make_shared<Scale>(number_at(c, "factor"));
     if (t == "Dropout") return std::make_shared<Dropout>(number_at(c, "p"));
     if (t == "SpatialDropout") return std::make_shared<SpatialDropout>(number_at(c, "p"));
     if (t == "Residual")

@@ -67,6 +67,24 @@ std::string OneCycleLR::config() const {
       .dump();
 }
 
+TriangleLR::TriangleLR(double base, int64_t total, double pct, double start, double end)
+    : base_(base), total_(total), peak_(int64_t(pct * double(total))), pct_(pct), start_(start), end_(end) {
+  AETHER_CHECK(
+      total > 1 && pct > 0 && pct < 1 && start >= 0 && end >= 0 && std::isfinite(start) && std::isfinite(end),
+      "TriangleLR", "need total > 1, 0 < peak_fraction < 1 and finite start, end >= 0; got total ", total,
+      ", peak_fraction ", pct, ", start ", start, ", end ", end);
+}
+double TriangleLR::lr(int64_t step) const {
+  const double s = double(std::min(step, total_));
+  if (step < peak_) return base_ * (start_ + (1 - start_) * s / double(peak_));
+  return base_ * (1 + (end_ - 1) * (s - double(peak_)) / double(total_ - peak_));
+}
+std::string TriangleLR::config() const {
+  return nlohmann::json{{"type", "triangle"},    {"base", base_},   {"total", total_},
+                        {"peak_fraction", pct_}, {"start", start_}, {"end", end_}}
+      .dump();
+}
+
 std::string ConstantLR::config() const {
   return nlohmann::json{{"type", "constant"}, {"base", base_}}.dump();
 }
@@ -85,13 +103,16 @@ std::unique_ptr<LRSchedule> schedule_from_config(const std::string& config_json)
     if (t == "one_cycle")
       return std::make_unique<OneCycleLR>(c.at("max"), c.at("total"), c.at("pct_start"), c.at("div_factor"),
                                           c.at("final_div_factor"));
+    if (t == "triangle")
+      return std::make_unique<TriangleLR>(c.at("base"), c.at("total"), c.at("peak_fraction"), c.at("start"),
+                                          c.at("end"));
   } catch (const nlohmann::json::exception& e) {
     throw Error(detail::cat("schedule_from_config: bad ", text_excerpt(t), " config ", json_excerpt(c), ": ",
                             e.what()));
   }
   throw Error("schedule_from_config: unknown schedule '" + text_excerpt(t) +
               "' (expected constant, step, cosine, "
-              "warmup_linear or one_cycle)");
+              "warmup_linear, one_cycle or triangle)");
 }
 
 }  // namespace aether::optim

@@ -14,7 +14,8 @@
 // only on (seed, epoch); a sample's augmentation depends only on (seed, epoch, sample index). So
 // batches never depend on threads, timing or the batch size (except for how they are cut).
 // Per sample, in this order:
-//   1. random crop: pad the uint8 image with crop_padding zero pixels on each side, crop (H,W) back
+//   1. random crop: pad the uint8 image with crop_padding zero pixels on each side (with
+//      crop_reflect: its mirror image without the edge, torch's 'reflect' padding), crop (H,W) back
 //      at offset (dy, dx), each uniform in [0, 2*crop_padding];
 //   2. horizontal flip with probability 1/2, or with alternate_flips: a coin per sample drawn once
 //      (epoch 0's draw), kept on even epochs and reversed on odd ones, so every image is seen both
@@ -45,6 +46,7 @@ struct LoaderOptions {
   uint64_t seed = 0;
   bool drop_last = false;        // false: the last, smaller batch is kept
   int64_t crop_padding = 0;      // random crop with this much zero padding; 0: no crop
+  bool crop_reflect = false;     // pad the crop by reflection (airbench's translate), not zeros; P < H, W
   bool hflip = false;            // random horizontal flip, p = 0.5
   bool alternate_flips = false;  // with hflip: each sample's epoch-0 flip, reversed on odd epochs
   std::vector<float> mean;       // per channel, on the [0,1] pixel scale; empty: 0

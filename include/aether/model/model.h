@@ -68,6 +68,9 @@ struct ParamGroup {
   // Not trained: no gradient is computed for it, the optimizer does not hold it, it keeps its value
   // (set it before training, e.g. a fixed whitening filter).
   bool frozen = false;
+  // > 0: trained in the first train_epochs epochs only, then frozen (airbench's whitening bias, 3);
+  // the optimizer holds it and keeps its state. 0: every epoch.
+  int64_t train_epochs = 0;
 };
 
 struct ModelConfig {
@@ -78,9 +81,13 @@ struct ModelConfig {
   double momentum = 0.9;               // sgd
   bool nesterov = false;               // sgd
   double weight_decay = 0;
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;    // adam, adamw
-  std::string schedule = "constant";                // constant | one_cycle | warmup_linear | cosine | step
-  double warmup_fraction = 0.2;                     // one_cycle's rising part / warmup_linear's warm-up
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  // constant | one_cycle | warmup_linear | cosine | step | triangle (optim/schedule.h)
+  std::string schedule = "constant";
+  double warmup_fraction = 0.2;  // one_cycle's and triangle's rising part / warmup_linear's warm-up
+  // triangle: the learning rate rises linearly from lr x lr_start_factor to lr (at warmup_fraction of
+  // the steps), then falls linearly to lr x lr_end_factor at the last step (airbench: 0.2, 0.07).
+  double lr_start_factor = 0, lr_end_factor = 0;
   std::vector<std::string> metrics = {"accuracy"};  // accuracy | top5
   double clip_grad_norm = 0;                        // 0: no clipping
   // Data sets with regression targets (mse): the accuracy is the fraction of outputs within this
@@ -92,11 +99,14 @@ struct ModelConfig {
   // Lookahead (optim::Optimizer::set_lookahead), on when lookahead_every > 0: every that many steps
   // the slow weights move toward the parameters by alpha = 1 - decay (t / T)^power (t: the step,
   // T: the training's steps) and the parameters take their value; after the last epoch the
-  // parameters are the slow weights. Constant alpha: power 0 (alpha = 1 - decay). airbench94:
-  // every 5, decay 0.95^5, power 3.
+  // parameters are the slow weights. Constant alpha: power 0 (alpha = 1 - decay). The slow weights
+  // start (as the parameters) at the first multiple of lookahead_every in epoch
+  // lookahead_start_epoch (0-based) or later; from then on, every epoch ends with the parameters set
+  // to the slow weights. airbench94: every 5, decay 0.95^5, power 3, start epoch 3.
   int64_t lookahead_every = 0;
   double lookahead_decay = 0.5;
   double lookahead_power = 0;
+  int64_t lookahead_start_epoch = 0;
 };
 
 struct EpochStats {

@@ -160,6 +160,19 @@ class Flatten : public Module {
   std::string type_name() const override { return "Flatten"; }
   std::string config() const override;
 };
+// y = factor * x: a fixed scale (airbench's output scale 1/9 after its bias-free head).
+class Scale : public Module {
+ public:
+  explicit Scale(double factor);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Scale"; }
+  std::string describe() const override;
+  std::string config() const override;
+  double factor() const { return factor_; }
+
+ private:
+  double factor_;
+};
 // Zeroes each element with probability p in training and scales the rest by 1/(1-p).
 class Dropout : public Module {
  public:

@@ -54,7 +54,8 @@ class Optimizer {
   const ParamOptions& param_options(size_t i) const { return popts_.at(i); }
 
   // Lookahead (Zhang et al. 2019, as airbench uses it): every parameter keeps slow weights (state
-  // slot "lookahead", the parameter's value after its first update); every `every` steps they move
+  // slot "lookahead", the parameter's value after the first step that is a multiple of `every`,
+  // counting the optimizer's steps); on every later such step they move
   // toward the parameter by `alpha` (slow += alpha (param - slow)) and the parameter takes their
   // value. every 0: off (the default). alpha in [0, 1] may change between steps (set_lookahead_alpha,
   // like set_lr). lookahead_finish() gives every parameter its slow weights (the end of training).
@@ -63,6 +64,8 @@ class Optimizer {
   int64_t lookahead_every() const { return la_every_; }
   double lookahead_alpha() const { return la_alpha_; }
   void lookahead_finish();
+  // Paused: steps take no lookahead step (and do not start the slow weights); not part of config().
+  void pause_lookahead(bool paused) { la_paused_ = paused; }
 
   virtual std::string type_name() const = 0;
   // The hyperparameters as JSON text: {"type": "SGD", "lr": 0.1, "momentum": 0.9, ...}.
@@ -98,6 +101,7 @@ class Optimizer {
   std::vector<ParamOptions> popts_;                                // per parameter
   int64_t la_every_ = 0;
   double la_alpha_ = 0.5;
+  bool la_paused_ = false;
 };
 
 // SGD, as torch.optim.SGD:

@@ -87,6 +87,21 @@ class OneCycleLR : public LRSchedule {
   double pct_, div_, final_div_;
 };
 
+// airbench's triangle: piecewise linear through (0, base * start), (peak, base), (total, base * end)
+// with peak = int(peak_fraction * total) (0 for very short runs: then it only falls), then base * end
+// after `total`.
+class TriangleLR : public LRSchedule {
+ public:
+  TriangleLR(double base, int64_t total_steps, double peak_fraction, double start = 0, double end = 0);
+  double lr(int64_t step) const override;
+  std::string config() const override;
+
+ private:
+  double base_;
+  int64_t total_, peak_;
+  double pct_, start_, end_;
+};
+
 // Throws aether::Error naming what is wrong in malformed JSON or an unknown or bad schedule.
 std::unique_ptr<LRSchedule> schedule_from_config(const std::string& config_json);
 
