@@ -13,7 +13,7 @@ channels-last tensors on the CPU, torch.set_num_threads(--threads), and the data
 CIFAR-10 binary batches (xz) in ../shared/data/cifar-10 rather than torchvision's download.
 
   python3 bench/airbench_torch.py --variant 94 --threads 2 --json out.json
-  python3 bench/airbench_torch.py --variant 94 --epochs 1 --max-steps 10   # epoch-time sample
+  python3 bench/airbench_torch.py --variant 94 --epochs 1 --max-steps 6 --no-eval  # step-time sample
 
 Prints one line per epoch (seconds, training and test accuracy) and the TTA accuracy at the end;
 --json writes the same with the whole process's wall time.
@@ -187,6 +187,7 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=float, default=None, help="default: the recipe's (9.9 / 11)")
     ap.add_argument("--max-steps", type=int, default=0, help="> 0: stop each epoch after this many steps")
+    ap.add_argument("--no-eval", action="store_true", help="time training only: no test evaluation")
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     t_start = time.perf_counter()
@@ -251,14 +252,14 @@ def main():
         secs = time.perf_counter() - t0
         net.eval()
         with torch.no_grad():
-            val = float((tta_logits(net, test.images, 0).argmax(1) == test_y).float().mean())
+            val = float("nan") if a.no_eval else float((tta_logits(net, test.images, 0).argmax(1) == test_y).float().mean())
         epochs_out.append({"epoch": epoch + 1, "seconds": secs, "steps": i + 1,
                            "train_accuracy": correct / max(seen, 1), "val_accuracy": val})
         print(f"epoch {epoch + 1}: {secs:.1f} s ({seen / secs:.0f} img/s), train acc {correct / max(seen, 1):.4f}, "
               f"test acc {val:.4f}", flush=True)
     net.eval()
     with torch.no_grad():
-        tta = float((tta_logits(net, test.images, 2).argmax(1) == test_y).float().mean())
+        tta = float("nan") if a.no_eval else float((tta_logits(net, test.images, 2).argmax(1) == test_y).float().mean())
     wall = time.perf_counter() - t_start
     print(f"airbench{a.variant} torch {torch.__version__}, {a.threads} threads: test accuracy "
           f"{epochs_out[-1]['val_accuracy']:.4f}, with TTA {tta:.4f}; {wall:.1f} s in all", flush=True)

@@ -235,3 +235,23 @@ def test_evaluate_with_test_time_augmentation(fmnist):
     assert flip["loss"] != plain["loss"] and both["loss"] != flip["loss"]
     with pytest.raises(Exception, match="unknown test-time augmentation 'mirror'"):
         m.evaluate(xt[:10], yt[:10], tta="mirror")
+
+
+def test_airbench_preset_whitens_from_the_training_images_and_trains():
+    # The preset's first train() sets the frozen whitening filters from its images (nn::init::
+    # patch_whitening); the BatchNorm weights stay 1; GELU and Scale are layers of their own.
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(64, 32, 32, 3), dtype=np.uint8)
+    y = rng.integers(0, 10, size=64)
+    ae.manual_seed(4)
+    m = ae.Model.preset("airbench93", (32, 32, 3))
+    assert m._cpp.config["schedule"] == "triangle" and m._cpp.config["lookahead_start_epoch"] == 3
+    before = {n: t.numpy().copy() for n, t in m.named_parameters()}
+    h = m.train(x, y, epochs=2, batch_size=16, max_steps_per_epoch=2, verbose=False)
+    after = {n: t.numpy() for n, t in m.named_parameters()}
+    assert np.isfinite(h["loss"]).all()
+    assert not np.array_equal(before["0.weight"], after["0.weight"])  # whitened, then frozen
+    assert not np.array_equal(before["0.bias"], after["0.bias"])      # trains in its first 3 epochs
+    assert np.array_equal(after["4.weight"], np.ones(64, np.float32))  # a BatchNorm weight, frozen
+    assert ae.GELU().build((4,)) is not None
+    assert ae.Scale(0.5).build((4,)) is not None

@@ -17,10 +17,11 @@
 //               wrap_add/wrap_sub/wrap_mul, safe_div and nan_max are defined there); `_` elsewhere
 //   snippets    the generated kernels' C expression (C++ and CUDA alike) when the op computes in
 //               floating point / in integers: $0 $1 $2 are the sources, $T the result's C type,
-//               $B the math-builtin prefix (`__builtin_` in C++) and $F the float suffix (`f`
-//               unless float64); integer results are computed in int64 and converted. "" where an
-//               op has no snippet (a non-elementwise op, or a float-only op's integer form); Cast is
-//               rendered by the renderer's conversion rules.
+//               $B the math-builtin prefix (`__builtin_` in C++), $F the float suffix (`f`
+//               unless float64) and $E the exp function (the CPU's float one is aether's own
+//               ae_expf, which vectorises: within 1 ulp of the reference's std::exp); integer results are
+//               computed in int64 and converted. "" where an op has no snippet (a non-elementwise op, or a
+//               float-only op's integer form); Cast is rendered by the renderer's conversion rules.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +58,7 @@ enum : uint32_t {
 #define AETHER_UNARY_OPS(X)                                                                     \
   X(Copy,   Unary,  1, kExact16, a, "$0", "$0") /* identity into a fresh contiguous buffer */  \
   X(Neg,    Unary,  1, kExact16, wrap_sub(decltype(a)(0), a), "(-$0)", "ae_sub(0, (i64)$0)")   \
-  X(Exp,    Unary,  1, kFloatOnly | kSavesOut, decltype(a)(std::exp(a)), "$Bexp$F($0)", "")   \
+  X(Exp,    Unary,  1, kFloatOnly | kSavesOut, decltype(a)(std::exp(a)), "$E($0)", "")        \
   X(Log,    Unary,  1, kFloatOnly | kSavesIn0, decltype(a)(std::log(a)), "$Blog$F($0)", "")   \
   X(Sqrt,   Unary,  1, kFloatOnly | kSavesOut, decltype(a)(std::sqrt(a)), "$Bsqrt$F($0)", "") \
   X(Recip,  Unary,  1, kFloatOnly | kSavesOut, safe_div(decltype(a)(1), a), "(1 / $0)", "")  \
