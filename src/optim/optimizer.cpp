@@ -103,7 +103,8 @@ std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_reali
                  to_string(g.shape()), ", expected ", to_string(params_[i].shape()));
     Tensor p = params_[i].detach();
     Tensor next = update(i, p, g.cast(p.dtype()), steps_);
-    if (la_every_ > 0 && !la_paused_ && steps_ % la_every_ == 0) {  // every la_every_ steps; first, the slow weights start
+    if (la_every_ > 0 && !la_paused_ &&
+        steps_ % la_every_ == 0) {  // every la_every_ steps; first, the slow weights start
       const bool first = !has_slot(i, "lookahead");
       Tensor& slow = slot(i, "lookahead");
       if (first) {
