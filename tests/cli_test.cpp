@@ -165,6 +165,13 @@ TEST(Cli, SummaryCifarnet) {
   EXPECT_EQ(m.code, 0) << m.out;
   // 784*512+512 + 512*256+256 + 256*10+10
   EXPECT_NE(m.out.find("Trainable parameters: 535818"), std::string::npos) << m.out;
+  EXPECT_EQ(m.out.find("Frozen parameters"), std::string::npos) << m.out;  // none frozen
+  // airbench94's frozen whitening filter (24 x 3 x 2 x 2) and BatchNorm weights (2 x (64 + 256 + 256))
+  // are not trainable: 1,972,792 parameters in all.
+  const CliResult ab = run("summary --model airbench94");
+  EXPECT_EQ(ab.code, 0) << ab.out;
+  EXPECT_NE(ab.out.find("Trainable parameters: 1971352\nFrozen parameters: 1440\n"), std::string::npos)
+      << ab.out;
 }
 
 TEST(Cli, UnknownPreset) {

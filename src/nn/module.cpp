@@ -146,10 +146,14 @@ std::string summary(Module& m, const Shape& input_shape) {
   for (auto& r : rows)
     os << std::left << std::setw(int(w0)) << r[0] << "   " << std::setw(int(w1)) << r[1] << "   "
        << std::right << std::setw(int(w2)) << r[2] << "\n";
-  int64_t trainable = m.num_parameters(), buffers = 0;
+  // Frozen parameters (no gradient: ModelConfig::param_groups' frozen ones) are not trainable.
+  int64_t trainable = 0, frozen = 0, buffers = 0;
+  for (auto& [n, t] : m.named_parameters()) (t->requires_grad() ? trainable : frozen) += t->numel();
   for (auto& [n, t] : m.named_buffers()) buffers += t->numel();
   os << rule << "\nInput shape: " << to_string(input_shape) << "\nTrainable parameters: " << trainable
-     << "\nBuffers (non-trainable): " << buffers << "\n";
+     << "\n";
+  if (frozen > 0) os << "Frozen parameters: " << frozen << "\n";
+  os << "Buffers (non-trainable): " << buffers << "\n";
   return os.str();
 }
 
