@@ -9,13 +9,14 @@
 
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "aether/aether.h"
+#include "nn_test_util.h"
 
 using namespace aether;
+using nn_test::expect_error;
 
 namespace {
 
@@ -70,15 +71,6 @@ void expect_near_rel(const Mat& got, const Mat& want, double tol, const std::str
   ASSERT_EQ(got.size(), want.size()) << what;
   for (size_t i = 0; i < got.size(); ++i)
     EXPECT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " [" << i << "]";
-}
-
-void expect_error(const std::function<void()>& f, const std::string& part) {
-  try {
-    f();
-    ADD_FAILURE() << "expected aether::Error containing '" << part << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  }
 }
 
 }  // namespace
@@ -213,8 +205,12 @@ TEST(Muon, ConfigAndErrors) {
     EXPECT_NE(c.find(part), std::string::npos) << c;
   Tensor bias = Tensor::zeros({4}, DType::float32);
   bias.set_requires_grad();
-  expect_error([&] { optim::Muon({w, bias}, {}); }, "parameter 1 has shape (4,)");
-  expect_error([&] { optim::Muon({w}, {.momentum = 0, .nesterov = true}); }, "Nesterov");
-  expect_error([&] { optim::Muon({w}, {.ns_steps = 0}); }, "ns_steps");
-  expect_error([] { optim::newton_schulz5(Tensor::zeros({2, 2, 2}, DType::float32), 3); }, "needs a matrix");
+  expect_error([&] { optim::Muon({w, bias}, {}); }, {"parameter 1 has shape (4,)"});
+  expect_error([&] { optim::Muon({w}, {.momentum = 0, .nesterov = true}); }, {"Nesterov"});
+  expect_error([&] { optim::Muon({w}, {.ns_steps = 0}); }, {"ns_steps"});
+  expect_error(
+      [] {
+        optim::newton_schulz5(Tensor::zeros({2, 2, 2}, DType::float32), 3);
+      },
+      {"needs a matrix"});
 }
