@@ -389,11 +389,11 @@ TEST(ModuleConfigLimits, FieldsAreTypedAndSizesBounded) {
   EXPECT_ERROR(error_of([&] {
                  from_config(json{{"type", "Linear"}, {"in", 1 << 20}, {"out", 1 << 20}});
                }),
-               "would hold 1.09951e+12 parameters; at most 2147483648 are allowed per layer");
+               "would hold 1.09951e+12 values; at most 134217728 are allowed in one model");
   const json conv = {{"type", "Conv2d"},   {"in", 65536},       {"out", 65536},
                      {"kernel", {64, 64}}, {"stride", 1},       {"dilation", 1},
                      {"groups", 1},        {"padding", "same"}, {"bias", true}};
-  EXPECT_ERROR(error_of([&] { from_config(conv); }), "parameters; at most 2147483648");
+  EXPECT_ERROR(error_of([&] { from_config(conv); }), "values; at most 134217728");
   json bad_pad = conv;
   bad_pad["in"] = 3, bad_pad["out"] = 4, bad_pad["kernel"] = 3, bad_pad["padding"] = json::array({1, 1});
   EXPECT_ERROR(error_of([&] { from_config(bad_pad); }),
@@ -411,6 +411,39 @@ TEST(ModuleConfigLimits, FieldsAreTypedAndSizesBounded) {
   bad_pad["padding"] = json::array({1, 1, 1, 1});
   EXPECT_EQ(config_of(*from_config(bad_pad)).at("out"), 4);
   EXPECT_NO_THROW(from_config(json{{"type", "Linear"}, {"in", 3}, {"out", 2}}));
+}
+
+// The count is over the whole config, before any layer allocates: many layers that each fit do
+// not add up to more than kMaxConfigValues (the architecture fuzz target's out-of-memory finding, a
+// Linear of 1048576 x 1857, was under the earlier per-layer limit of 2^31 parameters).
+TEST(ModuleConfigLimits, ValuesAreCountedOverTheWholeConfig) {
+  static_assert(kMaxConfigValues == int64_t(1) << 27);
+  EXPECT_ERROR(error_of([&] {
+                 from_config(json{{"type", "Linear"}, {"in", 1048576}, {"out", 1857}});
+               }),
+               "would hold 1.94721e+09 values; at most 134217728");
+  // Just under 2^27 values each (weight 8191 x 16384 + bias 8191), after 4 x 2^24 in a BatchNorm: six
+  // of them (8.7e8 values, 3.3 GiB) are rejected before the first is allocated.
+  const json big = {{"type", "Linear"}, {"in", 16384}, {"out", 8191}};
+  json layers =
+      json::array({{{"type", "BatchNorm2d"}, {"channels", 1 << 24}, {"momentum", 0.1}, {"eps", 1e-5}}});
+  for (int i = 0; i < 6; ++i) layers.push_back(big);
+  EXPECT_ERROR(error_of([&] {
+                 from_config(json{{"type", "Sequential"}, {"layers", layers}});
+               }),
+               "module_from_config: {\"layers\":[", "would hold 8.72366e+08 values; at most 134217728");
+  // Inside a Residual too.
+  EXPECT_ERROR(error_of([&] {
+                 from_config(json{{"type", "Residual"}, {"body", big}, {"shortcut", big}});
+               }),
+               "would hold 2.68419e+08 values");
+  // A config at the limit's scale but under it builds, and the count starts again with each call.
+  const json small = {
+      {"type", "Sequential"},
+      {"layers",
+       json::array({{{"type", "Linear"}, {"in", 1024}, {"out", 1024}},
+                    {{"type", "BatchNorm1d"}, {"channels", 1024}, {"momentum", 0.1}, {"eps", 1e-5}}})}};
+  for (int i = 0; i < 3; ++i) EXPECT_NO_THROW(from_config(small));
 }
 
 // ---- safetensors ----------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ class ModuleNestingGuard {
     ++depth();
   }
   ~ModuleNestingGuard() { --depth(); }
+  // Whether this is the outermost call on this thread (the one that checks the whole config).
+  bool outermost() const { return depth() == 1; }
   ModuleNestingGuard(const ModuleNestingGuard&) = delete;
   ModuleNestingGuard& operator=(const ModuleNestingGuard&) = delete;
 

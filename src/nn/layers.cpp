@@ -270,10 +270,31 @@ Size2 size2_at(const nlohmann::json& c, const char* field) {
                json_excerpt(j));
   return Size2(dim_from(j.at(0), field), dim_from(j.at(1), field));
 }
-// A layer's parameter count, checked before its constructor allocates the weights.
-void check_params(double params, const nlohmann::json& c) {
-  AETHER_CHECK(params <= double(kMaxLayerParams), "module_from_config", json_excerpt(c), " would hold ",
-               params, " parameters; at most ", kMaxLayerParams, " are allowed per layer");
+// The values (parameters and buffers) that the layers of config `c` would allocate, read with the
+// same checks as the constructors' arguments below; 0 for layers without any and for what
+// module_from_json rejects anyway. Bounded in depth by the JSON parser's limit.
+double config_values(const nlohmann::json& c) {
+  if (!c.is_object() || !c.contains("type") || !c.at("type").is_string()) return 0;
+  const std::string& t = c.at("type").get_ref<const std::string&>();
+  double n = 0;
+  if (t == "Sequential") {
+    for (const auto& l : c.at("layers")) n += config_values(l);
+  } else if (t == "Residual") {
+    n = config_values(c.at("body")) + (c.contains("shortcut") ? config_values(c.at("shortcut")) : 0);
+  } else if (t == "Linear") {
+    const double out = double(dim_at(c, "out"));
+    n = double(dim_at(c, "in")) * out + out;  // weight (out, in), bias (out)
+  } else if (t == "Conv2d") {
+    const Size2 k = size2_at(c, "kernel");
+    const double out = double(dim_at(c, "out"));
+    const double groups = double(std::max<int64_t>(dim_at(c, "groups"), 1));
+    n = out * double(k.h) * double(k.w) * double(dim_at(c, "in")) / groups + out;  // (Co, kh, kw, Ci/g), (Co)
+  } else if (t == "BatchNorm1d" || t == "BatchNorm2d") {
+    n = 4 * double(dim_at(c, "channels"));  // weight, bias, running mean and variance
+  }
+  AETHER_CHECK(n <= double(kMaxConfigValues), "module_from_config", json_excerpt(c), " would hold ", n,
+               " values; at most ", kMaxConfigValues, " are allowed in one model");
+  return n;
 }
 }  // namespace
 
@@ -285,15 +306,15 @@ ModulePtr module_from_json(const nlohmann::json& c) {
                json_excerpt(c.at("type")));
   const std::string t = c.at("type");
   try {
+    // The whole config is counted before any layer of it allocates (config_values throws).
+    if (nesting.outermost()) config_values(c);
     if (t == "Sequential") {
       auto s = std::make_shared<Sequential>();
       for (const auto& l : c.at("layers")) s->add(module_from_json(l));
       return s;
     }
     if (t == "Linear") {
-      const int64_t in = dim_at(c, "in"), out = dim_at(c, "out");
-      check_params(double(in) * double(out), c);
-      return std::make_shared<Linear>(in, out, bool_value(c, "bias", true));
+      return std::make_shared<Linear>(dim_at(c, "in"), dim_at(c, "out"), bool_value(c, "bias", true));
     }
     if (t == "Conv2d") {
       Conv2dOptions o;
@@ -310,11 +331,8 @@ ModulePtr module_from_json(const nlohmann::json& c) {
         o.padding = Padding2d(dim_from(p.at(0), "padding"), dim_from(p.at(1), "padding"),
                               dim_from(p.at(2), "padding"), dim_from(p.at(3), "padding"));
       }
-      const int64_t in = dim_at(c, "in"), out = dim_at(c, "out");
-      const Size2 k = size2_at(c, "kernel");
-      check_params(
-          double(out) * double(k.h) * double(k.w) * double(in) / double(std::max<int64_t>(o.groups, 1)), c);
-      return std::make_shared<Conv2d>(in, out, k, o, bool_value(c, "bias", true));
+      return std::make_shared<Conv2d>(dim_at(c, "in"), dim_at(c, "out"), size2_at(c, "kernel"), o,
+                                      bool_value(c, "bias", true));
     }
     if (t == "BatchNorm1d" || t == "BatchNorm2d")
       return std::make_shared<BatchNorm>(dim_at(c, "channels"), t == "BatchNorm1d" ? 1 : 2,

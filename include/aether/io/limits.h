@@ -18,10 +18,13 @@ constexpr int kMaxJsonDepth = 64;
 // module_from_config: modules (Sequential, Residual) nest at most this deep.
 constexpr int kMaxModuleNesting = 64;
 
-// module_from_config: one layer built from a config holds at most this many parameters (a
-// Linear's in x out, a Conv2d's out x kh x kw x in/groups): 2^31 float32 values are 8 GiB, far above
-// any model aether trains, and the constructors allocate their weights at once.
-constexpr int64_t kMaxLayerParams = int64_t(1) << 31;
+// module_from_config: a model built from one config holds at most this many values in all, its
+// layers' parameters and buffers together (a Linear's in x out + out, a Conv2d's out x kh x kw x
+// in/groups + out, a BatchNorm's 4 x channels): 2^27 float32 values are 512 MiB, far above any
+// model aether trains (airbench94: 2 million; ResNet-50 would be 26 million). The whole config is
+// counted before any layer allocates, so a config (or a checkpoint's manifest) cannot claim more
+// memory than that (initialising a layer takes about twice its size for a moment).
+constexpr int64_t kMaxConfigValues = int64_t(1) << 27;
 // Every size in such a config (features, channels, kernel, stride, padding, dilation, groups) lies
 // in [0, kMaxConfigDim].
 constexpr int64_t kMaxConfigDim = int64_t(1) << 24;
