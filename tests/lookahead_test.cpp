@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "aether/aether.h"
+#include "io/checkpoint.h"
 
 using namespace aether;
 namespace fs = std::filesystem;
@@ -45,6 +47,63 @@ TEST(Lookahead, SlowWeightsFollowTheFastOnesEveryKSteps) {
   EXPECT_NE(opt.config().find("\"lookahead_every\":2"), std::string::npos) << opt.config();
 }
 
+// A buffer (not trained, changed between steps as a forward pass changes BatchNorm's running
+// statistics) is averaged at the parameters' lookahead steps: its slow values start at step 2 as
+// the buffer, then move halfway to it every 2 steps, and the buffer takes them; lookahead_finish
+// sets it to them; its slow values are state "1.lookahead" (index params().size() + 0).
+TEST(Lookahead, BuffersAreAveragedAtTheSameSteps) {
+  Tensor p = Tensor::from_vector<float>({1.0f}).set_requires_grad();
+  Tensor buf = Tensor::from_vector<float>({0.0f, 10.0f});
+  optim::SGD opt({p}, {.lr = 0.1});
+  opt.set_lookahead(2, 0.5);
+  opt.set_lookahead_buffers({buf});
+  // Before step k (1..5) the buffer is set to (k, 10 k), but to (6, 40) before step 4.
+  for (int k = 1; k <= 5; ++k) {
+    buf.assign(Tensor::from_vector<float>({float(k == 4 ? 6 : k), 10.0f * float(k)}));
+    p.set_grad(Tensor::ones({1}));
+    opt.step();
+  }
+  // Step 2: slow = buf = (2, 20). Step 4: buf = (6, 40) -> slow (4, 30). Step 5: buf (5, 50), no step.
+  EXPECT_EQ(buf.to_vector<float>(), (std::vector<float>{5.0f, 50.0f}));
+  bool found = false;
+  for (auto& [name, t] : opt.named_state())
+    if (name == "1.lookahead") {
+      EXPECT_EQ(t->to_vector<float>(), (std::vector<float>{4.0f, 30.0f}));
+      found = true;
+    }
+  EXPECT_TRUE(found);
+  opt.lookahead_finish();
+  EXPECT_EQ(buf.to_vector<float>(), (std::vector<float>{4.0f, 30.0f}));
+  // Checkpoint-style restore: shape-checked, "lookahead" only.
+  EXPECT_THROW(opt.set_state(1, "lookahead", Tensor::zeros({3})), Error);
+  EXPECT_THROW(opt.set_state(1, "momentum", Tensor::zeros({2})), Error);
+  EXPECT_THROW(opt.set_state(2, "lookahead", Tensor::zeros({2})), Error);
+  opt.set_state(1, "lookahead", Tensor::from_vector<float>({-1.0f, -2.0f}));
+  opt.lookahead_finish();
+  EXPECT_EQ(buf.to_vector<float>(), (std::vector<float>{-1.0f, -2.0f}));
+  // Set before the first step only, floating-point tensors only.
+  EXPECT_THROW(opt.set_lookahead_buffers({buf}), Error);
+  optim::SGD fresh({p}, {.lr = 0.1});
+  EXPECT_THROW(fresh.set_lookahead_buffers({Tensor::zeros({2}, DType::int32)}), Error);
+}
+
+// The buffer is averaged from its value after the step's forward pass: a step realized in one go
+// (the buffer's new value recorded, then the optimizer's step) averages the recorded value.
+TEST(Lookahead, BufferAveragesTheValueRecordedInTheSameStep) {
+  Tensor p = Tensor::from_vector<float>({1.0f}).set_requires_grad();
+  Tensor buf = Tensor::from_vector<float>({8.0f});
+  optim::SGD opt({p}, {.lr = 0.1});
+  opt.set_lookahead(1, 0.25);
+  opt.set_lookahead_buffers({buf});
+  for (int s = 0; s < 2; ++s) {
+    buf.assign(buf.detach() * 2.0);  // lazy, like BatchNorm's running-statistics update
+    p.set_grad(Tensor::ones({1}));
+    opt.step({buf});
+  }
+  // Step 1: buf 16, slow starts at 16. Step 2: buf 32 -> slow 16 + 0.25 (32 - 16) = 20.
+  EXPECT_EQ(buf.to_vector<float>(), (std::vector<float>{20.0f}));
+}
+
 namespace {
 data::Dataset tiny() {
   data::Dataset d;
@@ -66,6 +125,7 @@ Model make(int64_t every = 3) {
   Model m;
   m.add(std::make_shared<nn::Flatten>())
       .add(std::make_shared<nn::Linear>(16, 8))
+      .add(std::make_shared<nn::BatchNorm>(8, 1, 0.4))
       .add(std::make_shared<nn::ReLU>())
       .add(std::make_shared<nn::Linear>(8, 2));
   ModelConfig c;
@@ -92,11 +152,17 @@ std::vector<std::vector<double>> params(Model& m) {
   for (auto& [n, t] : m.network().named_parameters()) v.push_back(t->to_vector<double>());
   return v;
 }
+std::vector<std::vector<double>> buffers(Model& m) {
+  std::vector<std::vector<double>> v;
+  for (auto& [n, t] : m.network().named_buffers()) v.push_back(t->to_vector<double>());
+  return v;
+}
 }  // namespace
 
-// After training the parameters are the slow weights; 2 epochs in one go equal the same run stopped
-// after epoch 1, loaded from its checkpoint and finished, bit for bit (the slow weights are optimizer
-// state "<param>.lookahead"; alpha's schedule runs over the 2 epochs).
+// After training the parameters and the BatchNorm statistics are the slow values; 2 epochs in one
+// go equal the same run stopped after epoch 1, loaded from its checkpoint and finished, bit for bit
+// (the slow values are optimizer state "<param or buffer>.lookahead"; alpha's schedule runs over the
+// 2 epochs).
 TEST(Lookahead, ModelEndsOnTheSlowWeightsAndResumesBitIdentically) {
   const fs::path dir = fs::temp_directory_path() / ("aether_lookahead_" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -104,14 +170,23 @@ TEST(Lookahead, ModelEndsOnTheSlowWeightsAndResumesBitIdentically) {
   Model a = make();
   a.train(tiny(), options(2));
   size_t slow_slots = 0;
-  const auto pa = params(a);
+  const auto pa = params(a), ba = buffers(a);
+  ASSERT_EQ(ba.size(), 2u);  // running_mean, running_var
   for (auto& [name, t] : a.optimizer()->named_state())
     if (name.size() > 10 && name.substr(name.size() - 10) == ".lookahead") {
       const size_t i = std::stoul(name.substr(0, name.find('.')));
-      EXPECT_EQ(t->to_vector<double>(), pa[i]) << name;
+      EXPECT_EQ(t->to_vector<double>(), i < pa.size() ? pa[i] : ba.at(i - pa.size())) << name;
       ++slow_slots;
     }
-  EXPECT_EQ(slow_slots, pa.size());
+  EXPECT_EQ(slow_slots, pa.size() + ba.size());
+  // The checkpoint names them after the buffers, and a load restores them.
+  a.save(ckpt);
+  std::set<std::string> saved;
+  for (const auto& [name, t] : load_checkpoint(ckpt).optimizer) saved.insert(name);
+  EXPECT_TRUE(saved.count("2.running_mean.lookahead") && saved.count("2.running_var.lookahead"));
+  Model loaded = Model::load(ckpt);
+  for (auto& [name, t] : loaded.optimizer()->named_state())
+    if (name == std::to_string(pa.size()) + ".lookahead") EXPECT_EQ(t->to_vector<double>(), ba[0]);
   {  // the same 2-epoch run, stopped after its first epoch's checkpoint
     Model b = make();
     TrainOptions ob = options(2);
@@ -125,6 +200,7 @@ TEST(Lookahead, ModelEndsOnTheSlowWeightsAndResumesBitIdentically) {
   EXPECT_EQ(c.config().lookahead_every, 3);
   c.train(tiny(), options(2));
   EXPECT_EQ(params(c), pa);
+  EXPECT_EQ(buffers(c), ba);
   // Without lookahead the same training ends elsewhere: the test sees what lookahead does.
   Model plain = make(0);
   plain.train(tiny(), options(2));

@@ -320,6 +320,16 @@ Model& Model::finalize(const Shape& input_shape) {
   }
   for (size_t i = 0; i < popts.size(); ++i) m.opt->set_param_options(i, popts[i]);
   m.opt->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
+  m.state_names = m.trained_names;
+  if (c.lookahead_every > 0) {  // lookahead averages the floating-point buffers too (BatchNorm's statistics)
+    std::vector<Tensor> buffers;
+    for (auto& [name, t] : m.net->named_buffers())
+      if (is_float(t->dtype())) {
+        buffers.push_back(*t);
+        m.state_names.push_back(name);
+      }
+    m.opt->set_lookahead_buffers(std::move(buffers));
+  }
   m.finalized = true;
   return *this;
 }
@@ -419,13 +429,12 @@ Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, cons
   step.names = {"loss", "accuracy"};
   for (auto& [name, t] : m.net->named_buffers()) step.names.push_back(name);
   // The updated parameters (those with a gradient), then the state, as record_step returns them.
-  const auto named = m.net->named_parameters();
-  for (size_t i = 0; i < named.size(); ++i)
-    if (named[i].second->grad().defined()) step.names.push_back(named[i].first);
+  const auto& params = m.opt->params();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (params[i].grad().defined()) step.names.push_back(m.trained_names.at(i));
   for (auto& [slot, t] : m.opt->named_state()) {
     const size_t dot = slot.find('.');
-    const size_t i = std::stoul(slot.substr(0, dot));
-    step.names.push_back((i < named.size() ? named[i].first : slot.substr(0, dot)) + slot.substr(dot));
+    step.names.push_back(m.state_names.at(std::stoul(slot.substr(0, dot))) + slot.substr(dot));
   }
   AETHER_CHECK(step.names.size() == step.tensors.size(), "record_train_step", "named ", step.names.size(),
                " of ", step.tensors.size(), " tensors");

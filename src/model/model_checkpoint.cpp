@@ -46,7 +46,7 @@ void Model::save(const std::string& path) {
                        {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
-  const std::vector<std::string>& names = m.trained_names;  // the optimizer's parameters: its state's index
+  const std::vector<std::string>& names = m.state_names;  // the optimizer state's owners, by index
   for (auto& [name, t] : m.net->named_parameters()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.opt->named_state()) {
@@ -330,13 +330,19 @@ Model Model::load(const std::string& path) {
       assign.emplace_back(t, it->second);
       tensors.erase(it);
     };
-    const std::vector<std::string>& names = m.trained_names;  // the optimizer's parameters, in its order
+    // The optimizer's state owners, in its order: its parameters, then lookahead's buffers.
+    const std::vector<std::string>& names = m.state_names;
     std::vector<Tensor*> params;
     for (auto& [name, t] : m.net->named_parameters()) {
       take(name, t);
-      if (std::find(names.begin(), names.end(), name) != names.end()) params.push_back(t);
+      if (std::find(m.trained_names.begin(), m.trained_names.end(), name) != m.trained_names.end())
+        params.push_back(t);
     }
-    for (auto& [name, t] : m.net->named_buffers()) take(name, t);
+    for (auto& [name, t] : m.net->named_buffers()) {
+      take(name, t);
+      if (std::find(names.begin() + std::ptrdiff_t(params.size()), names.end(), name) != names.end())
+        params.push_back(t);
+    }
     if (!tensors.empty())
       r.fail("tensor '" + tensors.begin()->first + "'", "is not part of the architecture");
 
@@ -356,6 +362,8 @@ Model Model::load(const std::string& path) {
           idx = i;
       if (idx == names.size()) r.fail(entry, "names no trained parameter of the model");
       const std::string slot = name.substr(names[idx].size() + 1);
+      if (idx >= m.trained_names.size() && slot != "lookahead")
+        r.fail(entry, "is not a state of a buffer (lookahead's \"lookahead\" is its only one)");
       if (std::find(slots.begin(), slots.end(), slot) == slots.end())
         r.fail(entry, detail::cat("is not a state of ", m.opt->type_name(),
                                   " (its slots: ", slots.empty() ? "none" : slot_list, ")"));
@@ -372,7 +380,7 @@ Model Model::load(const std::string& path) {
     // multiple of lookahead_every), and a parameter frozen by then (ParamGroup::train_epochs) has
     // none: that slot may be missing.
     if (optimizer_steps > 0)
-      for (const auto& n : names)
+      for (const auto& n : m.trained_names)
         for (const auto& s : slots)
           if (s != "lookahead" && !present.count(n + "." + s))
             r.fail("optimizer state '" + n + "." + s + "'",

@@ -47,6 +47,9 @@ struct Model::Impl {
   std::unique_ptr<optim::Optimizer> opt;
   // The names of the optimizer's parameters, in its order (finalize): its state's index in checkpoints.
   std::vector<std::string> trained_names;
+  // The names of the optimizer's state owners (named_state()'s indices): trained_names, then with
+  // lookahead the buffers it averages (finalize).
+  std::vector<std::string> state_names;
   // Parameters trained for their first epochs only (ParamGroup::train_epochs): frozen from then on.
   std::vector<std::pair<Tensor*, int64_t>> epoch_limited;
   // The epoch's parameters that train (train() calls it before every epoch).

@@ -36,16 +36,33 @@ void Optimizer::set_lookahead_alpha(double alpha) {
   la_alpha_ = alpha;
 }
 
+void Optimizer::set_lookahead_buffers(std::vector<Tensor> buffers) {
+  AETHER_CHECK(steps_ == 0, "optimizer",
+               "lookahead buffers must be set before the first step (this one has taken ", steps_, ")");
+  for (size_t j = 0; j < buffers.size(); ++j)
+    AETHER_CHECK(
+        buffers[j].defined() && is_float(buffers[j].dtype()), "optimizer", "lookahead buffer ", j,
+        buffers[j].defined() ? " is " + std::string(dtype_name(buffers[j].dtype())) : " is undefined",
+        ", not a floating-point tensor");
+  la_buffers_ = std::move(buffers);
+  state_.resize(params_.size() + la_buffers_.size());
+}
+
 void Optimizer::lookahead_finish() {
   if (la_every_ == 0) return;
   NoGradGuard no_grad;
   std::vector<Tensor> touched;
-  for (size_t i = 0; i < params_.size(); ++i)
+  for (size_t i = 0; i < state_.size(); ++i)
     if (has_slot(i, "lookahead")) {
-      params_[i].assign(slot(i, "lookahead"));
-      touched.push_back(params_[i]);
+      Tensor t = state_owner(i);  // a handle: the parameter or buffer itself
+      t.assign(slot(i, "lookahead"));
+      touched.push_back(t);
     }
   realize(touched);
+}
+
+const Tensor& Optimizer::state_owner(size_t i) const {
+  return i < params_.size() ? params_[i] : la_buffers_.at(i - params_.size());
 }
 
 std::string Optimizer::with_param_options(const std::string& json) const {
@@ -65,8 +82,9 @@ void Optimizer::set_lr(double lr) {
 Tensor& Optimizer::slot(size_t i, const std::string& name) {
   for (auto& [n, t] : state_[i])
     if (n == name) return t;
-  state_[i].emplace_back(
-      name, Tensor::zeros(params_[i].shape(), params_[i].dtype(), params_[i].device()).realize().detach());
+  const Tensor& owner = state_owner(i);
+  state_[i].emplace_back(name,
+                         Tensor::zeros(owner.shape(), owner.dtype(), owner.device()).realize().detach());
   return state_[i].back().second;
 }
 
@@ -84,17 +102,23 @@ std::vector<std::pair<std::string, Tensor*>> Optimizer::named_state() {
 }
 
 void Optimizer::set_state(size_t i, const std::string& name, const Tensor& value) {
-  AETHER_CHECK(i < params_.size(), "optimizer", "state for parameter ", i, " but there are ", params_.size());
-  AETHER_CHECK(value.shape() == params_[i].shape() && value.dtype() == params_[i].dtype(), "optimizer",
-               "state '", name, "' of parameter ", i, " has shape ", to_string(value.shape()), " ",
-               dtype_name(value.dtype()), ", expected ", to_string(params_[i].shape()), " ",
-               dtype_name(params_[i].dtype()));
+  AETHER_CHECK(i < state_.size(), "optimizer", "state for parameter ", i, " but there are ", params_.size(),
+               " and ", la_buffers_.size(), " lookahead buffers");
+  AETHER_CHECK(i < params_.size() || name == "lookahead", "optimizer", "state '", name,
+               "' of lookahead buffer ", i - params_.size(), ": a buffer has only \"lookahead\"");
+  const Tensor& owner = state_owner(i);
+  AETHER_CHECK(value.shape() == owner.shape() && value.dtype() == owner.dtype(), "optimizer", "state '", name,
+               "' of ", i < params_.size() ? "parameter " : "lookahead buffer ",
+               i < params_.size() ? i : i - params_.size(), " has shape ", to_string(value.shape()), " ",
+               dtype_name(value.dtype()), ", expected ", to_string(owner.shape()), " ",
+               dtype_name(owner.dtype()));
   slot(i, name) = value.detach();
 }
 
 std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_realize) {
   NoGradGuard no_grad;
   ++steps_;
+  const bool la_step = lookahead_step();  // every la_every_ steps; first, the slow weights start
   std::vector<Tensor> touched = also_realize;
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = params_[i].grad();
@@ -103,8 +127,7 @@ std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_reali
                  to_string(g.shape()), ", expected ", to_string(params_[i].shape()));
     Tensor p = params_[i].detach();
     Tensor next = update(i, p, g.cast(p.dtype()), steps_);
-    if (la_every_ > 0 && !la_paused_ &&
-        steps_ % la_every_ == 0) {  // every la_every_ steps; first, the slow weights start
+    if (la_step) {
       const bool first = !has_slot(i, "lookahead");
       Tensor& slow = slot(i, "lookahead");
       if (first) {
@@ -116,6 +139,16 @@ std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_reali
     }
     params_[i].assign(next);
     touched.push_back(params_[i]);
+  }
+  // The buffers: the same lookahead step from their current (lazy) values. The buffer shares its
+  // slow values' node, so realizing the state realizes it.
+  for (size_t j = 0; la_step && j < la_buffers_.size(); ++j) {
+    const size_t i = params_.size() + j;
+    const bool first = !has_slot(i, "lookahead");
+    Tensor& slow = slot(i, "lookahead");
+    const Tensor b = la_buffers_[j].detach();
+    slow = first ? b : slow + (b - slow) * la_alpha_;
+    la_buffers_[j].assign(slow);
   }
   for (auto& per_param : state_)
     for (auto& [n, t] : per_param) touched.push_back(t);

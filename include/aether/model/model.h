@@ -102,7 +102,9 @@ struct ModelConfig {
   // parameters are the slow weights. Constant alpha: power 0 (alpha = 1 - decay). The slow weights
   // start (as the parameters) at the first multiple of lookahead_every in epoch
   // lookahead_start_epoch (0-based) or later; from then on, every epoch ends with the parameters set
-  // to the slow weights. airbench94: every 5, decay 0.95^5, power 3, start epoch 3.
+  // to the slow weights. The floating-point buffers (BatchNorm's running statistics) are averaged
+  // the same way (optim::Optimizer::set_lookahead_buffers), as airbench's lookahead averages the
+  // whole state dict. airbench94: every 5, decay 0.95^5, power 3, start epoch 3.
   int64_t lookahead_every = 0;
   double lookahead_decay = 0.5;
   double lookahead_power = 0;

@@ -66,15 +66,26 @@ class Optimizer {
   void lookahead_finish();
   // Paused: steps take no lookahead step (and do not start the slow weights); not part of config().
   void pause_lookahead(bool paused) { la_paused_ = paused; }
+  // Tensors that lookahead averages like the parameters but that this optimizer does not train: a
+  // model's BatchNorm running statistics (airbench's lookahead averages the model's whole state, so
+  // the evaluation's statistics are averaged like its weights). Each keeps slow values (state slot
+  // "lookahead" of tensor params().size() + j in named_state() and set_state()) that start and
+  // move at the parameters' lookahead steps, from the buffer's value at that step (its value after
+  // the step's forward pass when realized with it); the buffer then takes them. Call before the first
+  // step; handles to the same tensors (Tensor::assign keeps their identity).
+  void set_lookahead_buffers(std::vector<Tensor> buffers);
+  const std::vector<Tensor>& lookahead_buffers() const { return la_buffers_; }
 
   virtual std::string type_name() const = 0;
   // The hyperparameters as JSON text: {"type": "SGD", "lr": 0.1, "momentum": 0.9, ...}.
   virtual std::string config() const = 0;
-  // State tensors for checkpoints, named "<param index>.<slot>" (e.g. "3.momentum"); and the step
-  // count, restored with set_steps().
+  // State tensors for checkpoints, named "<param index>.<slot>" (e.g. "3.momentum"; index
+  // params().size() + j: lookahead buffer j's slow values); and the step count, restored with
+  // set_steps().
   std::vector<std::pair<std::string, Tensor*>> named_state();
   void set_steps(int64_t s) { steps_ = s; }
-  // Restores one state slot of parameter i (checkpoint loading); shape and dtype must match.
+  // Restores one state slot of parameter i (or lookahead buffer i - params().size()): checkpoint
+  // loading; shape and dtype must match.
   void set_state(size_t i, const std::string& slot_name, const Tensor& value);
 
  protected:
@@ -97,8 +108,14 @@ class Optimizer {
   int64_t steps_ = 0;
 
  private:
-  std::vector<std::deque<std::pair<std::string, Tensor>>> state_;  // per parameter (deque: stable references)
-  std::vector<ParamOptions> popts_;                                // per parameter
+  // The parameter, or lookahead buffer, whose state has index i.
+  const Tensor& state_owner(size_t i) const;
+  bool lookahead_step() const { return la_every_ > 0 && !la_paused_ && steps_ % la_every_ == 0; }
+
+  // Per parameter, then per lookahead buffer (deque: stable references).
+  std::vector<std::deque<std::pair<std::string, Tensor>>> state_;
+  std::vector<Tensor> la_buffers_;
+  std::vector<ParamOptions> popts_;  // per parameter
   int64_t la_every_ = 0;
   double la_alpha_ = 0.5;
   bool la_paused_ = false;
