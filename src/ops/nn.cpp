@@ -102,6 +102,17 @@ ErfParts erf_parts(const Tensor& x) {
   return {small, erf_small, erfc_large};
 }
 
+// `value`, a function of x computed without history (from x.detach()), with the gradient
+// dy * slope, `slope` its derivative, also without history: the Mul rule's gradient for its first
+// source (dy * the second) is exactly that, and the second, having no history, gets none. For
+// composites whose derivative has a closed form far cheaper than the chain rule through their pieces
+// (erf, erfc, gelu: a rational approximation, an exp and selects, each saved for backward).
+Tensor with_derivative(const Tensor& x, const Tensor& value, const Tensor& slope) {
+  return prim::record_grad(value, Op::Mul, {x, slope}, {x.node(), slope.node()}, {});
+}
+// 2 / sqrt(pi) exp(-x^2): the derivative of erf (0 at +-inf, not inf * 0).
+Tensor erf_slope(const Tensor& x) { return (-(x * x)).exp() * (2.0 / std::sqrt(std::numbers::pi)); }
+
 // ---- checks ----------------------------------------------------------------------------------------
 void check_float(const Tensor& x, const char* op) {
   AETHER_CHECK(is_float(x.dtype()), op, "expected a float tensor, got ", x.str());
@@ -178,21 +189,39 @@ Tensor elu(const Tensor& x, double alpha) {
   });
 }
 
+namespace {
+// erf and erfc of x (compute dtype, no history).
+Tensor erf_value(const Tensor& x) {
+  const ErfParts e = erf_parts(x);
+  const Tensor sign = where(x < 0.0, -1.0, Tensor::ones({}, x.dtype()));
+  return where(e.small, e.erf_small, sign * (1.0 - e.erfc_large));
+}
+Tensor erfc_value(const Tensor& x) {
+  const ErfParts e = erf_parts(x);
+  return where(e.small, 1.0 - e.erf_small, where(x < 0.0, 2.0 - e.erfc_large, e.erfc_large));
+}
+}  // namespace
+
+// d erf(x) / dx = 2 / sqrt(pi) exp(-x^2) = -d erfc(x) / dx.
 Tensor erf(const Tensor& x) {
   return in_compute(x, [](const Tensor& v) {
-    const ErfParts e = erf_parts(v);
-    const Tensor sign = where(v < 0.0, -1.0, Tensor::ones({}, v.dtype()));
-    return where(e.small, e.erf_small, sign * (1.0 - e.erfc_large));
+    const Tensor d = v.detach();
+    return with_derivative(v, erf_value(d), erf_slope(d));
   });
 }
 
 Tensor erfc(const Tensor& x) {
   return in_compute(x, [](const Tensor& v) {
-    const ErfParts e = erf_parts(v);
-    return where(e.small, 1.0 - e.erf_small, where(v < 0.0, 2.0 - e.erfc_large, e.erfc_large));
+    const Tensor d = v.detach();
+    return with_derivative(v, erfc_value(d), -erf_slope(d));
   });
 }
 
+// gelu(x) = x Phi(x), Phi(x) = erfc(-x / sqrt 2) / 2; gelu'(x) = Phi(x) + x phi(x), phi(x) =
+// exp(-x^2 / 2) / sqrt(2 pi) (x phi(x) is 0 at +-inf, not inf * 0). The backward takes Phi(x) back
+// from the output, y / x (1/2 near 0, where y / x would be 0 / 0), so it evaluates neither erfc's
+// approximation nor the chain rule through it: a division and an exp on x and y, which the next
+// layer keeps anyway (a conv saves its input for its weight gradient).
 Tensor gelu(const Tensor& x, bool tanh_approx) {
   check_float(x, "gelu");
   return in_compute(x, [&](const Tensor& v) {
@@ -201,7 +230,13 @@ Tensor gelu(const Tensor& x, bool tanh_approx) {
       const double c = 2.0 * std::sqrt(2.0 / std::numbers::pi);
       return v * stable_sigmoid((v + v * v * v * 0.044715) * c);
     }
-    return v * erfc(v * (-1.0 / std::numbers::sqrt2)) * 0.5;
+    const Tensor d = v.detach();
+    const Tensor y = d * (erfc_value(d * (-1.0 / std::numbers::sqrt2)) * 0.5);
+    const Tensor near0 = abs_of(d) < 1e-30;
+    const Tensor phi_cdf = where(near0, 0.5, y / where(near0, 1.0, d));
+    const Tensor x_pdf =
+        where(abs_of(d) < 1e4, d, 0.0) * (d * d * -0.5).exp() * (1.0 / std::sqrt(2.0 * std::numbers::pi));
+    return with_derivative(v, y, phi_cdf + x_pdf);
   });
 }
 
