@@ -53,14 +53,18 @@ data::Dataset make_data() {
 }
 
 // How the test MLP normalises: not at all, with a BatchNorm1d per rank, or with a synchronized one.
-enum class Norm { none, batch_norm, sync_batch_norm };
+enum class Norm { none, batch_norm, sync_batch_norm, batch_norm_lookahead };
 Norm norm_named(const std::string& s) {
-  return s == "bn" ? Norm::batch_norm : s == "sync-bn" ? Norm::sync_batch_norm : Norm::none;
+  return s == "bn"             ? Norm::batch_norm
+         : s == "sync-bn"      ? Norm::sync_batch_norm
+         : s == "bn-lookahead" ? Norm::batch_norm_lookahead
+                               : Norm::none;
 }
 
 // Trains the test MLP (no dropout; a BatchNorm1d after the first layer unless `norm` is none) for 3
 // epochs with `batch` samples per rank and returns its parameters, then its buffers, one after
-// another. The rank and world come from the environment.
+// another (with lookahead every 2 steps: then the optimizer's state). The rank and world come from
+// the environment.
 std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
   manual_seed(7);
   Model m;
@@ -73,6 +77,7 @@ std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
   c.lr = 0.05;
   c.momentum = 0.9;
   c.schedule = "cosine";
+  if (norm == Norm::batch_norm_lookahead) c.lookahead_every = 2;
   m.configure(c).finalize({4, 4, 1});
   const data::Dataset d = make_data();
   TrainOptions o;
@@ -85,6 +90,8 @@ std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
   std::vector<float> all;
   auto tensors = m.network().named_parameters();
   for (auto& b : m.network().named_buffers()) tensors.push_back(b);
+  if (norm == Norm::batch_norm_lookahead)
+    for (auto& s : m.optimizer()->named_state()) tensors.push_back(s);
   for (auto& [name, t] : tensors) {
     const auto v = t->to_vector<float>();
     all.insert(all.end(), v.begin(), v.end());
@@ -206,6 +213,21 @@ TEST(DistTrain, SyncBatchNormOnTwoRanksOfHalfTheBatchMatchesOneRank) {
   EXPECT_EQ(std::memcmp(s0.data(), s1.data(), s0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
   EXPECT_LT(relative_error(s0, one), 1e-4) << "2 ranks x 8 with sync batch norm vs 1 rank x 16";
   EXPECT_GT(relative_error(per_rank, one), 1e-2) << "per-rank batch norm should differ from 1 rank x 16";
+}
+
+// With per-rank BatchNorm statistics and lookahead, each epoch ends with rank 0's statistics and
+// rank 0's slow values of them on every rank: the ranks' models and optimizer states agree.
+TEST(DistTrain, LookaheadOverPerRankBatchNormEndsTheRanksAlike) {
+  TempDir tmp;
+  ASSERT_EQ(run_two_ranks(tmp.file("l"), {8, 8}, "bn-lookahead"), (std::vector<int>{0, 0}))
+      << file_text(tmp.file("l.0.log"));
+  const std::vector<float> l0 = read_floats(tmp.file("l.0")), l1 = read_floats(tmp.file("l.1"));
+  ASSERT_EQ(l0.size(), l1.size());
+  // parameters (16x32 + 32 + 32 + 32 + 32x4 + 4), buffers (2 x 32), momentum and lookahead
+  // state of every parameter, lookahead state of both buffers
+  const size_t params = 16 * 32 + 32 + 32 + 32 + 32 * 4 + 4;
+  EXPECT_EQ(l0.size(), params + 64 + 2 * params + 64);
+  EXPECT_EQ(std::memcmp(l0.data(), l1.data(), l0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
 }
 
 // Ranks that would not pair their collectives up (here: other batch sizes) stop at the start of

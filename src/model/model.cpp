@@ -562,7 +562,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     }
     m.opt->lookahead_finish();  // every epoch ends on the slow weights (once they exist)
     if (comm != nullptr) {      // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
-      broadcast_from_rank0(*comm, m.net->named_buffers());
+      // So do lookahead's slow values of them (state past the trained parameters' indices).
+      nn::NamedTensors shared = m.net->named_buffers();
+      for (auto& [name, t] : m.opt->named_state())
+        if (std::stoul(name.substr(0, name.find('.'))) >= m.opt->params().size())
+          shared.emplace_back(name, t);
+      broadcast_from_rank0(*comm, shared);
       check_ranks_agree(*comm, parameters_and_buffers(*m.net), detail::cat("after epoch ", epoch + 1));
     }
     m.epochs_done = epoch + 1;
