@@ -186,7 +186,9 @@ TEST(Lookahead, ModelEndsOnTheSlowWeightsAndResumesBitIdentically) {
   EXPECT_TRUE(saved.count("2.running_mean.lookahead") && saved.count("2.running_var.lookahead"));
   Model loaded = Model::load(ckpt);
   for (auto& [name, t] : loaded.optimizer()->named_state())
-    if (name == std::to_string(pa.size()) + ".lookahead") EXPECT_EQ(t->to_vector<double>(), ba[0]);
+    if (name == std::to_string(pa.size()) + ".lookahead") {
+      EXPECT_EQ(t->to_vector<double>(), ba[0]);
+    }
   {  // the same 2-epoch run, stopped after its first epoch's checkpoint
     Model b = make();
     TrainOptions ob = options(2);
