@@ -206,10 +206,15 @@ TEST(Lookahead, StartsAtItsEpochAndEveryEpochEndsOnTheSlowWeights) {
   o.on_epoch = [&](const EpochStats&) {
     slots.push_back(has_state(a, ".lookahead"));
     if (!slots.back()) return;
+    // State i < params().size() is a parameter's, the rest lookahead's buffers' (BatchNorm).
+    const auto& params = a.optimizer()->params();
+    const auto& buffers = a.optimizer()->lookahead_buffers();
     for (auto& [n, t] : a.optimizer()->named_state())
       if (n.size() > 10 && n.substr(n.size() - 10) == ".lookahead") {
         const size_t i = std::stoul(n.substr(0, n.find('.')));
-        EXPECT_EQ(t->to_vector<double>(), a.optimizer()->params()[i].to_vector<double>()) << n;
+        ASSERT_LT(i, params.size() + buffers.size()) << n;
+        const Tensor& owner = i < params.size() ? params[i] : buffers[i - params.size()];
+        EXPECT_EQ(t->to_vector<double>(), owner.to_vector<double>()) << n;
       }
   };
   a.train(tiny(), o);
