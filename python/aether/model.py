@@ -78,8 +78,8 @@ class Model:
         A group's `train_epochs` n > 0 trains its parameters in the first n epochs only.
         lookahead: {"every": k, "decay": d, "power": p, "start_epoch": e}: from epoch e (0-based), every
         k steps slow weights move toward the parameters by 1 - d (t/T)^p and the parameters take their
-        value; each epoch ends on the slow weights (airbench94: every 5, decay 0.95**5, power 3,
-        start_epoch 3)."""
+        value; each epoch ends on the slow weights. BatchNorm's running statistics are averaged the
+        same way (airbench94: every 5, decay 0.95**5, power 3, start_epoch 3)."""
         if not isinstance(loss, Loss):
             raise TypeError(f"configure: loss must be an aether loss, got {type(loss).__name__}")
         if not hasattr(optimizer, "config"):
