@@ -80,6 +80,7 @@ void Optimizer::set_lr(double lr) {
 }
 
 Tensor& Optimizer::slot(size_t i, const std::string& name) {
+  if (host_ != nullptr) return host_->slot(host_index_[i], name);
   for (auto& [n, t] : state_[i])
     if (n == name) return t;
   const Tensor& owner = state_owner(i);
@@ -89,6 +90,7 @@ Tensor& Optimizer::slot(size_t i, const std::string& name) {
 }
 
 bool Optimizer::has_slot(size_t i, const std::string& name) const {
+  if (host_ != nullptr) return host_->has_slot(host_index_[i], name);
   for (const auto& [n, t] : state_[i])
     if (n == name) return true;
   return false;

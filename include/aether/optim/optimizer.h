@@ -108,6 +108,8 @@ class Optimizer {
   int64_t steps_ = 0;
 
  private:
+  friend class Composite;  // forwards updates to its parts, which keep their state in it
+
   // The parameter, or lookahead buffer, whose state has index i.
   const Tensor& state_owner(size_t i) const;
   bool lookahead_step() const { return la_every_ > 0 && !la_paused_ && steps_ % la_every_ == 0; }
@@ -116,6 +118,9 @@ class Optimizer {
   std::vector<std::deque<std::pair<std::string, Tensor>>> state_;
   std::vector<Tensor> la_buffers_;
   std::vector<ParamOptions> popts_;  // per parameter
+  // A part of a Composite: the state of parameter i is slot (host_index_[i], name) of host_.
+  Optimizer* host_ = nullptr;
+  std::vector<size_t> host_index_;
   int64_t la_every_ = 0;
   double la_alpha_ = 0.5;
   bool la_paused_ = false;
