@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <vector>
@@ -147,6 +148,16 @@ std::vector<double> values(Model& m, const std::string& name) {
   ADD_FAILURE() << "no parameter " << name;
   return {};
 }
+// `m` trained for 3 epochs with a checkpoint after each, stopped after the second: the checkpoint.
+Model stopped_after_two_epochs(Model m, const std::string& ckpt) {
+  TrainOptions o = options(3);
+  o.checkpoint_path = ckpt;
+  o.on_epoch = [](const EpochStats& e) {
+    if (e.epoch == 1) throw std::runtime_error("stop");
+  };
+  EXPECT_THROW(m.train(tiny(), o), std::runtime_error);
+  return Model::load(ckpt);
+}
 bool has_state(Model& m, const std::string& suffix) {
   for (auto& [n, t] : m.optimizer()->named_state())
     if (n.size() >= suffix.size() && n.compare(n.size() - suffix.size(), suffix.size(), suffix) == 0)
@@ -178,16 +189,8 @@ TEST(ParamGroups, TrainEpochsFreezeAParameterAfterItsEpochs) {
   EXPECT_EQ(bias_after[2], bias_after[0]);
   EXPECT_NE(weight_after[1], weight_after[0]);  // the others train on
   EXPECT_NE(weight_after[2], weight_after[1]);
-  {  // stopped after epoch 2 (the bias frozen), resumed for the third
-    Model b = make(groups);
-    TrainOptions ob = options(3);
-    ob.checkpoint_path = ckpt;
-    ob.on_epoch = [](const EpochStats& e) {
-      if (e.epoch == 1) throw std::runtime_error("stop");
-    };
-    EXPECT_THROW(b.train(tiny(), ob), std::runtime_error);
-  }
-  Model c = Model::load(ckpt);
+  // Stopped after epoch 2 (the bias frozen), resumed for the third.
+  Model c = stopped_after_two_epochs(make(groups), ckpt);
   EXPECT_EQ(c.config().param_groups.at(0).train_epochs, 1);
   c.train(tiny(), options(3));
   for (const char* n : {"0.weight", "0.bias", "1.weight", "1.bias", "4.weight"})
@@ -331,4 +334,115 @@ TEST(AirbenchPreset, TrainsWithItsFrozenAndGroupedParameters) {
         n.find(".weight") != std::string::npos) {
       EXPECT_EQ(t->to_vector<float>(), std::vector<float>(size_t(t->numel()), 1.0f)) << n;
     }
+}
+
+// A group's own optimizer (airbench94_muon's split): the conv filter by Muon (momentum 0.6), the
+// rest by the config's SGD; the model's optimizer is then a Composite of the two. A checkpoint
+// written after epoch 2 resumes bit-identically (the Muon slot included), a group under SGD instead
+// trains differently, and a parameter Muon cannot train is named in the error.
+TEST(ParamGroups, AGroupsOwnOptimizerTrainsItsParametersAndResumes) {
+  const fs::path dir = fs::temp_directory_path() / ("aether_group_optimizer_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string ckpt = (dir / "m.aether").string();
+  const std::vector<ParamGroup> groups = {
+      {.match = "*.weight", .layer = "Conv2d", .lr_scale = 0.5, .optimizer = "muon", .momentum = 0.6}};
+  Model a = make(groups);
+  EXPECT_EQ(a.optimizer()->type_name(), "Composite");
+  const auto parts = nlohmann::json::parse(a.optimizer()->config()).at("parts");
+  ASSERT_EQ(parts.size(), 2u);
+  EXPECT_EQ(parts[0].at("optimizer").at("type"), "Muon");
+  EXPECT_EQ(parts[0].at("optimizer").at("momentum"), 0.6);
+  EXPECT_EQ(parts[0].at("params"), nlohmann::json({0}));  // "0.weight"
+  EXPECT_EQ(parts[1].at("optimizer").at("type"), "SGD");
+  a.train(tiny(), options(3));
+  EXPECT_TRUE(has_state(a, "0.momentum") && has_state(a, "1.momentum"));
+  Model c = stopped_after_two_epochs(make(groups), ckpt);
+  EXPECT_EQ(c.config().param_groups.at(0).optimizer, "muon");
+  EXPECT_EQ(c.config().param_groups.at(0).momentum, 0.6);
+  c.train(tiny(), options(3));
+  for (const char* n : {"0.weight", "0.bias", "1.bias", "4.weight"})
+    EXPECT_EQ(values(c, n), values(a, n)) << n;
+  Model s =
+      make({{.match = "*.weight", .layer = "Conv2d", .lr_scale = 0.5, .optimizer = "sgd", .momentum = 0.6}});
+  s.train(tiny(), options(3));
+  EXPECT_NE(values(s, "0.weight"), values(a, "0.weight"));
+  fs::remove_all(dir);
+  try {
+    make({{.match = "0.*", .optimizer = "muon"}});
+    ADD_FAILURE() << "a bias given to muon was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("parameter '0.bias' (Conv2d, shape (3,)) is given to muon"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(make({{.match = "*", .optimizer = "lion"}}), Error);
+  EXPECT_THROW(make({{.match = "*", .momentum = NAN}}), Error);
+}
+
+// Triangle without a rising part (airbench94_muon): lr (1 - step / total), from the first step.
+TEST(Triangle, WithoutARisingPartOnlyFalls) {
+  optim::TriangleLR s(3.0, 200, 0, 1, 0);
+  for (int64_t i : {0, 1, 75, 199, 200}) EXPECT_NEAR(s.lr(i), 3.0 * (1 - double(i) / 200), 1e-12) << i;
+}
+
+// airbench94_muon: airbench94's network with the head's weight at standard deviation 1 and its
+// output divided by 256; the 6 conv3x3 filters under Muon (3 Newton-Schulz steps, momentum 0.6,
+// normalised weights, lr 0.24), the biases and the head under Nesterov SGD (momentum 0.85, lr 106 and
+// 1340 on the mean loss: airbench's 0.053 and 0.67 on the sum of 2000); 8 epochs of 2000; then a
+// short training run keeps the whitening filters.
+TEST(AirbenchPreset, Airbench94MuonRecipe) {
+  manual_seed(3);
+  Preset p = make_preset("airbench94_muon", {32, 32, 3}, 10);
+  Model m = from_preset(p);
+  EXPECT_EQ(m.network().num_parameters(), 1972792);
+  EXPECT_EQ(trained_params(m), 1972792 - 288 - (64 + 64 + 256 + 256 + 256 + 256));
+  EXPECT_EQ(p.epochs, 8);
+  EXPECT_EQ(p.data.batch_size, 2000);
+  EXPECT_TRUE(p.data.crop_reflect && p.data.alternate_flips && p.data.drop_last);
+  EXPECT_EQ(p.tta, TTA::flip_translate);
+  EXPECT_EQ(p.config.lookahead_every, 0);
+  EXPECT_NEAR(p.config.lr, 106, 1e-9);
+  const auto j = nlohmann::json::parse(m.optimizer()->config());
+  ASSERT_EQ(j.at("type"), "Composite");
+  ASSERT_EQ(j.at("parts").size(), 2u);
+  const auto& sgd = j.at("parts")[0].at("optimizer");
+  const auto& muon = j.at("parts")[1].at("optimizer");
+  EXPECT_EQ(sgd.at("type"), "SGD");
+  EXPECT_EQ(sgd.at("momentum"), 0.85);
+  EXPECT_EQ(muon.at("type"), "Muon");
+  EXPECT_EQ(muon.at("momentum"), 0.6);
+  EXPECT_EQ(muon.at("ns_steps"), 3);
+  EXPECT_EQ(muon.at("normalize_weights"), true);
+  std::vector<double> muon_lrs;
+  for (size_t i : j.at("parts")[1].at("params").get<std::vector<size_t>>()) {
+    EXPECT_EQ(m.optimizer()->params()[i].ndim(), 4) << i;
+    EXPECT_EQ(m.optimizer()->param_options(i).weight_decay, 0.0) << i;  // none on the filters
+    muon_lrs.push_back(p.config.lr * m.optimizer()->param_options(i).lr_scale);
+  }
+  ASSERT_EQ(muon_lrs.size(), 6u);
+  for (double lr : muon_lrs) EXPECT_NEAR(lr, 0.24, 1e-12);
+  // The head: lr 0.67 x 2000, weight decay 2e-6 x 2000 / 0.67 / 2000; standard deviation 1.
+  const size_t head = m.optimizer()->params().size() - 1;
+  EXPECT_NEAR(p.config.lr * m.optimizer()->param_options(head).lr_scale, 1340, 1e-9);
+  EXPECT_NEAR(m.optimizer()->param_options(head).weight_decay, 2e-6 / 0.67, 1e-15);
+  const auto w = values(m, "25.weight");
+  ASSERT_EQ(w.size(), 2560u);
+  double mean = 0, ss = 0;
+  for (double v : w) mean += v / double(w.size());
+  for (double v : w) ss += (v - mean) * (v - mean);
+  EXPECT_NEAR(std::sqrt(ss / double(w.size() - 1)), 1.0, 1e-5);
+  EXPECT_NE(m.network()[26]->config().find("0.00390625"), std::string::npos) << m.network()[26]->config();
+  // A short run: finite, the whitening filters fixed.
+  const data::Dataset d = cifar_like(32);
+  TrainOptions o;
+  o.epochs = 1;
+  o.data = p.data;
+  o.data.batch_size = 16;
+  o.progress = false;
+  std::tie(o.data.mean, o.data.std) = data::channel_stats(d);
+  p.init(*p.network, d, o.data);
+  const auto w0 = values(m, "0.weight");
+  const History h = m.train(d, o);
+  EXPECT_TRUE(std::isfinite(h.epochs.back().train_loss));
+  EXPECT_EQ(values(m, "0.weight"), w0);
 }

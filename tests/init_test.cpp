@@ -72,6 +72,20 @@ TEST(Init, DiracFiltersPassTheirChannelsThrough) {
   for (size_t k = 3 * 27; k < after.size(); ++k) EXPECT_EQ(after[k], before[k]) << k;
 }
 
+// Scaled, not centred: w / std(w) with torch's unbiased std (airbench94_muon's head).
+TEST(Init, UnitStdScalesToStandardDeviationOne) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3, 6}, {2, 2});
+  nn::init::unit_std(w);
+  const double sd = std::sqrt((4.0 + 1.0 + 0.0 + 9.0) / 3.0);  // mean 3, unbiased
+  const std::vector<float> want = {float(1 / sd), float(2 / sd), float(3 / sd), float(6 / sd)};
+  const auto got = w.to_vector<float>();
+  for (size_t i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(got[i], want[i]) << i;
+  EXPECT_EQ(w.shape(), (Shape{2, 2}));
+  Tensor flat = Tensor::full({3}, 2.0), one = Tensor::zeros({1});
+  EXPECT_THROW(nn::init::unit_std(flat), Error);  // constant: no deviation to scale
+  EXPECT_THROW(nn::init::unit_std(one), Error);
+}
+
 TEST(Init, ErrorsNameWhatDoesNotFit) {
   const Tensor x = correlated_images(2, 5, 5);
   auto expect_error = [](auto f, const std::string& part) {

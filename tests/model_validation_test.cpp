@@ -398,8 +398,10 @@ TEST(ModelLoadValidation, OptimizerSlots) {
   Saved s;
   const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
   // Renamed (an unknown slot), missing, non-finite, the wrong shape or dtype, naming no parameter.
-  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.velocity"; }),
-            where + "optimizer state '0.weight.velocity' is not a state of SGD (its slots: momentum)");
+  EXPECT_EQ(
+      s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.velocity"; }),
+      where +
+          "optimizer state '0.weight.velocity' is not a state of SGD for '0.weight' (its slots: momentum)");
   EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o.erase(o.begin() + 1); }),
             where + "optimizer state '0.bias.momentum' is missing (the optimizer has taken 4 steps)");
   EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o.clear(); }),
@@ -434,9 +436,10 @@ TEST(ModelLoadValidation, OptimizerSlots) {
 TEST(ModelLoadValidation, AdamSlots) {
   Saved s("adam");
   const std::string where = "load: " + s.tmp.file("bad.aether") + ": ";
-  EXPECT_EQ(
-      s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.momentum"; }),
-      where + "optimizer state '0.weight.momentum' is not a state of Adam (its slots: exp_avg, exp_avg_sq)");
+  EXPECT_EQ(s.load_error([](json&, NamedTensors&, NamedTensors& o) { o[0].first = "0.weight.momentum"; }),
+            where +
+                "optimizer state '0.weight.momentum' is not a state of Adam for '0.weight' (its slots: "
+                "exp_avg, exp_avg_sq)");
   EXPECT_EQ(
       s.load_error([](json&, NamedTensors&, NamedTensors& o) { set_first(o, "0.weight.exp_avg_sq", -1); }),
       where + "optimizer state '0.weight.exp_avg_sq' holds the negative value -1 (a variance)");

@@ -67,6 +67,30 @@ class Model:
         _aether.manual_seed(self._seed)
         return self
 
+    @staticmethod
+    def _group_config(group: Dict[str, Any], main: Any, cfg: Dict[str, Any]) -> Dict[str, Any]:
+        # A group's optimizer instance: its name, and its lr (as a scale of the main one's), momentum,
+        # weight decay and Muon settings (shared by every muon group).
+        opt = group.get("optimizer")
+        if opt is None or isinstance(opt, str):
+            return group
+        if not hasattr(opt, "config"):
+            raise TypeError(f"configure: param_groups optimizer must be an aether optimizer or a name, "
+                            f"got {type(opt).__name__}")
+        oc = opt.config()
+        group["optimizer"] = oc["optimizer"]
+        group.setdefault("lr_scale", oc["lr"] / main.lr)
+        group.setdefault("weight_decay", oc["weight_decay"])
+        if "momentum" in oc:
+            group.setdefault("momentum", oc["momentum"])
+            if oc.get("nesterov", cfg.get("nesterov", False)) != cfg.get("nesterov", False):
+                raise ValueError("configure: a param group's optimizer must use the main optimizer's nesterov "
+                                 f"({cfg.get('nesterov', False)})")
+        for key in ("muon_ns_steps", "muon_normalize_weights"):
+            if key in oc:
+                cfg[key] = oc[key]
+        return group
+
     def configure(self, loss: Loss, optimizer: Any, accuracy: Any = None,
                   param_groups: Optional[List[Dict[str, Any]]] = None,
                   lookahead: Optional[Dict[str, float]] = None) -> "Model":
@@ -76,6 +100,10 @@ class Model:
         and whose `layer` (a layer type, "" any) holds it; `lr_scale` multiplies the learning rate,
         `weight_decay` replaces the optimizer's, `frozen` parameters are not trained.
         A group's `train_epochs` n > 0 trains its parameters in the first n epochs only.
+        A group's `optimizer` trains it with another optimizer: an instance (its lr, momentum and
+        weight decay become the group's; e.g. Muon(lr=0.24, momentum=0.6, ns_steps=3) for the conv
+        filters, as airbench94_muon) or a name ("sgd", "adam", "adamw", "muon") with the main
+        optimizer's settings and the group's `momentum`.
         lookahead: {"every": k, "decay": d, "power": p, "start_epoch": e}: from epoch e (0-based), every
         k steps slow weights move toward the parameters by 1 - d (t/T)^p and the parameters take their
         value; each epoch ends on the slow weights. BatchNorm's running statistics are averaged the
@@ -87,7 +115,7 @@ class Model:
         accuracy = accuracy or (RegressionAccuracy() if loss.regression else CategoricalAccuracy())
         cfg = {**optimizer.config(), **loss.config(), **accuracy.config()}
         if param_groups:
-            cfg["param_groups"] = [dict(g) for g in param_groups]
+            cfg["param_groups"] = [self._group_config(dict(g), optimizer, cfg) for g in param_groups]
         if lookahead:
             unknown = set(lookahead) - {"every", "decay", "power", "start_epoch"}
             if unknown:

@@ -66,3 +66,23 @@ class AdamW(Adam):
                  weight_decay: float = 0.01, schedule: str = "constant", warmup_fraction: float = 0.2,
                  clip_grad_norm: float = 0.0):
         super().__init__(lr, beta1, beta2, eps, weight_decay, schedule, warmup_fraction, clip_grad_norm)
+
+
+class Muon(Optimizer):
+    """Muon (airbench94_muon's): Nesterov momentum orthogonalised by ns_steps Newton-Schulz
+    iterations, for parameters of 2 or more dims (conv filters, matrices); normalize_weights scales
+    each weight to Frobenius norm sqrt(rows) before its step. Alone it needs every trained parameter
+    to have 2 or more dims; usually it trains a parameter group of another optimizer's model:
+    configure(SGD(...), param_groups=[{"match": "*.weight", "layer": "Conv2d", "optimizer": Muon(...)}])
+    (the group then takes this lr, momentum and weight decay; nesterov must be the main optimizer's)."""
+
+    def __init__(self, lr: float = 0.02, momentum: float = 0.95, nesterov: bool = True, ns_steps: int = 5,
+                 normalize_weights: bool = False, weight_decay: float = 0.0, schedule: str = "constant",
+                 warmup_fraction: float = 0.2, clip_grad_norm: float = 0.0):
+        super().__init__(lr, weight_decay, schedule, warmup_fraction, clip_grad_norm)
+        self.momentum, self.nesterov = float(momentum), bool(nesterov)
+        self.ns_steps, self.normalize_weights = int(ns_steps), bool(normalize_weights)
+
+    def config(self):
+        return {**super().config(), "optimizer": "muon", "momentum": self.momentum, "nesterov": self.nesterov,
+                "muon_ns_steps": self.ns_steps, "muon_normalize_weights": self.normalize_weights}

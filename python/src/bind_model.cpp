@@ -76,6 +76,10 @@ ModelConfig config_from(const nb::dict& d) {
       c.lr_start_factor = nb::cast<double>(v);
     else if (key == "lr_end_factor")
       c.lr_end_factor = nb::cast<double>(v);
+    else if (key == "muon_ns_steps")
+      c.muon_ns_steps = nb::cast<int64_t>(v);
+    else if (key == "muon_normalize_weights")
+      c.muon_normalize_weights = nb::cast<bool>(v);
     else if (key == "param_groups")
       for (nb::handle item : nb::cast<nb::list>(v)) {
         ParamGroup g;
@@ -93,10 +97,16 @@ ModelConfig config_from(const nb::dict& d) {
             g.frozen = nb::cast<bool>(gv);
           else if (name == "train_epochs")
             g.train_epochs = nb::cast<int64_t>(gv);
+          else if (name == "optimizer")
+            g.optimizer = nb::cast<std::string>(gv);
+          else if (name == "momentum")
+            g.momentum = nb::cast<double>(gv);
           else
-            throw nb::value_error(("configure: unknown param_groups key '" + name +
-                                   "' (match, layer, lr_scale, weight_decay, frozen, train_epochs)")
-                                      .c_str());
+            throw nb::value_error(
+                ("configure: unknown param_groups key '" + name +
+                 "' (match, layer, lr_scale, weight_decay, frozen, train_epochs, optimizer, "
+                 "momentum)")
+                    .c_str());
         }
         c.param_groups.push_back(g);
       }
@@ -129,6 +139,8 @@ nb::dict config_dict(const ModelConfig& c) {
   d["lookahead_start_epoch"] = c.lookahead_start_epoch;
   d["lr_start_factor"] = c.lr_start_factor;
   d["lr_end_factor"] = c.lr_end_factor;
+  d["muon_ns_steps"] = c.muon_ns_steps;
+  d["muon_normalize_weights"] = c.muon_normalize_weights;
   nb::list groups;
   for (const ParamGroup& g : c.param_groups) {
     nb::dict gd;
@@ -138,6 +150,8 @@ nb::dict config_dict(const ModelConfig& c) {
     gd["weight_decay"] = g.weight_decay;
     gd["frozen"] = g.frozen;
     gd["train_epochs"] = g.train_epochs;
+    gd["optimizer"] = g.optimizer;
+    gd["momentum"] = g.momentum;
     groups.append(gd);
   }
   d["param_groups"] = groups;

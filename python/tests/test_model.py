@@ -225,6 +225,46 @@ def test_param_groups_freeze_and_scale_parameters(fmnist):
                              param_groups=[{"match": "*", "lr": 2}])
 
 
+def muon_cnn(conv_optimizer):
+    m = ae.Model()
+    m.manual_seed(4)
+    m.add(ae.Conv2d(1, 8, (3, 3), (1, 1), padding="same"))
+    m.add(ae.BatchNorm())
+    m.add(ae.ReLU())
+    m.add(ae.GlobalAvgPool())
+    m.add(ae.Dense(8, 10))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9, nesterov=True),
+                param_groups=[{"match": "0.weight", "optimizer": conv_optimizer}])
+    m.finalize((28, 28, 1))
+    return m
+
+
+def test_a_param_group_trained_by_muon(fmnist):
+    # The conv filter under Muon (its lr, momentum and Newton-Schulz steps), the rest under SGD; a
+    # group under SGD instead trains the filter differently.
+    x, y, _, _ = fmnist
+    m = muon_cnn(ae.Muon(lr=0.02, momentum=0.6, ns_steps=3, normalize_weights=True))
+    group = m._cpp.config["param_groups"][0]
+    assert group["optimizer"] == "muon" and group["momentum"] == 0.6
+    assert group["lr_scale"] == pytest.approx(0.4)
+    assert m._cpp.config["muon_ns_steps"] == 3 and m._cpp.config["muon_normalize_weights"]
+    before = {n: t.numpy().copy() for n, t in m.named_parameters()}
+    m.train(x[:256], y[:256], epochs=1, batch_size=64, verbose=False)
+    after = {n: t.numpy() for n, t in m.named_parameters()}
+    assert all(not np.array_equal(before[n], after[n]) for n in before)
+    s = muon_cnn(ae.SGD(lr=0.02, momentum=0.6, nesterov=True))
+    s.train(x[:256], y[:256], epochs=1, batch_size=64, verbose=False)
+    assert not np.allclose(dict((n, t.numpy()) for n, t in s.named_parameters())["0.weight"], after["0.weight"])
+    with pytest.raises(ValueError, match="nesterov"):
+        muon_cnn(ae.Muon(lr=0.02, nesterov=False))
+    with pytest.raises(ValueError, match="parameter '0.bias'.*muon"):
+        bad = ae.Model()
+        bad.add(ae.Conv2d(1, 8, (3, 3), (1, 1), padding="same")).add(ae.GlobalAvgPool()).add(ae.Dense(8, 10))
+        bad.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05),
+                      param_groups=[{"match": "0.*", "optimizer": "muon"}])
+        bad.finalize((28, 28, 1))
+
+
 def test_evaluate_with_test_time_augmentation(fmnist):
     x, y, xt, yt = fmnist
     m = small_cnn(seed=2)

@@ -1,6 +1,7 @@
 // `aether train`, `aether evaluate`, `aether summary`: the Model API on real data from the CLI.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -47,6 +48,18 @@ struct TrainValues {
 
 // `restarted`: a worker that `aether launch` started again resumes from its --save checkpoint,
 // which its own command line wrote (so the options the checkpoint fixes may be given).
+// "sgd", or with parameter groups under other optimizers "sgd+muon" (the config's first).
+std::string optimizer_names(const ModelConfig& c) {
+  std::string names = c.optimizer;
+  std::vector<std::string> seen{c.optimizer};
+  for (const ParamGroup& g : c.param_groups)
+    if (!g.frozen && !g.optimizer.empty() && std::find(seen.begin(), seen.end(), g.optimizer) == seen.end()) {
+      seen.push_back(g.optimizer);
+      names += "+" + g.optimizer;
+    }
+  return names;
+}
+
 TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   const std::string cmd = "train";
   TrainValues v;
@@ -223,7 +236,7 @@ int run_train(const TrainArgs& given) {
       "%s lr %g, %s, %d threads\n",
       model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n), static_cast<long long>(test.n),
       int(train.h), int(train.w), int(train.c), static_cast<long long>(opt.epochs),
-      static_cast<long long>(opt.data.batch_size), model.config().optimizer.c_str(), model.config().lr,
+      static_cast<long long>(opt.data.batch_size), optimizer_names(model.config()).c_str(), model.config().lr,
       a.device.c_str(), omp_get_max_threads());
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
@@ -355,8 +368,10 @@ void register_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
   add_text_option(*cmd, "--dataset", t.dataset,
                   "fashion-mnist or cifar10 (default: fashion-mnist, or the --resume checkpoint's)", "NAME");
-  add_text_option(*cmd, "--model", t.model,
-                  "preset: mlp, lenet, cifarnet, airbench94, airbench93 (default: lenet / cifarnet)", "NAME");
+  add_text_option(
+      *cmd, "--model", t.model,
+      "preset: mlp, lenet, cifarnet, airbench94, airbench93, airbench94_muon (default: lenet / cifarnet)",
+      "NAME");
   add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");
   add_text_option(*cmd, "--batch-size", t.batch_size, "batch size, 1..65536 (default: the preset's)", "INT");
   add_text_option(*cmd, "--lr", t.lr, "peak learning rate, > 0 (default: the preset's)", "FLOAT");
@@ -395,7 +410,8 @@ void register_train(CLI::App& app) {
 
   static SummaryArgs s;
   auto* su = app.add_subcommand("summary", "Print a preset's layers, output shapes and parameters");
-  su->add_option("--model", s.model, "mlp, lenet, cifarnet, airbench94 or airbench93")->capture_default_str();
+  su->add_option("--model", s.model, "mlp, lenet, cifarnet, airbench94, airbench93 or airbench94_muon")
+      ->capture_default_str();
   su->add_option("--dataset", s.dataset, "fashion-mnist or cifar10 (sets the input shape)");
   su->callback([] { exit_code() = run_summary(s); });
 }

@@ -12,6 +12,8 @@
 
 #include "aether/backend/cuda.h"
 #include "aether/dist/communicator.h"
+#include "aether/optim/composite.h"
+#include "aether/optim/muon.h"
 #include "core/config.h"
 #include "data_parallel.h"
 #include "io/json.h"
@@ -30,7 +32,9 @@ nlohmann::json param_groups_to_json(const std::vector<ParamGroup>& groups) {
                  {"lr_scale", g.lr_scale},
                  {"weight_decay", g.weight_decay},
                  {"frozen", g.frozen},
-                 {"train_epochs", g.train_epochs}});
+                 {"train_epochs", g.train_epochs},
+                 {"optimizer", g.optimizer},
+                 {"momentum", g.momentum}});
   return a;
 }
 nlohmann::json config_to_json(const ModelConfig& c) {
@@ -44,6 +48,8 @@ nlohmann::json config_to_json(const ModelConfig& c) {
           {"beta1", c.beta1},
           {"beta2", c.beta2},
           {"eps", c.eps},
+          {"muon_ns_steps", c.muon_ns_steps},
+          {"muon_normalize_weights", c.muon_normalize_weights},
           {"schedule", c.schedule},
           {"warmup_fraction", c.warmup_fraction},
           {"lr_start_factor", c.lr_start_factor},
@@ -80,6 +86,8 @@ ModelConfig config_from_json(const nlohmann::json& j) {
   c.lookahead_start_epoch = j.value("lookahead_start_epoch", int64_t(0));
   c.lr_start_factor = j.value("lr_start_factor", 0.0);
   c.lr_end_factor = j.value("lr_end_factor", 0.0);
+  c.muon_ns_steps = j.value("muon_ns_steps", int64_t(5));
+  c.muon_normalize_weights = j.value("muon_normalize_weights", false);
   for (const nlohmann::json& g : j.value("param_groups", nlohmann::json::array())) {  // likewise
     ParamGroup p;
     p.match = g.at("match");
@@ -88,16 +96,23 @@ ModelConfig config_from_json(const nlohmann::json& j) {
     p.weight_decay = g.at("weight_decay");
     p.frozen = g.at("frozen");
     p.train_epochs = g.value("train_epochs", int64_t(0));
+    p.optimizer = g.value("optimizer", std::string());
+    p.momentum = g.value("momentum", -1.0);
     c.param_groups.push_back(p);
   }
   return c;
+}
+bool known_optimizer(const std::string& name) {
+  return name == "sgd" || name == "adam" || name == "adamw" || name == "muon";
 }
 void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.loss == "cross_entropy" || c.loss == "categorical_cross_entropy" || c.loss == "mse",
                "configure", "unknown loss '", c.loss,
                "' (expected cross_entropy, categorical_cross_entropy or mse)");
-  AETHER_CHECK(c.optimizer == "sgd" || c.optimizer == "adam" || c.optimizer == "adamw", "configure",
-               "unknown optimizer '", c.optimizer, "' (expected sgd, adam or adamw)");
+  AETHER_CHECK(known_optimizer(c.optimizer), "configure", "unknown optimizer '", c.optimizer,
+               "' (expected sgd, adam, adamw or muon)");
+  AETHER_CHECK(c.muon_ns_steps >= 1 && c.muon_ns_steps <= 100, "configure",
+               "muon_ns_steps must be in [1, 100], got ", c.muon_ns_steps);
   AETHER_CHECK(c.schedule == "constant" || c.schedule == "one_cycle" || c.schedule == "warmup_linear" ||
                    c.schedule == "cosine" || c.schedule == "step" || c.schedule == "triangle",
                "configure", "unknown schedule '", c.schedule,
@@ -112,8 +127,9 @@ void check_config(const ModelConfig& c) {
   AETHER_CHECK(c.lr > 0 && std::isfinite(c.lr), "configure", "learning rate must be > 0, got ", c.lr);
   AETHER_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 1, "configure",
                "label_smoothing must be in [0, 1)");
-  AETHER_CHECK(c.warmup_fraction > 0 && c.warmup_fraction < 1, "configure",
-               "warmup_fraction must be in (0, 1)");
+  AETHER_CHECK((c.warmup_fraction > 0 || (c.warmup_fraction == 0 && c.schedule == "triangle")) &&
+                   c.warmup_fraction < 1,
+               "configure", "warmup_fraction must be in (0, 1) (triangle: [0, 1)), got ", c.warmup_fraction);
   AETHER_CHECK(c.momentum >= 0 && std::isfinite(c.momentum), "configure",
                "momentum must be finite and >= 0, got ", c.momentum);
   AETHER_CHECK(c.weight_decay >= 0 && std::isfinite(c.weight_decay), "configure",
@@ -146,6 +162,11 @@ void check_config(const ModelConfig& c) {
                  "]: train_epochs must be >= 0 (0: every epoch), got ", g.train_epochs);
     AETHER_CHECK(!(g.frozen && g.train_epochs > 0), "configure", "param_groups[", k,
                  "]: frozen and train_epochs ", g.train_epochs, " contradict each other");
+    AETHER_CHECK(g.optimizer.empty() || known_optimizer(g.optimizer), "configure", "param_groups[", k,
+                 "]: unknown optimizer '", g.optimizer,
+                 "' (expected \"\" for the config's, sgd, adam, adamw or muon)");
+    AETHER_CHECK(std::isfinite(g.momentum), "configure", "param_groups[", k,
+                 "]: momentum must be finite (< 0: the config's), got ", g.momentum);
   }
 }
 
@@ -195,16 +216,55 @@ bool non_negative_entry(const std::string& name) {
   return ends_with(name, ".running_var") || ends_with(name, ".exp_avg_sq");
 }
 
-// The optimizer state slots of each parameter once the optimizer has taken a step.
-std::vector<std::string> optimizer_slots(const ModelConfig& c) {
+std::vector<std::string> optimizer_slots(const ModelConfig& c, const std::string& optimizer,
+                                         double momentum) {
   std::vector<std::string> s;
-  if (c.optimizer == "sgd") {
-    if (c.momentum != 0) s.push_back("momentum");
+  if (optimizer == "sgd" || optimizer == "muon") {
+    if (momentum != 0) s.push_back("momentum");
   } else {
     s = {"exp_avg", "exp_avg_sq"};
   }
   if (c.lookahead_every > 0) s.push_back("lookahead");
   return s;
+}
+
+// One optimizer of the config's hyperparameters over `params`, `optimizer` with `momentum`.
+std::unique_ptr<optim::Optimizer> make_one(const ModelConfig& c, std::vector<Tensor> params,
+                                           const std::string& optimizer, double momentum) {
+  if (optimizer == "sgd")
+    return std::make_unique<optim::SGD>(std::move(params),
+                                        optim::SGDOptions{c.lr, momentum, 0, c.nesterov, c.weight_decay});
+  if (optimizer == "muon")
+    return std::make_unique<optim::Muon>(std::move(params),
+                                         optim::MuonOptions{c.lr, momentum, c.nesterov, int(c.muon_ns_steps),
+                                                            c.weight_decay, c.muon_normalize_weights});
+  return std::make_unique<optim::Adam>(std::move(params),
+                                       optim::AdamOptions{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay},
+                                       optimizer == "adamw");
+}
+std::unique_ptr<optim::Optimizer> make_optimizer(const ModelConfig& c, const std::vector<Tensor>& params,
+                                                 const std::vector<std::pair<std::string, double>>& rules) {
+  // One part per (optimizer, momentum), in the order of their first parameter.
+  std::vector<std::pair<std::string, double>> kinds;
+  std::vector<std::vector<size_t>> members;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const size_t k = size_t(std::find(kinds.begin(), kinds.end(), rules[i]) - kinds.begin());
+    if (k == kinds.size()) {
+      kinds.push_back(rules[i]);
+      members.emplace_back();
+    }
+    members[k].push_back(i);
+  }
+  if (kinds.size() <= 1)  // one optimizer (no parameter to train: the config's)
+    return make_one(c, params, kinds.empty() ? c.optimizer : kinds[0].first,
+                    kinds.empty() ? c.momentum : kinds[0].second);
+  std::vector<optim::Composite::Part> parts;
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    std::vector<Tensor> own;
+    for (size_t i : members[k]) own.push_back(params[i]);
+    parts.push_back({make_one(c, std::move(own), kinds[k].first, kinds[k].second), members[k]});
+  }
+  return std::make_unique<optim::Composite>(params, c.lr, std::move(parts));
 }
 
 // The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
@@ -285,6 +345,7 @@ Model& Model::finalize(const Shape& input_shape) {
   collect_params(*m.net, "", infos);
   std::vector<Tensor> params;
   std::vector<optim::ParamOptions> popts;
+  std::vector<std::pair<std::string, double>> rules;  // per trained parameter: optimizer, momentum
   std::vector<bool> used(c.param_groups.size(), false);
   m.trained_names.clear();
   m.epoch_limited.clear();
@@ -305,28 +366,32 @@ Model& Model::finalize(const Shape& input_shape) {
     m.trained_names.push_back(p.name);
     popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
                           : optim::ParamOptions{});
+    rules.emplace_back(group && !group->optimizer.empty() ? group->optimizer : c.optimizer,
+                       group && group->momentum >= 0 ? group->momentum : c.momentum);
+    AETHER_CHECK(rules.back().first != "muon" || p.tensor->ndim() >= 2, "finalize", "parameter '", p.name,
+                 "' (", p.layer, ", shape ", to_string(p.tensor->shape()),
+                 ") is given to muon, which trains matrices and filters (2 or more dims) only; give it to "
+                 "another optimizer with a ParamGroup (e.g. {.match = \"*.bias\", .optimizer = \"sgd\"})");
   }
   for (size_t k = 0; k < used.size(); ++k)
     AETHER_CHECK(used[k], "finalize", "param_groups[", k, "] (match \"", c.param_groups[k].match, "\"",
                  c.param_groups[k].layer.empty() ? "" : ", layer \"" + c.param_groups[k].layer + "\"",
                  ") matches no parameter; the parameters are named like \"",
                  infos.empty() ? "" : infos[0].name, "\" (Model::network().named_parameters())");
-  if (c.optimizer == "sgd") {
-    m.opt = std::make_unique<optim::SGD>(params,
-                                         optim::SGDOptions{c.lr, c.momentum, 0, c.nesterov, c.weight_decay});
-  } else {
-    m.opt = std::make_unique<optim::Adam>(
-        params, optim::AdamOptions{c.lr, c.beta1, c.beta2, c.eps, c.weight_decay}, c.optimizer == "adamw");
-  }
+  m.opt = make_optimizer(c, params, rules);
   for (size_t i = 0; i < popts.size(); ++i) m.opt->set_param_options(i, popts[i]);
   m.opt->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
   m.state_names = m.trained_names;
+  m.state_slots.clear();
+  for (const auto& [optimizer, momentum] : rules)
+    m.state_slots.push_back(optimizer_slots(c, optimizer, momentum));
   if (c.lookahead_every > 0) {  // lookahead averages the floating-point buffers too (BatchNorm's statistics)
     std::vector<Tensor> buffers;
     for (auto& [name, t] : m.net->named_buffers())
       if (is_float(t->dtype())) {
         buffers.push_back(*t);
         m.state_names.push_back(name);
+        m.state_slots.push_back({"lookahead"});
       }
     m.opt->set_lookahead_buffers(std::move(buffers));
   }

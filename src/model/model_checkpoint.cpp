@@ -348,9 +348,11 @@ Model Model::load(const std::string& path) {
 
     // Optimizer state: "<parameter>.<slot>", exactly the optimizer's slots for every parameter once
     // it has taken a step, none before.
-    const std::vector<std::string> slots = optimizer_slots(config);
-    std::string slot_list;
-    for (const auto& s : slots) slot_list += (slot_list.empty() ? "" : ", ") + s;
+    auto list = [](const std::vector<std::string>& slots) {
+      std::string l;
+      for (const auto& s : slots) l += (l.empty() ? "" : ", ") + s;
+      return l.empty() ? std::string("none") : l;
+    };
     std::set<std::string> present;
     std::vector<std::tuple<size_t, std::string, Tensor>> state;  // parameter index, slot, value
     for (auto& [name, t] : ck.optimizer) {
@@ -364,9 +366,10 @@ Model Model::load(const std::string& path) {
       const std::string slot = name.substr(names[idx].size() + 1);
       if (idx >= m.trained_names.size() && slot != "lookahead")
         r.fail(entry, "is not a state of a buffer (lookahead's \"lookahead\" is its only one)");
+      const std::vector<std::string>& slots = m.state_slots[idx];
       if (std::find(slots.begin(), slots.end(), slot) == slots.end())
-        r.fail(entry, detail::cat("is not a state of ", m.opt->type_name(),
-                                  " (its slots: ", slots.empty() ? "none" : slot_list, ")"));
+        r.fail(entry, detail::cat("is not a state of ", m.opt->type_name(), " for '", names[idx],
+                                  "' (its slots: ", list(slots), ")"));
       if (optimizer_steps == 0) r.fail(entry, "is present but training_state.optimizer_steps is 0");
       const Tensor& p = *params[idx];
       if (t.shape() != p.shape() || t.dtype() != p.dtype())
@@ -380,9 +383,9 @@ Model Model::load(const std::string& path) {
     // multiple of lookahead_every), and a parameter frozen by then (ParamGroup::train_epochs) has
     // none: that slot may be missing.
     if (optimizer_steps > 0)
-      for (const auto& n : m.trained_names)
-        for (const auto& s : slots)
-          if (s != "lookahead" && !present.count(n + "." + s))
+      for (size_t i = 0; i < m.trained_names.size(); ++i)
+        for (const auto& s : m.state_slots[i])
+          if (const std::string& n = m.trained_names[i]; s != "lookahead" && !present.count(n + "." + s))
             r.fail("optimizer state '" + n + "." + s + "'",
                    detail::cat("is missing (the optimizer has taken ", optimizer_steps, " steps)"));
 

@@ -24,8 +24,9 @@ std::string non_finite(const Tensor& t);
 double first_negative(const Tensor& t);
 // State slots that must hold values >= 0 (a negative variance gives NaN outputs).
 bool non_negative_entry(const std::string& name);
-// The optimizer state slots of each parameter once the optimizer has taken a step.
-std::vector<std::string> optimizer_slots(const ModelConfig& c);
+// The state slots of a parameter trained by `optimizer` with `momentum` (and the config's lookahead)
+// once the optimizer has taken a step.
+std::vector<std::string> optimizer_slots(const ModelConfig& c, const std::string& optimizer, double momentum);
 // "float32", "bfloat16" or "float16" for a precision name or its short form (fp32, bf16, fp16);
 // throws aether::Error naming `op` for anything else.
 std::string canonical_precision(const std::string& name, const char* op);
@@ -48,8 +49,9 @@ struct Model::Impl {
   // The names of the optimizer's parameters, in its order (finalize): its state's index in checkpoints.
   std::vector<std::string> trained_names;
   // The names of the optimizer's state owners (named_state()'s indices): trained_names, then with
-  // lookahead the buffers it averages (finalize).
+  // lookahead the buffers it averages (finalize); and the slots each has once a step is taken.
   std::vector<std::string> state_names;
+  std::vector<std::vector<std::string>> state_slots;
   // Parameters trained for their first epochs only (ParamGroup::train_epochs): frozen from then on.
   std::vector<std::pair<Tensor*, int64_t>> epoch_limited;
   // The epoch's parameters that train (train() calls it before every epoch).

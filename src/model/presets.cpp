@@ -1,4 +1,5 @@
-// The preset networks (mlp, lenet, cifarnet, airbench94, airbench93) and their training recipes.
+// The preset networks (mlp, lenet, cifarnet, airbench94, airbench93, airbench94_muon) and their
+// training recipes.
 #include "aether/model/presets.h"
 
 #include <algorithm>
@@ -50,8 +51,11 @@ std::shared_ptr<Sequential> cifarnet(const Shape& s, int64_t k) {
 // airbench's network (airbench94.py make_net, lib_airbench93.py make_net93), flat: layer 0 is the
 // whitening conv (named "0.weight", "0.bias"), then GELU, then per group of width w (input (N,H,W,c)):
 //   conv3x3 c->w (N,H,W,w) -> maxpool 2 (N,H/2,W/2,w) -> BN -> GELU -> conv3x3 w->w -> BN -> GELU
-// and maxpool 3 (N,1,1,w) -> Flatten (N,w) -> Linear(w -> K, no bias) -> Scale(1/9).
-std::shared_ptr<Sequential> airbench(const Shape& s, int64_t k, const std::vector<int64_t>& widths) {
+// and maxpool 3 (N,1,1,w) -> Flatten (N,w) -> Linear(w -> K, no bias) -> Scale(head_scale):
+// airbench94/93 1/9 (its scaling_factor); airbench94_muon 1/w (`self.head(x) / x.size(-1)`), with
+// the head's weight scaled to standard deviation 1 (`unit_head`).
+std::shared_ptr<Sequential> airbench(const Shape& s, int64_t k, const std::vector<int64_t>& widths,
+                                     double head_scale = 1.0 / 9, bool unit_head = false) {
   AETHER_CHECK(s[0] == 32 && s[1] == 32, "airbench", "needs 32x32 images (CIFAR-10), got ", to_string(s));
   auto n = std::make_shared<Sequential>();
   const int64_t whiten = 2 * s[2] * 2 * 2;  // both signs of the C*2*2 patch eigenvectors: 24 for RGB
@@ -70,7 +74,9 @@ std::shared_ptr<Sequential> airbench(const Shape& s, int64_t k, const std::vecto
     n->add(conv(w, w)).add(bn(w)).add(mk<GELU>());
     c = w;
   }
-  n->add(mk<MaxPool2d>(3)).add(mk<Flatten>()).add(mk<Linear>(c, k, false)).add(mk<Scale>(1.0 / 9));
+  auto head = std::make_shared<Linear>(c, k, false);
+  if (unit_head) nn::init::unit_std(head->weight);
+  n->add(mk<MaxPool2d>(3)).add(mk<Flatten>()).add(head).add(mk<Scale>(head_scale));
   return n;
 }
 
@@ -78,6 +84,7 @@ std::shared_ptr<Sequential> airbench(const Shape& s, int64_t k, const std::vecto
 // decay 0.0153, momentum 0.85, "bias_scaler" 64); aether's loss is the batch mean, so with
 // K = 1 + 1 / (1 - momentum) torch's lr 11.5 / (1024 K) on the sum is 11.5 / K on the mean, and
 // torch's weight decay 0.0153 * 1024 / 11.5 on the sum's gradient is 0.0153 / 11.5 on the mean's.
+void airbench_data(Preset& p);
 void airbench_recipe(Preset& p, int64_t epochs) {
   const double momentum = 0.85, lr = 11.5 / (1 + 1 / (1 - momentum)), wd = 0.0153 / 11.5, bias_scaler = 64;
   p.config = {.loss = "cross_entropy",
@@ -104,6 +111,52 @@ void airbench_recipe(Preset& p, int64_t epochs) {
   p.config.lookahead_start_epoch = 3;
   p.epochs = epochs;
   p.data.batch_size = 1024;
+  airbench_data(p);
+}
+
+// airbench94_muon.py's recipe: batch 2000, 8 epochs, no lookahead. Its rates are on a summed loss
+// (aether: the mean, so x 2000 for SGD's; Muon's update does not depend on the gradient's scale):
+//   SGD, Nesterov momentum 0.85: the whitening bias and BatchNorm biases lr 0.053, the head lr 0.67,
+//   each with weight decay 2e-6 * 2000 / its lr (on the sum: / 2000 on the mean);
+//   Muon, Nesterov momentum 0.6, 3 Newton-Schulz steps, normalised weights: the conv filters lr 0.24;
+//   every rate falls linearly, lr (1 - step / 200) (triangle with no rising part, ending at 0).
+void airbench_muon_recipe(Preset& p) {
+  const double batch = 2000, bias_lr = 0.053, head_lr = 0.67, filter_lr = 0.24, wd = 2e-6 * batch;
+  p.config = {.loss = "cross_entropy",
+              .label_smoothing = 0.2,
+              .optimizer = "sgd",
+              .lr = bias_lr * batch,
+              .momentum = 0.85,
+              .nesterov = true,
+              .weight_decay = wd / bias_lr / batch,
+              .muon_ns_steps = 3,
+              .muon_normalize_weights = true,
+              .schedule = "triangle",
+              .warmup_fraction = 0,
+              .lr_start_factor = 1,
+              .lr_end_factor = 0};
+  p.config.param_groups = {
+      {.match = "*.weight", .layer = "BatchNorm2d", .frozen = true},
+      {.match = "0.weight", .frozen = true},   // the whitening filters
+      {.match = "0.bias", .train_epochs = 3},  // its bias: the first 3 epochs
+      {.match = "*.weight",
+       .layer = "Conv2d",
+       .lr_scale = filter_lr / (bias_lr * batch),
+       .weight_decay = 0,
+       .optimizer = "muon",
+       .momentum = 0.6},
+      {.match = "*.weight",
+       .layer = "Linear",
+       .lr_scale = head_lr / bias_lr,
+       .weight_decay = wd / head_lr / batch},
+  };
+  p.epochs = 8;
+  p.data.batch_size = int64_t(batch);
+  airbench_data(p);
+}
+
+// Both recipes' data, augmentation, TTA and whitening init.
+void airbench_data(Preset& p) {
   p.data.drop_last = true;
   p.data.crop_padding = 2;
   p.data.crop_reflect = true;
@@ -126,10 +179,13 @@ void airbench_recipe(Preset& p, int64_t epochs) {
 }
 }  // namespace
 
-std::vector<std::string> preset_names() { return {"mlp", "lenet", "cifarnet", "airbench94", "airbench93"}; }
+std::vector<std::string> preset_names() {
+  return {"mlp", "lenet", "cifarnet", "airbench94", "airbench93", "airbench94_muon"};
+}
 
 TTA preset_tta(const std::string& name) {
-  return name == "airbench94" || name == "airbench93" ? TTA::flip_translate : TTA::none;
+  return name == "airbench94" || name == "airbench93" || name == "airbench94_muon" ? TTA::flip_translate
+                                                                                   : TTA::none;
 }
 
 Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
@@ -173,6 +229,9 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
   } else if (name == "airbench93") {
     p.network = airbench(s, k, {64, 128, 128});
     airbench_recipe(p, 11);
+  } else if (name == "airbench94_muon") {
+    p.network = airbench(s, k, {64, 256, 256}, 1.0 / 256, true);
+    airbench_muon_recipe(p);
   } else {
     std::string known;
     for (const auto& n : preset_names()) known += (known.empty() ? "" : ", ") + n;

@@ -96,4 +96,20 @@ void dirac(Conv2d& conv) {
   assign_values(conv.weight, w);
 }
 
+void unit_std(Tensor& weight) {
+  AETHER_CHECK(weight.dtype() == DType::float32 && weight.numel() >= 2, "unit_std",
+               "needs a float32 tensor of 2 or more values, got ", to_string(weight.shape()), " ",
+               dtype_name(weight.dtype()));
+  std::vector<float> w = weight.to_vector<float>();
+  double mean = 0, ss = 0;
+  for (float v : w) mean += v;
+  mean /= double(w.size());
+  for (float v : w) ss += (v - mean) * (v - mean);
+  const double sd = std::sqrt(ss / double(w.size() - 1));  // unbiased, as torch.std
+  AETHER_CHECK(sd > 0 && std::isfinite(sd), "unit_std", "the values' standard deviation is ", sd);
+  for (float& v : w) v = float(v / sd);
+  NoGradGuard no_grad;
+  assign_values(weight, w);
+}
+
 }  // namespace aether::nn::init

@@ -69,10 +69,10 @@ std::string OneCycleLR::config() const {
 
 TriangleLR::TriangleLR(double base, int64_t total, double pct, double start, double end)
     : base_(base), total_(total), peak_(int64_t(pct * double(total))), pct_(pct), start_(start), end_(end) {
-  AETHER_CHECK(
-      total > 1 && pct > 0 && pct < 1 && start >= 0 && end >= 0 && std::isfinite(start) && std::isfinite(end),
-      "TriangleLR", "need total > 1, 0 < peak_fraction < 1 and finite start, end >= 0; got total ", total,
-      ", peak_fraction ", pct, ", start ", start, ", end ", end);
+  AETHER_CHECK(total > 1 && pct >= 0 && pct < 1 && start >= 0 && end >= 0 && std::isfinite(start) &&
+                   std::isfinite(end),
+               "TriangleLR", "need total > 1, 0 <= peak_fraction < 1 and finite start, end >= 0; got total ",
+               total, ", peak_fraction ", pct, ", start ", start, ", end ", end);
 }
 double TriangleLR::lr(int64_t step) const {
   const double s = double(std::min(step, total_));

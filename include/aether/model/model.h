@@ -71,20 +71,35 @@ struct ParamGroup {
   // > 0: trained in the first train_epochs epochs only, then frozen (airbench's whitening bias, 3);
   // the optimizer holds it and keeps its state. 0: every epoch.
   int64_t train_epochs = 0;
+  // The optimizer that trains the group: "" (ModelConfig::optimizer) | sgd | adam | adamw | muon,
+  // with the config's hyperparameters except the group's own (learning rate scale, weight decay,
+  // momentum). Parameters under different optimizers or momenta are trained by an
+  // optim::Composite of one optimizer each (airbench94_muon: the conv filters by Muon, the rest by
+  // Nesterov SGD). Muon takes parameters of 2 or more dims only.
+  std::string optimizer = "";
+  double momentum = -1;  // sgd and muon: < 0: ModelConfig::momentum
 };
 
 struct ModelConfig {
   std::string loss = "cross_entropy";  // cross_entropy (logits) | categorical_cross_entropy (probs) | mse
   double label_smoothing = 0;          // cross_entropy only
-  std::string optimizer = "sgd";       // sgd | adam | adamw
-  double lr = 0.01;                    // the peak learning rate of the schedule
-  double momentum = 0.9;               // sgd
-  bool nesterov = false;               // sgd
+  // sgd | adam | adamw | muon (optim/muon.h; every trained parameter must then have 2 or more dims:
+  // give the others to another optimizer with a ParamGroup)
+  std::string optimizer = "sgd";
+  double lr = 0.01;       // the peak learning rate of the schedule
+  double momentum = 0.9;  // sgd, muon
+  bool nesterov = false;  // sgd, muon
   double weight_decay = 0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adam, adamw
+  // muon: Newton-Schulz iterations, and the weight normalised to Frobenius norm sqrt(rows) before
+  // each step (optim::MuonOptions; airbench94_muon: 3, true)
+  int64_t muon_ns_steps = 5;
+  bool muon_normalize_weights = false;
   // constant | one_cycle | warmup_linear | cosine | step | triangle (optim/schedule.h)
   std::string schedule = "constant";
-  double warmup_fraction = 0.2;  // one_cycle's and triangle's rising part / warmup_linear's warm-up
+  // one_cycle's and triangle's rising part / warmup_linear's warm-up; triangle also takes 0 (then
+  // the rate only falls, lr (1 - step / steps) to lr_end_factor 0: airbench94_muon's)
+  double warmup_fraction = 0.2;
   // triangle: the learning rate rises linearly from lr x lr_start_factor to lr (at warmup_fraction of
   // the steps), then falls linearly to lr x lr_end_factor at the last step (airbench: 0.2, 0.07).
   double lr_start_factor = 0, lr_end_factor = 0;

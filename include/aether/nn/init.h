@@ -19,4 +19,8 @@ void patch_whitening(Conv2d& conv, const Tensor& images, double eps = 5e-4);
 // as airbench initialises its convs); the other filters keep their values. groups 1.
 void dirac(Conv2d& conv);
 
+// weight /= weight.std() (unbiased, as torch.std): the values scaled to standard deviation 1, not
+// centred (airbench94_muon's head: `w *= 1 / w.std()`). float32, 2 or more values, not constant.
+void unit_std(Tensor& weight);
+
 }  // namespace aether::nn::init

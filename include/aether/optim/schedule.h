@@ -88,8 +88,8 @@ class OneCycleLR : public LRSchedule {
 };
 
 // airbench's triangle: piecewise linear through (0, base * start), (peak, base), (total, base * end)
-// with peak = int(peak_fraction * total) (0 for very short runs: then it only falls), then base * end
-// after `total`.
+// with peak = int(peak_fraction * total) (0 for peak_fraction 0 or very short runs: then it only
+// falls, from base; airbench94_muon: base (1 - step / total)), then base * end after `total`.
 class TriangleLR : public LRSchedule {
  public:
   TriangleLR(double base, int64_t total_steps, double peak_fraction, double start = 0, double end = 0);
