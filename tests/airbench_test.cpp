@@ -352,7 +352,7 @@ TEST(ParamGroups, AGroupsOwnOptimizerTrainsItsParametersAndResumes) {
   ASSERT_EQ(parts.size(), 2u);
   EXPECT_EQ(parts[0].at("optimizer").at("type"), "Muon");
   EXPECT_EQ(parts[0].at("optimizer").at("momentum"), 0.6);
-  EXPECT_EQ(parts[0].at("params"), nlohmann::json({0}));  // "0.weight"
+  EXPECT_EQ(parts[0].at("params"), nlohmann::json::array({0}));  // "0.weight"
   EXPECT_EQ(parts[1].at("optimizer").at("type"), "SGD");
   a.train(tiny(), options(3));
   EXPECT_TRUE(has_state(a, "0.momentum") && has_state(a, "1.momentum"));

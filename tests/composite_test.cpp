@@ -113,7 +113,7 @@ TEST(Composite, ConfigAndStateRestore) {
   const nlohmann::json j = nlohmann::json::parse(before);
   EXPECT_EQ(j.at("type"), "Composite");
   ASSERT_EQ(j.at("parts").size(), 2u);
-  EXPECT_EQ(j.at("parts")[0].at("params"), nlohmann::json({0, 2}));
+  EXPECT_EQ(j.at("parts")[0].at("params"), nlohmann::json::array({0, 2}));
   EXPECT_EQ(j.at("parts")[0].at("optimizer").at("type"), "Muon");
   EXPECT_EQ(j.at("parts")[1].at("optimizer").at("momentum"), 0.85);
   EXPECT_FALSE(j.at("parts")[1].at("optimizer").contains("lr"));
