@@ -524,6 +524,11 @@ TEST(KernelCache, EveryKeyNamesThisCpusModelAndIsaFlags) {
   if ((" " + flags + " ").find(" avx2 ") != std::string::npos) {
     EXPECT_NE(key.find("#define __AVX2__ 1\n", isa), std::string::npos) << key;
   }
+  // The kernels' flags follow that ISA: 256-bit vectors asked for with AVX2 and without AVX-512.
+  const std::string flags_line = key.substr(0, isa);
+  const bool avx2_only = key.find("#define __AVX2__ 1\n", isa) != std::string::npos &&
+                         key.find("#define __AVX512F__ 1\n", isa) == std::string::npos;
+  EXPECT_EQ(flags_line.find(" -mprefer-vector-width=256 ") != std::string::npos, avx2_only) << key;
 }
 
 TEST(KernelCacheDisk, TheIsaIsWhatMarchNativeAddsToTheDefaultTarget) {
@@ -536,6 +541,16 @@ TEST(KernelCacheDisk, TheIsaIsWhatMarchNativeAddsToTheDefaultTarget) {
   std::string avx512 = native + "#define __AVX512F__ 1\n#define __AVX512BF16__ 1\n";
   EXPECT_NE(disk::native_isa_of(avx512, plain), disk::native_isa_of(native, plain));
   EXPECT_EQ(disk::native_isa_of(plain, plain), "none\n");
+}
+
+TEST(KernelCacheDisk, Avx2WithoutAvx512AsksFor256BitVectors) {
+  const std::string avx2 = "#define __AVX2__ 1\n#define __AVX__ 1\n#define __FMA__ 1\n#define __znver1 1\n";
+  EXPECT_EQ(disk::vector_width_flags(avx2), std::vector<std::string>{"-mprefer-vector-width=256"});
+  // With AVX-512 (or without AVX2, or when the ISA is unknown) the compiler's own choice stands.
+  EXPECT_TRUE(disk::vector_width_flags(avx2 + "#define __AVX512F__ 1\n").empty());
+  EXPECT_TRUE(disk::vector_width_flags("#define __AVX__ 1\n#define __SSE4_2__ 1\n").empty());
+  EXPECT_TRUE(disk::vector_width_flags("none\n").empty());
+  EXPECT_TRUE(disk::vector_width_flags("unknown\n").empty());
 }
 
 TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {

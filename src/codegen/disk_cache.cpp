@@ -320,6 +320,13 @@ std::string native_isa_of(const std::string& native_macros, const std::string& d
   return out.empty() ? "none\n" : out;
 }
 
+std::vector<std::string> vector_width_flags(const std::string& isa) {
+  const bool avx2 = isa.find("#define __AVX2__ ") != std::string::npos;
+  const bool avx512 = isa.find("#define __AVX512F__ ") != std::string::npos;
+  if (avx2 && !avx512) return {"-mprefer-vector-width=256"};
+  return {};
+}
+
 std::string kernel_key(const KernelKey& k) {
   return "aether-kernel-cache-v3\n" + k.cxx + "\n" + k.version + "\n" + k.flags + "\ncpu:\n" + k.cpu +
          "isa (-march=native):\n" + k.isa + "source:\n" + k.source;

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace aether::codegen::disk {
 
@@ -60,6 +61,11 @@ std::string cpu_identity_of(const std::string& cpuinfo);  // the same, from a cp
 // CPU's -march / -mtune names), as sorted "#define" lines, from the two macro dumps. The host
 // compiler runs both dumps once per process (codegen/compiler.cpp).
 std::string native_isa_of(const std::string& native_macros, const std::string& default_macros);
+// The vector-width flags for kernels of that ISA (native_isa_of's lines): {"-mprefer-vector-width=256"}
+// for AVX2 without AVX-512, where GCC's tuning for CPUs that split 256-bit instructions (Zen 1) asks
+// for 128-bit vectors and the fused kernels' long dependency chains (erf's and exp's polynomials)
+// then run at one chain's latency; none otherwise (with AVX-512 the compiler's own choice stands).
+std::vector<std::string> vector_width_flags(const std::string& isa);
 
 // The key of a generated kernel's cache entry: everything the object depends on. The entry's name is
 // hex16(fnv1a(key)), and its key file records the whole key, so an entry made for another compiler,
