@@ -20,6 +20,7 @@
 
 #include "aether/backend/cuda.h"
 #include "aether/model/model.h"
+#include "aether/model/presets.h"
 #include "cli_util.h"
 #include "data/fixtures.h"
 #include "io/checkpoint.h"
@@ -150,6 +151,17 @@ TEST(Cli, CpuIsaCapsKernelsAndOneDnn) {
   for (const auto& name : a) EXPECT_EQ(n.count(name), 0u) << name << " has the same key under both caps";
   expect_clear_error(bad, {"AETHER_CPU_ISA=sse", "native, avx2 or avx512"});
   expect_clear_error(bad_devices, {"AETHER_CPU_ISA=sse", "native, avx2 or avx512"});
+}
+
+// The --model help of train, summary and bench lists every preset (from preset_names()).
+TEST(Cli, HelpListsEveryPreset) {
+  for (const char* command : {"train --help", "summary --help", "bench --help"}) {
+    const CliResult r = run(command);
+    EXPECT_EQ(r.code, 0) << command << "\n" << r.out;
+    for (const std::string& name : aether::preset_names())
+      EXPECT_NE(r.out.find(name), std::string::npos) << command << " does not name " << name << ":\n"
+                                                     << r.out;
+  }
 }
 
 TEST(Cli, SummaryCifarnet) {

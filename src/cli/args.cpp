@@ -11,8 +11,10 @@
 #include <filesystem>
 #include <limits>
 #include <system_error>
+#include <vector>
 
 #include "aether/core/error.h"
+#include "aether/model/presets.h"
 
 namespace aether::cli {
 namespace fs = std::filesystem;
@@ -31,6 +33,14 @@ std::string shown(const std::string& text, size_t max_chars) {
   }
   if (text.size() > kMax) s += "...";
   return "'" + s + "'";
+}
+
+std::string preset_list(const std::string& last_sep) {
+  const std::vector<std::string> names = preset_names();
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? last_sep + " " : ", ") + names[i];
+  return out;
 }
 
 int64_t parse_int(const std::string& command, const std::string& option, const std::string& text, int64_t lo,

@@ -28,6 +28,10 @@ void add_text_option(CLI::App& cmd, const std::string& name, TextArg& arg, const
 constexpr size_t kPathChars = 4096;
 std::string shown(const std::string& text, size_t max_chars = 40);
 
+// The preset names (model/presets.h preset_names()) as "mlp, lenet, ..., <last_sep> airbench94_muon",
+// for --help texts, so that they list every preset there is.
+std::string preset_list(const std::string& last_sep = ",");
+
 // A whole decimal integer in [lo, hi]; "not an integer", "too large (at most hi)", "too small
 // (at least lo)" otherwise.
 int64_t parse_int(const std::string& command, const std::string& option, const std::string& text, int64_t lo,

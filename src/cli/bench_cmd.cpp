@@ -474,7 +474,7 @@ void register_bench(CLI::App& app) {
   add_text_option(*cmd, "--channels", a.channels_text, "conv output channels, 1..65536 (default 64)", "INT");
   given["--channels"] = a.channels_text.option;
   given["--model"] =
-      cmd->add_option("--model", a.model, "step: a preset (mlp, lenet, cifarnet)")->capture_default_str();
+      cmd->add_option("--model", a.model, "step: a preset (" + preset_list() + ")")->capture_default_str();
   add_text_option(*cmd, "--batch", a.batch_text, "step: batch size, 1..65536 (default 256)", "INT");
   given["--batch"] = a.batch_text.option;
   given["--breakdown"] =

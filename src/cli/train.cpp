@@ -368,10 +368,8 @@ void register_train(CLI::App& app) {
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
   add_text_option(*cmd, "--dataset", t.dataset,
                   "fashion-mnist or cifar10 (default: fashion-mnist, or the --resume checkpoint's)", "NAME");
-  add_text_option(
-      *cmd, "--model", t.model,
-      "preset: mlp, lenet, cifarnet, airbench94, airbench93, airbench94_muon (default: lenet / cifarnet)",
-      "NAME");
+  add_text_option(*cmd, "--model", t.model, "preset: " + preset_list() + " (default: lenet / cifarnet)",
+                  "NAME");
   add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");
   add_text_option(*cmd, "--batch-size", t.batch_size, "batch size, 1..65536 (default: the preset's)", "INT");
   add_text_option(*cmd, "--lr", t.lr, "peak learning rate, > 0 (default: the preset's)", "FLOAT");
@@ -410,8 +408,7 @@ void register_train(CLI::App& app) {
 
   static SummaryArgs s;
   auto* su = app.add_subcommand("summary", "Print a preset's layers, output shapes and parameters");
-  su->add_option("--model", s.model, "mlp, lenet, cifarnet, airbench94, airbench93 or airbench94_muon")
-      ->capture_default_str();
+  su->add_option("--model", s.model, preset_list(" or"))->capture_default_str();
   su->add_option("--dataset", s.dataset, "fashion-mnist or cifar10 (sets the input shape)");
   su->callback([] { exit_code() = run_summary(s); });
 }
