@@ -597,3 +597,73 @@ TEST(Codegen, AnOwnedBlockOfOutputsAccumulatesInItsTask) {
   ASSERT_EQ(fused.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
 }
+
+namespace {
+// The C++ source of the one reduce kernel of `outs`' schedule.
+std::string reduce_source(const std::vector<Tensor>& outs) {
+  const Schedule sch = schedule(outs);
+  std::string src;
+  int reduces = 0;
+  for (const auto& k : sch.kernels) {
+    if (k.kind != KernelKind::Reduce) continue;
+    ++reduces;
+    std::string why;
+    const auto lowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    EXPECT_TRUE(lowered) << why;
+    if (lowered) src = codegen::render_cpp(lowered->kernel);
+  }
+  EXPECT_EQ(reduces, 1);
+  return src;
+}
+
+// Fused against reference for each of `outs` (rebuilt by `make` with fusion off).
+void expect_fused_matches(const std::vector<Tensor>& outs, const std::function<std::vector<Tensor>()>& make) {
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  std::vector<std::vector<double>> fused;
+  for (const Tensor& t : outs) fused.push_back(t.to_vector<double>());
+  set_fusion(false);
+  std::vector<std::vector<double>> ref;
+  for (const Tensor& t : make()) ref.push_back(t.to_vector<double>());
+  set_fusion(was);
+  ASSERT_EQ(fused.size(), ref.size());
+  for (size_t o = 0; o < ref.size(); ++o) {
+    ASSERT_EQ(fused[o].size(), ref[o].size());
+    for (size_t i = 0; i < ref[o].size(); ++i)
+      EXPECT_NEAR(fused[o][i], ref[o][i], 1e-9 * (1 + std::abs(ref[o][i]))) << o << " " << i;
+  }
+}
+}  // namespace
+
+// BatchNorm's statistics over (N, H, W, C) with rows of 32 channels: the rows of each task are
+// summed in blocks of 16 columns whose accumulators stay in local arrays (registers) across the
+// rows, added to the slab's partial sums once per block; with 128 channels (4 or more blocks per
+// row, measured slower) they are not. Both match the reference.
+TEST(Codegen, ChannelStatisticsAccumulateColumnBlocksAcrossRows) {
+  for (const int64_t c : {32, 128}) {
+    const Tensor x = input({16, 16, 16, c}, 46);
+    auto make = [&] { return std::vector<Tensor>{x.sum({0, 1, 2}), (x * x).sum({0, 1, 2})}; };
+    const std::vector<Tensor> outs = make();
+    const std::string src = reduce_source(outs);
+    EXPECT_EQ(src.find("this block's accumulators") != std::string::npos, c == 32) << c << "\n" << src;
+    expect_fused_matches(outs, make);
+  }
+}
+
+// A reduce over the leading dims with many outputs per slab keeps the slabs' partial sums (zeroed,
+// then combined by one thread) to 1/32 of the input's bytes: (16, 4, 4, 256) has 64 tasks but gets
+// 2 slabs of 2 x 256 double sums for its 256 KiB.
+TEST(Codegen, SlabPartialSumsStaySmallBesideTheInput) {
+  const Tensor x = input({16, 4, 4, 256}, 47);
+  auto make = [&] { return std::vector<Tensor>{x.sum({0, 1, 2}), (x * x).sum({0, 1, 2})}; };
+  const std::vector<Tensor> outs = make();
+  const std::string src = reduce_source(outs);
+  const size_t at = src.find(" slabs][256]");
+  ASSERT_NE(at, std::string::npos) << src;
+  const size_t from = src.rfind('[', at);
+  const int64_t slabs = std::stoll(src.substr(from + 1, at - from - 1));
+  EXPECT_GE(slabs, 2);
+  EXPECT_LE(slabs * 256 * 8 * 2 * 32, 16 * 4 * 4 * 256 * 4) << src;
+  expect_fused_matches(outs, make);
+}
