@@ -499,6 +499,49 @@ TEST(Codegen, SoftmaxCrossEntropyStoresNoProbabilities) {
   EXPECT_EQ(stored_full, 1);
 }
 
+namespace {
+// The lowered kernels of `kind` in `outs`' schedule.
+std::vector<ir::Kernel> lowered_kernels(const std::vector<Tensor>& outs, KernelKind kind) {
+  const Schedule sch = schedule(outs);
+  std::vector<ir::Kernel> all;
+  for (const auto& k : sch.kernels) {
+    if (k.kind != kind) continue;
+    std::string why;
+    const auto lowered = codegen::lower(
+        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
+    EXPECT_TRUE(lowered) << why;
+    if (lowered) all.push_back(lowered->kernel);
+  }
+  return all;
+}
+
+// The C++ source of the one reduce kernel of `outs`' schedule.
+std::string reduce_source(const std::vector<Tensor>& outs) {
+  const std::vector<ir::Kernel> ks = lowered_kernels(outs, KernelKind::Reduce);
+  EXPECT_EQ(ks.size(), 1u);
+  return ks.empty() ? "" : codegen::render_cpp(ks[0]);
+}
+
+// Fused against reference for each of `outs` (rebuilt by `make` with fusion off), within `rel`.
+void expect_fused_matches(const std::vector<Tensor>& outs, const std::function<std::vector<Tensor>()>& make,
+                          double rel = 1e-9) {
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  std::vector<std::vector<double>> fused;
+  for (const Tensor& t : outs) fused.push_back(t.to_vector<double>());
+  set_fusion(false);
+  std::vector<std::vector<double>> ref;
+  for (const Tensor& t : make()) ref.push_back(t.to_vector<double>());
+  set_fusion(was);
+  ASSERT_EQ(fused.size(), ref.size());
+  for (size_t o = 0; o < ref.size(); ++o) {
+    ASSERT_EQ(fused[o].size(), ref[o].size());
+    for (size_t i = 0; i < ref[o].size(); ++i)
+      EXPECT_NEAR(fused[o][i], ref[o][i], rel * (1 + std::abs(ref[o][i]))) << o << " " << i;
+  }
+}
+}  // namespace
+
 // Sums whose summands differ only by factors constant along the reduce axes (BatchNorm's backward:
 // sum(dy) and sum(-(dy * scale)) per channel) accumulate once: the factors and the sign are applied
 // to the one result in the epilogue. A factor that varies along the reduce axes stays in the sum.
@@ -506,36 +549,21 @@ TEST(Codegen, ASumsInvariantFactorsMoveToTheEpilogue) {
   const Tensor g = input({64, 32}, 43), s = input({1, 32}, 44), x = input({64, 32}, 45);
   const std::vector<Tensor> outs = {g.sum({0}), (-(g * s)).sum({0}), (s * g * 3.0).sum({0}),
                                     (g * x).sum({0})};
-  const Schedule sch = schedule(outs);
-  int reduces = 0;
-  for (const auto& k : sch.kernels) {
-    if (k.kind != KernelKind::Reduce) continue;
-    ++reduces;
-    std::string why;
-    const auto lowered = codegen::lower(
-        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
-    ASSERT_TRUE(lowered) << why;
+  const std::vector<ir::Kernel> reduces = lowered_kernels(outs, KernelKind::Reduce);
+  EXPECT_EQ(reduces.size(), 1u);
+  for (const ir::Kernel& k : reduces) {
     // sum(g) (with -s and 3s applied after) and sum(g * x)
-    EXPECT_EQ(lowered->kernel.reductions.size(), 2u) << ir::to_string(lowered->kernel);
+    EXPECT_EQ(k.reductions.size(), 2u) << ir::to_string(k);
     int accums = 0;
-    for (const ir::Inst& in : lowered->kernel.body) accums += in.kind == ir::InstKind::Accum;
+    for (const ir::Inst& in : k.body) accums += in.kind == ir::InstKind::Accum;
     EXPECT_EQ(accums, 2);
   }
-  EXPECT_EQ(reduces, 1);
-  const bool was = fusion_enabled();
-  set_fusion(true);
-  std::vector<std::vector<double>> fused;
-  for (const Tensor& t : outs) fused.push_back(t.to_vector<double>());
-  set_fusion(false);
-  std::vector<std::vector<double>> ref;
-  for (const Tensor& t : {g.sum({0}), (-(g * s)).sum({0}), (s * g * 3.0).sum({0}), (g * x).sum({0})})
-    ref.push_back(t.to_vector<double>());
-  set_fusion(was);
-  for (size_t o = 0; o < outs.size(); ++o) {
-    ASSERT_EQ(fused[o].size(), ref[o].size());
-    for (size_t i = 0; i < ref[o].size(); ++i)
-      EXPECT_NEAR(fused[o][i], ref[o][i], 1e-5 * (1 + std::abs(ref[o][i]))) << o << " " << i;
-  }
+  expect_fused_matches(
+      outs,
+      [&] {
+        return std::vector<Tensor>{g.sum({0}), (-(g * s)).sum({0}), (s * g * 3.0).sum({0}), (g * x).sum({0})};
+      },
+      1e-5);
 }
 
 // Max-pool backward over tiling windows: each window's first maximum does not depend on the
@@ -546,16 +574,9 @@ TEST(Codegen, MaxPoolBackwardComputesEachWindowsMaximumOnce) {
   const Tensor x = input({8, 16, 16, 32}, 43).detach().set_requires_grad();  // (N,H,W,C)
   const Tensor dy = input({8, 8, 8, 32}, 44);
   const Tensor dx = gradients(max_pool2d(x, 2), {x}, dy)[0];  // (8,16,16,32)
-  const Schedule sch = schedule({dx});
   int windowed = 0;
-  for (const auto& k : sch.kernels) {
-    if (k.kind != KernelKind::Elementwise) continue;
-    std::string why;
-    const auto lowered = codegen::lower(
-        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
-    ASSERT_TRUE(lowered) << why;
-    windowed += codegen::render_cpp(lowered->kernel).find("window hoisting") != std::string::npos;
-  }
+  for (const ir::Kernel& k : lowered_kernels({dx}, KernelKind::Elementwise))
+    windowed += codegen::render_cpp(k).find("window hoisting") != std::string::npos;
   EXPECT_EQ(windowed, 1);
   const bool was = fusion_enabled();
   set_fusion(true);
@@ -574,20 +595,9 @@ TEST(Codegen, MaxPoolBackwardComputesEachWindowsMaximumOnce) {
 TEST(Codegen, AnOwnedBlockOfOutputsAccumulatesInItsTask) {
   const Tensor x = input({8, 16, 16, 32}, 41);  // (N,H,W,C)
   const Tensor y = max_pool2d(x, 2);            // (8,8,8,32): 64 tasks of 8x32 outputs
-  const Schedule sch = schedule({y});
-  int reduces = 0;
-  for (const auto& k : sch.kernels) {
-    if (k.kind != KernelKind::Reduce) continue;
-    ++reduces;
-    std::string why;
-    const auto lowered = codegen::lower(
-        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
-    ASSERT_TRUE(lowered) << why;
-    const std::string src = codegen::render_cpp(lowered->kernel);
-    EXPECT_NE(src.find("aether_kernel_scratch(void) { return 0LL; }"), std::string::npos) << src;
-    EXPECT_NE(src.find("base_"), std::string::npos) << src;
-  }
-  EXPECT_EQ(reduces, 1);
+  const std::string src = reduce_source({y});
+  EXPECT_NE(src.find("aether_kernel_scratch(void) { return 0LL; }"), std::string::npos) << src;
+  EXPECT_NE(src.find("base_"), std::string::npos) << src;
   const bool was = fusion_enabled();
   set_fusion(true);
   const std::vector<double> fused = y.to_vector<double>();
@@ -597,44 +607,6 @@ TEST(Codegen, AnOwnedBlockOfOutputsAccumulatesInItsTask) {
   ASSERT_EQ(fused.size(), ref.size());
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
 }
-
-namespace {
-// The C++ source of the one reduce kernel of `outs`' schedule.
-std::string reduce_source(const std::vector<Tensor>& outs) {
-  const Schedule sch = schedule(outs);
-  std::string src;
-  int reduces = 0;
-  for (const auto& k : sch.kernels) {
-    if (k.kind != KernelKind::Reduce) continue;
-    ++reduces;
-    std::string why;
-    const auto lowered = codegen::lower(
-        k, [](const Node& n) { return n.realized() ? std::optional<View>(n.view) : std::nullopt; }, &why);
-    EXPECT_TRUE(lowered) << why;
-    if (lowered) src = codegen::render_cpp(lowered->kernel);
-  }
-  EXPECT_EQ(reduces, 1);
-  return src;
-}
-
-// Fused against reference for each of `outs` (rebuilt by `make` with fusion off).
-void expect_fused_matches(const std::vector<Tensor>& outs, const std::function<std::vector<Tensor>()>& make) {
-  const bool was = fusion_enabled();
-  set_fusion(true);
-  std::vector<std::vector<double>> fused;
-  for (const Tensor& t : outs) fused.push_back(t.to_vector<double>());
-  set_fusion(false);
-  std::vector<std::vector<double>> ref;
-  for (const Tensor& t : make()) ref.push_back(t.to_vector<double>());
-  set_fusion(was);
-  ASSERT_EQ(fused.size(), ref.size());
-  for (size_t o = 0; o < ref.size(); ++o) {
-    ASSERT_EQ(fused[o].size(), ref[o].size());
-    for (size_t i = 0; i < ref[o].size(); ++i)
-      EXPECT_NEAR(fused[o][i], ref[o][i], 1e-9 * (1 + std::abs(ref[o][i]))) << o << " " << i;
-  }
-}
-}  // namespace
 
 // BatchNorm's statistics over (N, H, W, C) with rows of 32 channels: the rows of each task are
 // summed in blocks of 16 columns whose accumulators stay in local arrays (registers) across the
