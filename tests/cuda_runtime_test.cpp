@@ -11,6 +11,7 @@
 #include "aether/backend/cuda.h"
 #include "aether/core/buffer.h"
 #include "aether/nn/layers.h"
+#include "error_util.h"
 
 using namespace aether;
 
@@ -20,19 +21,6 @@ namespace {
   do {                                                                                          \
     if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason(); \
   } while (0)
-
-// The aether::Error message of `f`, or "" when it does not throw.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
-bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 std::vector<float> ramp(int64_t n, float scale = 0.5f) {
   std::vector<float> v(static_cast<size_t>(n));

@@ -5,6 +5,7 @@
 // timeouts and failed peers (asserting on messages, never on wall-clock time); the launchers'
 // environment variables; the TCP store's own errors.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -685,4 +686,82 @@ TEST(DistTcpStore, AServerThatStopsIsNamed) {
   server.reset();
   expect_error([&] { client.set("b", {'2'}); },
                {"the store at 127.0.0.1:" + std::to_string(port), "closed the connection"});
+}
+
+// A communicator whose buffers are device memory (as NCCL's): the base class must hand every call
+// to the implementation untouched, without reading or writing an element on the host. The buffers
+// here are a page that cannot be read or written: any host access would crash the test.
+namespace {
+class DeviceBufferRecorder final : public Communicator {
+ public:
+  explicit DeviceBufferRecorder(bool device) : device_(device) {}
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Timeout timeout() const override { return std::chrono::seconds(5); }
+  const char* backend() const override { return "recorder"; }
+  std::vector<std::string> calls;
+
+ protected:
+  bool device_buffers() const override { return device_; }
+  void do_all_reduce(void*, size_t n, DType dtype, ReduceOp op, Timeout) override {
+    calls.push_back(detail::cat("all_reduce ", n, " ", dtype_name(dtype), " ", reduce_op_name(op)));
+  }
+  void do_all_reduce_many(std::span<const Buffer> buffers, DType dtype, ReduceOp op, Timeout) override {
+    calls.push_back(
+        detail::cat("all_reduce_many ", buffers.size(), " ", dtype_name(dtype), " ", reduce_op_name(op)));
+  }
+  void do_reduce_scatter(const void*, void*, size_t n, DType dtype, ReduceOp op, Timeout) override {
+    calls.push_back(detail::cat("reduce_scatter ", n, " ", dtype_name(dtype), " ", reduce_op_name(op)));
+  }
+  void do_broadcast(void*, size_t bytes, int root, Timeout) override {
+    calls.push_back(detail::cat("broadcast ", bytes, " ", root));
+  }
+  void do_all_gather(const void*, void*, size_t bytes, Timeout) override {
+    calls.push_back(detail::cat("all_gather ", bytes));
+  }
+  void do_barrier(Timeout) override { calls.push_back("barrier"); }
+  std::unique_ptr<Communicator> do_split(const std::string&) override {
+    return std::make_unique<DeviceBufferRecorder>(device_);
+  }
+
+ private:
+  bool device_;
+};
+}  // namespace
+
+TEST(DistDeviceBuffers, TheBaseClassLeavesDeviceBuffersToTheImplementation) {
+  const long page = sysconf(_SC_PAGESIZE);
+  void* p = mmap(nullptr, size_t(page), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);  // no host access
+  ASSERT_NE(p, MAP_FAILED);
+  DeviceBufferRecorder c(/*device=*/true);
+  c.all_reduce(p, 8, DType::float16, ReduceOp::average);
+  c.all_reduce(p, 8, DType::bfloat16, ReduceOp::sum);
+  c.all_reduce(p, 8, DType::float32, ReduceOp::average);
+  const std::vector<Buffer> two = {{p, 4}, {static_cast<char*>(p) + 64, 2}};
+  c.all_reduce(std::span<const Buffer>(two), DType::float32, ReduceOp::average);
+  c.reduce_scatter(p, static_cast<char*>(p) + 128, 4, DType::float16, ReduceOp::sum);
+  c.all_gather(p, static_cast<char*>(p) + 256, 4, DType::int32);  // a world of one: no host memmove
+  c.broadcast(p, 4, DType::float32, 0);                           // a world of one: nothing to send
+  c.barrier();
+  munmap(p, size_t(page));
+  EXPECT_EQ(c.calls,
+            (std::vector<std::string>{"all_reduce 8 float16 average", "all_reduce 8 bfloat16 sum",
+                                      "all_reduce 8 float32 average", "all_reduce_many 2 float32 average",
+                                      "reduce_scatter 4 float16 sum", "all_gather 16"}));
+}
+
+// The same calls on host buffers (Gloo's side): 16-bit floats reach the implementation widened to
+// float32, average as a sum, several buffers as one packed all-reduce, reduce-scatter as an
+// all-reduce of the whole input.
+TEST(DistDeviceBuffers, HostBuffersAreWidenedAndPackedForTheImplementation) {
+  std::vector<uint16_t> h(8, 0x3c00);  // 1.0 in float16
+  std::vector<float> f(8, 1.0f), out(8);
+  DeviceBufferRecorder c(/*device=*/false);
+  c.all_reduce(h.data(), 8, DType::float16, ReduceOp::average);
+  const std::vector<Buffer> two = {{f.data(), 4}, {f.data() + 4, 2}};
+  c.all_reduce(std::span<const Buffer>(two), DType::float32, ReduceOp::sum);
+  c.reduce_scatter(f.data(), out.data(), 4, DType::float32, ReduceOp::max);
+  EXPECT_EQ(c.calls, (std::vector<std::string>{"all_reduce 8 float32 sum", "all_reduce 6 float32 sum",
+                                               "all_reduce 4 float32 max"}));
+  EXPECT_EQ(h[0], 0x3c00);  // the average of one rank's 1.0
 }

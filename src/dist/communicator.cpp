@@ -102,7 +102,20 @@ Communicator::Timeout Communicator::resolve(Timeout t) const {
   return t;
 }
 
+void Communicator::do_all_reduce_many(std::span<const Buffer>, DType, ReduceOp, Timeout) {
+  throw Error(
+      detail::cat("dist: the ", backend(), " communicator has device buffers but no all_reduce of several"));
+}
+
+void Communicator::do_reduce_scatter(const void*, void*, size_t, DType, ReduceOp, Timeout) {
+  throw Error(detail::cat("dist: the ", backend(), " communicator has device buffers but no reduce_scatter"));
+}
+
 void Communicator::reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout) {
+  if (device_buffers()) {  // the implementation reduces every dtype and op itself
+    do_all_reduce(data, n, dtype, op, timeout);
+    return;
+  }
   const ReduceOp wire = op == ReduceOp::max ? ReduceOp::max : ReduceOp::sum;
   if (is_16bit_float(dtype)) {
     std::vector<float> wide(n);  // (n) float32
@@ -139,6 +152,10 @@ void Communicator::all_reduce(std::span<const Buffer> buffers, DType dtype, Redu
   const size_t size = size_t(dtype_size(dtype));
   run(what, timeout, [&] {
     if (total == 0) return;
+    if (device_buffers()) {
+      do_all_reduce_many(buffers, dtype, op, timeout);
+      return;
+    }
     std::vector<char> packed(total * size);  // (total) elements of dtype: the buffers one after another
     size_t at = 0;
     for (const Buffer& b : buffers) {
@@ -174,7 +191,7 @@ void Communicator::all_gather(const void* in, void* out, size_t n, DType dtype, 
   const size_t bytes = n * size_t(dtype_size(dtype));
   run(what, timeout, [&] {
     if (n == 0) return;
-    if (world_size() == 1) {
+    if (world_size() == 1 && !device_buffers()) {
       std::memmove(out, in, bytes);
     } else {
       do_all_gather(in, out, bytes, timeout);
@@ -193,6 +210,10 @@ void Communicator::reduce_scatter(const void* in, void* out, size_t n_per_rank, 
   const size_t n = n_per_rank * size_t(world_size());
   run(what, timeout, [&] {
     if (n == 0) return;
+    if (device_buffers()) {
+      do_reduce_scatter(in, out, n_per_rank, dtype, op, timeout);
+      return;
+    }
     // An all-reduce of a copy of the whole input, of which this rank keeps its row: twice the
     // traffic of a dedicated reduce-scatter, and simple.
     std::vector<char> all(static_cast<const char*>(in),

@@ -8,64 +8,19 @@
 #include <gloo/broadcast.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/file_store.h>
 #include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <csignal>
-#include <filesystem>
-#include <system_error>
 
 #include "aether/core/error.h"
-#include "dist/tcp_store.h"
+#include "dist/rendezvous.h"
 
 namespace aether::dist {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Timeout = Communicator::Timeout;
-
-void check_options(const Options& o) {
-  const char* op = "dist::Communicator::create";
-  AETHER_CHECK(o.world_size >= 1, op, "world size ", o.world_size, " is not positive");
-  AETHER_CHECK(o.rank >= 0 && o.rank < o.world_size, op, "rank ", o.rank, " is not in [0, ", o.world_size,
-               ") (world size ", o.world_size, ")");
-  AETHER_CHECK(o.local_rank >= 0, op, "local rank ", o.local_rank, " is negative");
-  AETHER_CHECK(o.timeout.count() > 0, op, "timeout ", o.timeout.count(), " ms is not positive");
-  if (o.store == StoreKind::file) {
-    AETHER_CHECK(!o.file_store_path.empty(), op,
-                 "the file store needs a directory (Options::file_store_path)");
-  } else {
-    AETHER_CHECK(!o.master_addr.empty(), op,
-                 "the TCP store needs an address (Options::master_addr, MASTER_ADDR)");
-    AETHER_CHECK(o.master_port > 0 && o.master_port <= 65535, op, "master port ", o.master_port,
-                 " is not a TCP port (1 to 65535)");
-  }
-}
-
-std::string join_key(int rank) { return detail::cat("aether/joined/", rank); }
-
-// Every rank says it has joined, then waits for the others within `timeout`; throws naming the
-// ranks that did not join (Gloo's own wait would name only a key).
-void join(gloo::rendezvous::Store& store, const Options& o, const std::string& where) {
-  store.set(join_key(o.rank), {'1'});
-  const auto deadline = Clock::now() + o.timeout;
-  std::string missing;
-  for (int r = 0; r < o.world_size; ++r) {
-    if (r == o.rank) continue;
-    const auto left = std::max(std::chrono::duration_cast<Timeout>(deadline - Clock::now()), Timeout(1));
-    try {
-      store.wait({join_key(r)}, left);
-    } catch (const std::exception&) {
-      missing += detail::cat(missing.empty() ? "" : ", ", r);
-    }
-  }
-  AETHER_CHECK(missing.empty(), "dist::Communicator::create", "rank ", o.rank, " of ", o.world_size,
-               ": timed out after ", o.timeout.count(), " ms waiting for rank(s) ", missing,
-               " to join through ", where);
-}
 
 std::string this_host() {
   char name[256] = {};
@@ -81,21 +36,11 @@ class GlooCommunicator final : public Communicator {
     // silently (Gloo writes with writev, which cannot ask for MSG_NOSIGNAL). Ignored, the write
     // fails with EPIPE, Gloo throws, and this rank reports the failure and names the peer.
     std::signal(SIGPIPE, SIG_IGN);
-    std::string where;
-    if (o.store == StoreKind::file) {
-      std::error_code ec;
-      std::filesystem::create_directories(o.file_store_path, ec);
-      AETHER_CHECK(!ec, "dist::Communicator::create", "cannot create the file store's directory ",
-                   o.file_store_path, ": ", ec.message());
-      where = "the file store " + o.file_store_path;
-      root_ = std::make_shared<gloo::rendezvous::FileStore>(o.file_store_path);
-    } else {
-      if (o.rank == 0 && o.host_store) server_ = std::make_shared<TcpStoreServer>(o.master_port);
-      where = detail::cat("the TCP store at ", o.master_addr, ":", o.master_port);
-      root_ = std::make_shared<TcpStore>(o.master_addr, o.master_port, o.timeout);
-    }
+    const Rendezvous rv = open_store(o, "dist::Communicator::create");
+    server_ = rv.server;
+    root_ = rv.root;
     store_ = root_;
-    join(*store_, o, where);
+    join(*store_, o, rv.where, "dist::Communicator::create");
 
     gloo::transport::tcp::attr attr;
     if (!o.iface.empty()) {
@@ -111,7 +56,7 @@ class GlooCommunicator final : public Communicator {
                       o.iface.empty() ? "host '" + attr.hostname + "'" : "interface '" + o.iface + "'",
                       " (set Options::hostname or Options::iface): ", e.what()));
     }
-    connect("dist::Communicator::create", where);
+    connect("dist::Communicator::create", rv.where);
   }
 
   // A split of `parent`: the same ranks, store (under the prefix `key`) and TCP device, with
@@ -180,31 +125,7 @@ class GlooCommunicator final : public Communicator {
   }
 
   std::string post_mortem(Timeout wait) override {
-    if (!store_) return "";
-    // One key per rank and communicator: a communicator fails once.
-    auto key = [](int r) { return detail::cat("aether/failed/", r); };
-    try {
-      store_->set(key(options_.rank), {'1'});
-    } catch (const std::exception& e) {
-      return options_.store == StoreKind::tcp && options_.rank != 0
-                 ? detail::cat("the TCP store rank 0 serves is unreachable (rank 0 stopped?): ", e.what())
-                 : detail::cat("the store is unreachable: ", e.what());
-    }
-    const auto deadline = Clock::now() + wait;
-    std::string missing;
-    for (int r = 0; r < options_.world_size; ++r) {
-      if (r == options_.rank) continue;
-      const auto left = std::max(std::chrono::duration_cast<Timeout>(deadline - Clock::now()), Timeout(1));
-      try {
-        store_->wait({key(r)}, left);
-      } catch (const std::exception&) {
-        missing += detail::cat(missing.empty() ? "" : ", ", r);
-      }
-    }
-    if (missing.empty()) return "";
-    return detail::cat(missing.find(',') == std::string::npos ? "rank " : "ranks ", missing,
-                       " did not report this failure within ", wait.count(),
-                       " ms: it stopped, hangs, or is still computing");
+    return store_ ? dist::post_mortem(*store_, options_, wait) : "";
   }
 
  private:
@@ -235,7 +156,7 @@ class GlooCommunicator final : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_gloo_communicator(const Options& options) {
-  check_options(options);
+  check_options(options, "dist::Communicator::create");
   return std::make_unique<GlooCommunicator>(options);
 }
 

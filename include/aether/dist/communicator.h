@@ -12,6 +12,9 @@
 //
 // 16-bit floats (float16, bfloat16) are widened to float32 before a reduction and rounded back once
 // (round to nearest even) after it: sums accumulate in float32 whatever the number of ranks.
+//
+// Two implementations: Gloo (Communicator::create) on host buffers, and NCCL (create_nccl,
+// aether/dist/nccl.h) on CUDA device buffers, where NCCL reduces 16-bit floats itself.
 #pragma once
 
 #include <chrono>
@@ -90,10 +93,11 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual Timeout timeout() const = 0;      // the default timeout of collectives
-  virtual const char* backend() const = 0;  // "gloo"
+  virtual const char* backend() const = 0;  // "gloo", "nccl"
 
-  // The collectives. Buffers are contiguous host memory of `n` elements of `dtype` (bool is not
-  // supported; average needs a float dtype). Calls from several threads are serialised.
+  // The collectives. Buffers are contiguous memory of `n` elements of `dtype`: host memory for
+  // Gloo, device memory of this rank's GPU for NCCL (bool is not supported; average needs a float
+  // dtype). Calls from several threads are serialised.
   // data (n): in place, every rank's elements combined by `op`; on return, equal on every rank.
   void all_reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout = kDefaultTimeout);
   // Several buffers of one dtype in one collective (packed into one buffer and unpacked).
@@ -125,6 +129,14 @@ class Communicator {
   virtual void do_all_gather(const void* in, void* out, size_t bytes, Timeout timeout) = 0;
   virtual void do_barrier(Timeout timeout) = 0;
   virtual std::unique_ptr<Communicator> do_split(const std::string& key) = 0;
+  // Whether the buffers are device memory that only the implementation may touch (NCCL). Then the
+  // base class reads and writes no element itself: do_all_reduce gets every op and float dtype as
+  // it is (16-bit floats and average included), several buffers go to do_all_reduce_many,
+  // reduce-scatter to do_reduce_scatter, and a world of one still calls do_all_gather.
+  virtual bool device_buffers() const { return false; }
+  virtual void do_all_reduce_many(std::span<const Buffer> buffers, DType dtype, ReduceOp op, Timeout timeout);
+  virtual void do_reduce_scatter(const void* in, void* out, size_t n_per_rank, DType dtype, ReduceOp op,
+                                 Timeout timeout);
   // After a failed collective: tells the other ranks (through the store) that this rank is alive
   // and failed, waits up to `wait` for theirs, and describes the ranks that did not say so (they
   // stopped, hang, or are still computing), e.g. "rank 1 did not report ..."; "" when every rank did

@@ -24,17 +24,27 @@ struct Lib {
 };
 
 Lib* libs() {
-  static Lib l[] = {{"cublasLt", AETHER_CUBLASLT_SONAME, AETHER_CUBLASLT_LIBDIR},
-                    {"cudnn", AETHER_CUDNN_SONAME, AETHER_CUDNN_LIBDIR},
-                    {"nvrtc", AETHER_NVRTC_SONAME, AETHER_NVRTC_LIBDIR}};
+  static Lib l[] = {
+      {"cublasLt", AETHER_CUBLASLT_SONAME, AETHER_CUBLASLT_LIBDIR},
+      {"cudnn", AETHER_CUDNN_SONAME, AETHER_CUDNN_LIBDIR},
+      {"nvrtc", AETHER_NVRTC_SONAME, AETHER_NVRTC_LIBDIR},
+#ifdef AETHER_NCCL_SONAME
+      {"nccl", AETHER_NCCL_SONAME, AETHER_NCCL_LIBDIR},
+#endif
+  };
   return l;
 }
+constexpr int kLibs = 3
+#ifdef AETHER_NCCL_SONAME
+                      + 1
+#endif
+    ;
 
 }  // namespace
 
 void* symbol(const char* name) {
   Lib* lib = nullptr;
-  for (int i = 0; i < 3 && !lib; ++i)  // "cublasLt" before a shorter prefix could match
+  for (int i = 0; i < kLibs && !lib; ++i)  // "cublasLt" before a shorter prefix could match
     if (std::strncmp(name, libs()[i].prefix, std::strlen(libs()[i].prefix)) == 0) lib = &libs()[i];
   if (!lib) throw Error(detail::cat("cuda: no library is known to provide ", name));
   std::call_once(lib->once, [&] {

@@ -1,4 +1,4 @@
-// Internal: cuDNN, cuBLASLt and NVRTC are loaded on first use (dlopen), not linked.
+// Internal: cuDNN, cuBLASLt, NVRTC and NCCL are loaded on first use (dlopen), not linked.
 //
 // Linked, they cost every aether process - the CLI on a machine without a GPU, each of the ~1000 test
 // processes - about 0.25 s and 250 MB of resident memory at start-up (the dynamic loader relocates
@@ -11,7 +11,7 @@
 namespace aether::cuda::lazy {
 
 // The address of `name` from the library that provides the prefix of `name` ("cudnn", "cublasLt",
-// "nvrtc"); throws aether::Error when the library or the symbol cannot be loaded.
+// "nvrtc", "nccl"); throws aether::Error when the library or the symbol cannot be loaded.
 void* symbol(const char* name);
 
 }  // namespace aether::cuda::lazy
