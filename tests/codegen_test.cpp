@@ -623,6 +623,18 @@ TEST(Codegen, ChannelStatisticsAccumulateColumnBlocksAcrossRows) {
   }
 }
 
+// A task that owns its outputs (a global pool over (N, H, W, C): N tasks of C sums) sums its rows in
+// column blocks too, into its own accumulators.
+TEST(Codegen, AnOwnerTaskSumsItsRowsInColumnBlocks) {
+  const Tensor x = input({32, 16, 16, 32}, 48);
+  auto make = [&] { return std::vector<Tensor>{x.sum({1, 2}), (x * x).sum({1, 2})}; };
+  const std::vector<Tensor> outs = make();
+  const std::string src = reduce_source(outs);
+  EXPECT_NE(src.find("each task owns its outputs"), std::string::npos) << src;
+  EXPECT_NE(src.find("this block's accumulators"), std::string::npos) << src;
+  expect_fused_matches(outs, make);
+}
+
 // A reduce over the leading dims with many outputs per slab keeps the slabs' partial sums (zeroed,
 // then combined by one thread) to 1/32 of the input's bytes: (16, 4, 4, 256) has 64 tasks but gets
 // 2 slabs of 2 x 256 double sums for its 256 KiB.
