@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,7 @@ struct Lib {
   std::once_flag once;
 };
 
-Lib* libs() {
+std::span<Lib> libs() {
   static Lib l[] = {
       {"cublasLt", AETHER_CUBLASLT_SONAME, AETHER_CUBLASLT_LIBDIR},
       {"cudnn", AETHER_CUDNN_SONAME, AETHER_CUDNN_LIBDIR},
@@ -34,18 +35,13 @@ Lib* libs() {
   };
   return l;
 }
-constexpr int kLibs = 3
-#ifdef AETHER_NCCL_SONAME
-                      + 1
-#endif
-    ;
 
 }  // namespace
 
 void* symbol(const char* name) {
   Lib* lib = nullptr;
-  for (int i = 0; i < kLibs && !lib; ++i)  // "cublasLt" before a shorter prefix could match
-    if (std::strncmp(name, libs()[i].prefix, std::strlen(libs()[i].prefix)) == 0) lib = &libs()[i];
+  for (Lib& l : libs())  // "cublasLt" before a shorter prefix could match
+    if (!lib && std::strncmp(name, l.prefix, std::strlen(l.prefix)) == 0) lib = &l;
   if (!lib) throw Error(detail::cat("cuda: no library is known to provide ", name));
   std::call_once(lib->once, [&] {
     for (const std::string& n : lib->names) {

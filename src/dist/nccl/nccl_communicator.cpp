@@ -222,24 +222,26 @@ class NcclCommunicator final : public Communicator {
                             last && *last ? detail::cat(" (", last, ")") : ""));
   }
 
-  // Polls NCCL's asynchronous state until the last call is no longer in progress; past `deadline`
-  // the communicator is aborted and this throws "timed out".
-  void ready(Clock::time_point deadline, const char* what) {
-    for (;;) {
-      ncclResult_t state = ncclSuccess;
-      nccl(AE_LAZY(ncclCommGetAsyncError)(comm_, &state), "ncclCommGetAsyncError");
-      if (state == ncclSuccess) return;
-      if (state != ncclInProgress) {
-        const std::string why = detail::cat(what, " failed: ", AE_LAZY(ncclGetErrorString)(state));
-        abort();
-        throw Error(why);
-      }
-      if (Clock::now() > deadline) {
-        abort();
-        throw Error(detail::cat(what, " timed out (the NCCL communicator was aborted)"));
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  // One look at NCCL's asynchronous state: ncclSuccess or ncclInProgress. An error, or `deadline`
+  // passed, aborts the communicator and throws.
+  ncclResult_t poll(Clock::time_point deadline, const char* what) {
+    ncclResult_t state = ncclSuccess;
+    nccl(AE_LAZY(ncclCommGetAsyncError)(comm_, &state), "ncclCommGetAsyncError");
+    if (state != ncclSuccess && state != ncclInProgress) {
+      const std::string why = detail::cat(what, " failed: ", AE_LAZY(ncclGetErrorString)(state));
+      abort();
+      throw Error(why);
     }
+    if (Clock::now() > deadline) {
+      abort();
+      throw Error(detail::cat(what, " timed out (the NCCL communicator was aborted)"));
+    }
+    return state;
+  }
+
+  // Polls until the last call is no longer in progress (see poll).
+  void ready(Clock::time_point deadline, const char* what) {
+    while (poll(deadline, what) == ncclInProgress) std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 
   // Enqueues a collective on stream_, then waits until the GPU has finished it, NCCL reports an
@@ -256,19 +258,7 @@ class NcclCommunicator final : public Communicator {
       const cudaError_t q = cudaEventQuery(done_);
       if (q == cudaSuccess) return;
       if (q != cudaErrorNotReady) check_cuda(q, "the NCCL collective's stream");
-      ncclResult_t state = ncclSuccess;
-      nccl(AE_LAZY(ncclCommGetAsyncError)(comm_, &state), "ncclCommGetAsyncError");
-      if (state != ncclSuccess && state != ncclInProgress) {
-        const std::string why = detail::cat("NCCL failed: ", AE_LAZY(ncclGetErrorString)(state));
-        abort();
-        throw Error(why);
-      }
-      if (Clock::now() > deadline) {
-        abort();
-        throw Error(
-            "timed out waiting for the GPU to finish the NCCL collective (the NCCL communicator was "
-            "aborted)");
-      }
+      poll(deadline, "waiting for the GPU to finish the NCCL collective");
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
