@@ -608,6 +608,21 @@ TEST(Codegen, AnOwnedBlockOfOutputsAccumulatesInItsTask) {
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
 }
 
+// At a batch of 256 a task per image would own a block too big for its stack (here 4x4x144
+// outputs, 36 KiB of accumulators and results): the task index takes the next kept dim too, so
+// each task owns one row of windows (4x144 outputs), still local, and the kernel asks for no
+// scratch. It matches the reference.
+TEST(Codegen, ABigOwnedBlockSplitsIntoRowsThatStayLocal) {
+  const Tensor x = input({256, 8, 8, 144}, 49);  // (N,H,W,C)
+  auto make = [&] { return std::vector<Tensor>{max_pool2d(x, 2)}; };
+  const std::vector<Tensor> outs = make();
+  const std::string src = reduce_source(outs);
+  EXPECT_NE(src.find("aether_kernel_scratch(void) { return 0LL; }"), std::string::npos) << src;
+  EXPECT_NE(src.find("s0[576];  // [576] accumulators"), std::string::npos) << src;
+  EXPECT_NE(src.find("b_ < 1024;"), std::string::npos) << src;  // 256 images x 4 rows
+  expect_fused_matches(outs, make, 0);
+}
+
 // BatchNorm's statistics over (N, H, W, C) with rows of 32 channels: the rows of each task are
 // summed in blocks of 16 columns whose accumulators stay in local arrays (registers) across the
 // rows, added to the slab's partial sums once per block; with 128 channels (4 or more blocks per
