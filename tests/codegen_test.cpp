@@ -623,6 +623,46 @@ TEST(Codegen, ABigOwnedBlockSplitsIntoRowsThatStayLocal) {
   expect_fused_matches(outs, make, 0);
 }
 
+// An int32 sum accumulates in u32 lanes (it wraps to int32 at the end, so modulo 2^32 is exact),
+// in both the slab and the owner paths, and wraps like the reference: the sums below overflow.
+// A max's gradient counts its ties in int32 that way: the counted kernel has no double in it.
+TEST(Codegen, Int32SumsAccumulateInU32AndWrapLikeTheReference) {
+  std::vector<int32_t> v(64 * 48);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int32_t(uint32_t(i * 2654435761u));
+  const Tensor x = Tensor::from_vector<int32_t>(v, {64, 48});
+  auto make = [&] {
+    return std::vector<Tensor>{prim::reduce(Op::ReduceSum, x, {0}), prim::reduce(Op::ReduceSum, x, {1})};
+  };
+  for (const Tensor& t : make()) {
+    const std::string src = reduce_source({t});
+    const std::string body = src.substr(src.find("(void)scratch;"));  // the kernel function's body
+    EXPECT_NE(body.find("u32"), std::string::npos) << src;
+    EXPECT_EQ(body.find("u64*"), std::string::npos) << src;
+  }
+  expect_fused_matches(make(), make, 0);
+
+  std::vector<float> fv;
+  for (const double d : input({8, 4, 4, 16}, 50).to_vector<double>()) fv.push_back(float(std::round(d * 2)));
+  Tensor f = Tensor::from_vector<float>(fv, {8, 4, 4, 16});  // many ties
+  f.set_requires_grad();
+  const Tensor dy = input({8, 1, 1, 16}, 51);
+  auto grad = [&] { return gradients(prim::reduce(Op::ReduceMax, f, {1, 2}), {f}, dy); };
+  const Tensor m = prim::reduce(Op::ReduceMax, f, {1, 2});  // (8,1,1,16)
+  m.realize();                                              // so the count's kernel can be lowered on its own
+  const std::vector<Tensor> g = gradients(m, {f}, dy);
+  int counts = 0;
+  for (const ir::Kernel& k : lowered_kernels(g, KernelKind::Reduce)) {
+    const std::string src = codegen::render_cpp(k);
+    if (src.find("ReduceSum") == std::string::npos) continue;
+    ++counts;
+    const std::string body = src.substr(src.find("(void)scratch;"));  // the kernel function's body
+    EXPECT_NE(body.find("u32* __restrict__ a0"), std::string::npos) << src;
+    EXPECT_EQ(body.find("double"), std::string::npos) << src;
+  }
+  EXPECT_EQ(counts, 1);
+  expect_fused_matches(g, grad, 0);
+}
+
 // BatchNorm's statistics over (N, H, W, C) with rows of 32 channels: the rows of each task are
 // summed in blocks of 16 columns whose accumulators stay in local arrays (registers) across the
 // rows, added to the slab's partial sums once per block; with 128 channels (4 or more blocks per

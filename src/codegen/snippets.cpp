@@ -365,12 +365,12 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
 }
 
 std::string Acc::init() const {
-  if (sum()) return fp() ? "0.0" : "0ull";
+  if (sum()) return fp() ? "0.0" : narrow_int() ? "0u" : "0ull";
   if (narrow()) return literal(lang, DType::float32, -INFINITY);
   return fp() ? literal(lang, DType::float64, -INFINITY) : "(-9223372036854775807LL - 1)";
 }
 std::string Acc::add(const std::string& acc, const std::string& v) const {
-  if (sum()) return fp() ? acc + " + (double)" + v : acc + " + (u64)(i64)" + v;
+  if (sum()) return fp() ? acc + " + (double)" + v : acc + (narrow_int() ? " + (u32)" : " + (u64)(i64)") + v;
   if (narrow()) return "ae_max(" + acc + ", (float)" + v + ")";
   return fp() ? "ae_max(" + acc + ", (double)" + v + ")" : "ae_maxi(" + acc + ", (i64)" + v + ")";
 }

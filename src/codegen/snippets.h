@@ -62,9 +62,14 @@ struct Acc {
   bool fp() const { return is_fp(r.dtype); }
   bool sum() const { return r.op == Op::ReduceSum; }
   // A float maximum is exact in float: float32 and 16-bit maxima accumulate in float (twice the
-  // vector lanes of double); float sums accumulate in double.
-  bool narrow() const { return !sum() && fp() && r.dtype != DType::float64; }
-  const char* type() const { return narrow() ? "float" : fp() ? "double" : sum() ? "u64" : "i64"; }
+  // vector lanes of double); float sums accumulate in double. An integer sum of at most 32 bits
+  // wraps to its type at the end, so it accumulates modulo 2^32 in u32 with the same result as in
+  // u64, in twice the lanes and without widening each value (max-pool's tie counts).
+  bool narrow_int() const { return sum() && !fp() && r.dtype != DType::boolean && dtype_size(r.dtype) <= 4; }
+  bool narrow() const { return (!sum() && fp() && r.dtype != DType::float64) || narrow_int(); }
+  const char* type() const {
+    return narrow_int() ? "u32" : narrow() ? "float" : fp() ? "double" : sum() ? "u64" : "i64";
+  }
   std::string init() const;
   std::string add(const std::string& acc, const std::string& v) const;    // v: a stored value
   std::string combine(const std::string& a, const std::string& b) const;  // both accumulators

@@ -77,8 +77,17 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       // Split among ties: mask / count(mask) per reduced group.
       const Tensor xin = x(0);
       const auto& axes = std::get<Axes>(fn.arg);
-      const Tensor mask = xin.eq(out().expand(xin.shape())).cast(grad_dtype(dy.dtype(), xin.dtype()));
-      const Tensor count = prim::reduce(Op::ReduceSum, mask, axes);
+      const DType gd = grad_dtype(dy.dtype(), xin.dtype());
+      const Tensor eq = xin.eq(out().expand(xin.shape()));
+      const Tensor mask = eq.cast(gd);
+      // The ties counted in int32 (exact; it accumulates in 32-bit lanes, where a float count
+      // widened every value to a double): the global max-pool's backward count of (256, 4, 4,
+      // 256) ran at 31-37% of the copy bandwidth.
+      int64_t group = 1;
+      for (int a : axes) group *= xin.shape()[size_t(a)];
+      const Tensor count = group < (int64_t(1) << 31)
+                               ? prim::reduce(Op::ReduceSum, eq.cast(DType::int32), axes).cast(gd)
+                               : prim::reduce(Op::ReduceSum, mask, axes);
       return {(dy / count).expand(xin.shape()) * mask};
     }
     case Op::Reshape: return {dy.reshape(fn.input_shapes[0])};
