@@ -664,16 +664,18 @@ TEST(Codegen, Int32SumsAccumulateInU32AndWrapLikeTheReference) {
 }
 
 // BatchNorm's statistics over (N, H, W, C) with rows of 32 channels: the rows of each task are
-// summed in blocks of 16 columns whose accumulators stay in local arrays (registers) across the
-// rows, added to the slab's partial sums once per block; with 128 channels (4 or more blocks per
-// row, measured slower) they are not. Both match the reference.
+// summed into a local array of the row's 32 accumulators (two float64 sums: 512 bytes), added to
+// the slab's partial sums once per task; with 128 channels (measured slower) they are not. Both
+// match the reference.
 TEST(Codegen, ChannelStatisticsAccumulateColumnBlocksAcrossRows) {
   for (const int64_t c : {32, 128}) {
     const Tensor x = input({16, 16, 16, c}, 46);
     auto make = [&] { return std::vector<Tensor>{x.sum({0, 1, 2}), (x * x).sum({0, 1, 2})}; };
     const std::vector<Tensor> outs = make();
     const std::string src = reduce_source(outs);
-    EXPECT_EQ(src.find("this block's accumulators") != std::string::npos, c == 32) << c << "\n" << src;
+    EXPECT_EQ(src.find("l0[32];  // [32] this block's accumulators") != std::string::npos, c == 32)
+        << c << "\n"
+        << src;
     expect_fused_matches(outs, make);
   }
 }

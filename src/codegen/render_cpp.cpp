@@ -413,10 +413,10 @@ class Renderer {
   // Column blocks: when the last dim is kept and every middle dim is reduced (BatchNorm's
   // statistics over (N, H, W, C): rows of C channels), the accumulators of each row's point were
   // loaded, added to and stored once per row, which bound the kernel to the load/store ports
-  // (8.4 GB/s where a read runs at 15.7 on a Zen 1 EPYC). Instead the last dim runs in blocks of
-  // `col` columns outside the middle loops, each block's accumulators in a small local array that
-  // the compiler keeps in vector registers across the rows, added to the task's accumulators once
-  // per block (12.4 GB/s in the same harness). Returns the block width, 0 when not worth it.
+  // (8.4 GB/s where a read runs at 15.7 on a Zen 1 EPYC). Instead a short row is summed into a
+  // local array of the row's accumulators, which the compiler keeps in registers or L1 apart from
+  // the slab's (no aliasing, nothing to reload), added to the task's accumulators once per task.
+  // Returns the block width (the row's), 0 when not worth it.
   int64_t column_block(const std::vector<bool>& red) const {
     const Shape& s = k_.full;
     const int n = n_;
@@ -429,13 +429,14 @@ class Renderer {
     int64_t bytes = 0;  // accumulator bytes per column
     for (const ir::Reduction& r : k_.reductions) bytes += Acc{r, kLang}.narrow() ? 4 : 8;
     const int64_t last = s[size_t(n - 1)];
-    int64_t w = 1;
-    while (w * 2 * bytes <= kColumnBytes) w *= 2;
-    while (w > 1 && last % w != 0) w /= 2;
-    // Measured there: rows of 32 channels in two blocks gained (0.65 -> 0.54 ms in a harness over
-    // (64, 32, 32, 32)); rows of 4 or more blocks lost (e.g. 0.18 -> 0.23 ms over (64, 8, 8, 128)),
-    // each block's pass over a row's cache lines apart from the others.
-    return rows >= 2 && w >= 4 && last <= 2 * w ? w : 0;
+    // Measured in a harness (each kernel's own source, data larger than the caches; Zen 1 EPYC,
+    // 2 threads), rows of 32 channels with two float64 sums (512 bytes of accumulators): the whole
+    // row as one block against two blocks of 16 columns, BatchNorm's statistics over (64, 32, 32,
+    // 32) 1.09 -> 0.87 ms, its backward's 2.49 -> 1.46 ms, the same at batch 256 (4.6 -> 4.1 and
+    // 12.7 -> 7.8 ms); two blocks had gained over none (0.65 -> 0.54 ms). Longer rows lost as one
+    // block (64 channels 3.3 -> 4.7 ms, 128: 1.7 -> 2.9 ms) and in blocks of 16 (0.18 -> 0.23 ms
+    // over (64, 8, 8, 128)): each block's pass over a row's cache lines apart from the others.
+    return rows >= 2 && last >= 4 && last * bytes <= kColumnBytes ? last : 0;
   }
 
   void reduce() {
@@ -652,7 +653,7 @@ class Renderer {
 
   static constexpr int64_t kMinOwnerTasks = 16;
   static constexpr int64_t kMaxLocalBytes = 32 * 1024;  // a task's local accumulators and results
-  static constexpr int64_t kColumnBytes = 256;          // a column block's accumulators: 8 AVX2 registers
+  static constexpr int64_t kColumnBytes = 512;          // a row's accumulators, to sum it in a local block
   const ir::Kernel& k_;
   int n_;
   std::ostringstream os_;
