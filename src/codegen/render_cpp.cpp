@@ -384,7 +384,6 @@ class Renderer {
       while (nest_.prefix < n - 1 && !red[size_t(nest_.prefix)] &&
              out_n_ / nest_.q * local_bytes > kMaxLocalBytes)
         nest_.q *= s[size_t(nest_.prefix++)];
-      nest_.chunk = std::max<int64_t>(s[size_t(n - 1)], 1);
       block_ = out_n_ / nest_.q;
     }
     local_ = owner_block_ && block_ * local_bytes <= kMaxLocalBytes;
