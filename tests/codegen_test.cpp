@@ -522,6 +522,9 @@ std::string reduce_source(const std::vector<Tensor>& outs) {
   return ks.empty() ? "" : codegen::render_cpp(ks[0]);
 }
 
+// The kernel function's body in a rendered source (without the prelude's helpers and the signature).
+std::string kernel_body(const std::string& src) { return src.substr(src.find("(void)scratch;")); }
+
 // Fused against reference for each of `outs` (rebuilt by `make` with fusion off), within `rel`.
 void expect_fused_matches(const std::vector<Tensor>& outs, const std::function<std::vector<Tensor>()>& make,
                           double rel = 1e-9) {
@@ -635,7 +638,7 @@ TEST(Codegen, Int32SumsAccumulateInU32AndWrapLikeTheReference) {
   };
   for (const Tensor& t : make()) {
     const std::string src = reduce_source({t});
-    const std::string body = src.substr(src.find("(void)scratch;"));  // the kernel function's body
+    const std::string body = kernel_body(src);
     EXPECT_NE(body.find("u32"), std::string::npos) << src;
     EXPECT_EQ(body.find("u64*"), std::string::npos) << src;
   }
@@ -655,7 +658,7 @@ TEST(Codegen, Int32SumsAccumulateInU32AndWrapLikeTheReference) {
     const std::string src = codegen::render_cpp(k);
     if (src.find("ReduceSum") == std::string::npos) continue;
     ++counts;
-    const std::string body = src.substr(src.find("(void)scratch;"));  // the kernel function's body
+    const std::string body = kernel_body(src);
     EXPECT_NE(body.find("u32* __restrict__ a0"), std::string::npos) << src;
     EXPECT_EQ(body.find("double"), std::string::npos) << src;
   }
