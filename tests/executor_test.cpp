@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "aether/aether.h"
+#include "aether/graph/autograd.h"
 #include "aether/ops/conv.h"
 #include "backend/runtime.h"
 #include "schedule/schedule.h"
@@ -159,6 +160,35 @@ TEST(Executor, ConvEpilogueIsTheSchedulersRecord) {
   expect_near(on(without, f), want);
   EXPECT_EQ(without.epilogue_calls, 0);
   EXPECT_EQ(without.launches, 1) << "bias and ReLU should be one generated kernel after the conv";
+}
+
+// A max-pool over an odd size drops the last row and column; its gradient is padded back to the
+// conv's output, which the conv's backward passes (library calls) read. The executor writes that
+// padded gradient with one generated kernel (no copy inside the library calls), with the values of
+// the reference backend.
+TEST(Executor, PaddedGradientALibraryCallReadsIsOneKernel) {
+  if (!cpu_runtime().can_compile()) GTEST_SKIP() << "no working C++ compiler for generated kernels";
+  const Tensor x = input({2, 7, 7, 3}, 1.0), w = input({4, 3, 3, 3}, 0.5);
+  auto f = [&] {  // (2,7,7,3) -conv-> (2,7,7,4) -pool 2-> (2,3,3,4); dw (4,3,3,3) and dx, flattened
+    Tensor wv = w.detach().set_requires_grad(), xv = x.detach().set_requires_grad();
+    const Tensor y = max_pool2d(conv2d(xv, wv, Tensor(), {.padding = 1}), 2);
+    const auto g = gradients((y * y).sum(), {wv, xv});
+    return cat({g[0].reshape({-1}), g[1].reshape({-1})}, 0);
+  };
+  const auto want = reference(f);
+  plan_cache_clear();
+  CountingRuntime rt;
+  expect_near(on(rt, f), want);
+  const Tensor t = f();
+  const Schedule s = schedule({t.node()});
+  int padded_inputs = 0;
+  for (const Kernel& k : s.kernels)
+    if (k.kind == KernelKind::Library)
+      for (const KernelInput& i : k.inputs)
+        if (i.producer >= 0 && s.kernels[size_t(i.producer)].kind == KernelKind::Elementwise &&
+            i.base->op == Op::Pad)
+          ++padded_inputs;
+  EXPECT_EQ(padded_inputs, 2) << "conv2d_bwd_data and conv2d_bwd_weight should read the padded gradient";
 }
 
 // The registered runtimes: the CPU's always; another device's only when this build has it, and

@@ -187,6 +187,39 @@ TEST(Schedule, LibraryInputsAreStored) {
   EXPECT_EQ(stored_e, 1);
 }
 
+// A library call reads a dense buffer. A pad (masked) or flip (negative strides) of a value is never
+// one, so it is written by a kernel: by the kernel computing that value where nothing else reads it
+// (one kernel, the value itself never stored unpadded), else by a copy kernel; not by a copy inside
+// the library call. A requested pad alone stays a view.
+TEST(Schedule, MaskedViewsALibraryReadsAreWrittenByAKernel) {
+  const auto& [x, y, z, a, b] = in();
+  auto library_input_kinds = [](const Schedule& s) {
+    std::vector<KernelKind> kinds;  // the kind of the kernel producing each library call's inputs
+    for (const Kernel& k : s.kernels)
+      if (k.kind == KernelKind::Library)
+        for (const KernelInput& i : k.inputs)
+          if (i.producer >= 0) kinds.push_back(s.kernels[size_t(i.producer)].kind);
+    return kinds;
+  };
+  // (x + a) padded by a row, read by a matmul: one kernel writes the padded sum.
+  const Tensor e = x + a;
+  const Tensor pe = e.pad({{0, 1}, {0, 0}});
+  const Schedule s1 = schedule({pe.matmul(z.pad({{0, 0}, {0, 1}}))});
+  EXPECT_EQ(s1.library_calls, 1);
+  EXPECT_EQ(s1.kernel_count, 2);  // the padded sum, and z's padded copy
+  for (const Kernel& k : s1.kernels)
+    for (const NodePtr& o : k.outputs) EXPECT_NE(o.get(), e.node().get()) << "x + a stored before its pad";
+  EXPECT_EQ(library_input_kinds(s1),
+            (std::vector<KernelKind>{KernelKind::Elementwise, KernelKind::Elementwise}));
+  // A flip of a realized buffer read by a matmul: a copy kernel.
+  const Schedule s2 = schedule({x.flip({0}).matmul(y)});
+  EXPECT_EQ(s2.kernel_count, 1);
+  EXPECT_EQ(library_input_kinds(s2), (std::vector<KernelKind>{KernelKind::Elementwise}));
+  // Views a library call reads that may be dense stay views; so does a requested pad.
+  EXPECT_EQ(schedule({x.t().matmul(y)}).kernel_count, 0);
+  EXPECT_EQ(schedule({x.pad({{1, 1}, {0, 0}})}).kernel_count, 0);
+}
+
 TEST(Schedule, DebugDumpAfterEachPass) {
   const auto& [x, y, z, a, b] = in();
   const int saved = aether::config().debug;

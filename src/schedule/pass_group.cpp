@@ -40,9 +40,7 @@ void found(State& s, int i) {
     g.axes = reduce_axes_of(node);
     g.has_reduce = true;
     n.side = Side::Reduce;
-  } else if (is_movement(node.op) && !n.output) {
-    g.kind = KernelKind::ViewOnly;  // defensive: pass_group recomputes (inlines) such views instead
-  }
+  }  // a movement node here is a view a library call reads (recomputable()): its copy kernel
   n.group = int(s.groups.size());
   s.groups.push_back(std::move(g));
 }
@@ -117,10 +115,12 @@ bool recomputable(const State& s, int i, const std::vector<int>& readers) {
   const SNode& n = s.nodes[size_t(i)];
   const Op op = n.node->op;
   if (n.output || is_reduce(op) || is_library(op) || op == Op::Copy) return false;  // Copy: asked to store
-  if (is_movement(op)) return true;  // a view: index arithmetic wherever it is read
-  for (int g : readers)
-    if (s.groups[size_t(g)].kind == KernelKind::Library) return false;  // a library reads a buffer
-  return true;
+  bool library_reads = false;
+  for (int g : readers) library_reads = library_reads || s.groups[size_t(g)].kind == KernelKind::Library;
+  // A view is index arithmetic wherever it is read, except a view that is never dense read by a
+  // library call (library_copies_view): that is stored by a kernel of its own (pass view_only).
+  if (is_movement(op)) return !(library_reads && library_copies_view(op));
+  return !library_reads;  // a library reads a buffer
 }
 }  // namespace
 

@@ -1,5 +1,6 @@
 // Pass view_only: a group of movement ops only (e.g. a requested reshape of a value another group
-// stores) computes nothing: it becomes a view, not a kernel (unless it views an inlined value).
+// stores) computes nothing: it becomes a view, not a kernel (unless it views an inlined value, or is
+// a view a library call reads that is never dense: then the kernel writes its dense copy).
 #include "state.h"
 
 namespace aether::sched {
@@ -18,8 +19,12 @@ void pass_view_only(State& s) {
       int base = n.srcs[0];  // through recomputed views to what they view
       while (s.nodes[size_t(base)].inlined && is_movement(s.nodes[size_t(base)].node->op))
         base = s.nodes[size_t(base)].srcs[0];
-      // A view of a constant or of a recomputed value needs a kernel computing it.
+      // A view of a constant or of a recomputed value needs a kernel computing it, and so does one
+      // a library call would copy anyway (pass_group stores such views for that reader).
       views_only = views_only && !s.nodes[size_t(base)].inlined;
+      if (views_only && library_copies_view(n.node->op))
+        for (int r : reader_groups(s, m))
+          views_only = views_only && s.groups[size_t(r)].kind != KernelKind::Library;
     }
     if (views_only) g.kind = KernelKind::ViewOnly;
   }

@@ -7,6 +7,8 @@
 
 namespace aether::sched {
 
+bool library_copies_view(Op op) { return op == Op::Pad || op == Op::Flip; }
+
 bool reshape_merges_dims(const Shape& src, const Shape& out) {
   std::vector<int64_t> cuts;  // prefix products of out
   int64_t p = 1;

@@ -75,6 +75,13 @@ struct Load {
 // (N,OH,KH,OW,KW,C) back to (N,H,W,C)). Splits are plain index arithmetic.
 bool reshape_merges_dims(const Shape& src, const Shape& out);
 const std::vector<int>& reduce_axes_of(const Node& n);
+// Whether a library call reading a view made by `op` needs it copied to a dense buffer first, always:
+// a pad (masked) or a flip (negative strides), e.g. the gradient of a max-pool over an odd size,
+// padded back to the conv output it came from. Such a view gets a kernel that writes the copy (at
+// the copy bandwidth, into the step's memory plan), or computes the value there directly where its
+// source is read nowhere else; other views (a reshape, a slice, a permute) are often dense, and are
+// passed as views (the library call copies what is not).
+bool library_copies_view(Op op);
 // The distinct loads of group g (none for ViewOnly groups), seen through views and recomputed
 // (inlined) nodes; `inlined`, when given, receives the inlined nodes group g computes or reads.
 std::vector<Load> group_loads(const State& s, int g, std::vector<int>* inlined = nullptr);
