@@ -8,17 +8,21 @@
 #   3. benchmarks: the device's copy bandwidth (bench/gpu/copy_bw.cu, nvcc), aether's BN+ReLU
 #      forward+backward at (N,H,W,C) = (256,32,32,32) and (256,32,32,64) [= (256,64,32,32) in NCHW
 #      terms] and ReLU backward, each in GB/s and as a fraction of the copy bandwidth, the cifarnet
-#      training step at batch 256 and 512 (and at 256 in bfloat16 and float16), and the same step in PyTorch (bench/gpu/torch_step.py:
+#      training step at batch 256 and 512 (and at 256 in bfloat16 and float16, and through an NCCL
+#      world of one), and the same step in PyTorch (bench/gpu/torch_step.py:
 #      eager float32, eager with TF32, torch.compile) for the ratio;
 #   4. a summary table. Results go to ${OUT:-gpu-results}/: results.json (every measurement),
-#      summary.txt, ctest.log, suite-on-cuda.log, build.log.
+#      summary.txt, ctest.log, suite-on-cuda.log, build.log, benches.log (each benchmark as it ends).
 #
 # Packages: what scripts/install-deps.sh lists must be installed. Without a network, put the .deb
 # files and oneDNN's two wheels in $AETHER_GPU_DEBS (default .gpu-debs/; fetch them on a Debian
 # machine with `scripts/gpu-check.sh --fetch-debs`): they are unpacked into /opt/aether-deps (not
 # over /) and used from there. cuDNN is taken from the CUDA toolkit, else from PyTorch's nvidia-cudnn wheel.
 # Environment: AETHER_GPU_BUILD (build dir, default build/gpu), AETHER_GPU_SKIP_TORCH=1,
-# AETHER_GPU_SKIP_COMPILE=1 (no torch.compile), AETHER_GPU_RUNS (timed runs, default 20).
+# AETHER_GPU_SKIP_COMPILE=1 (no torch.compile), AETHER_GPU_RUNS (timed runs, default 20),
+# AETHER_GPU_TEST_TIMEOUT (seconds per test program, default 300), AETHER_GPU_SUITE_JOBS (suite
+# programs run at once, default 4), AETHER_GPU_BENCH_TIMEOUT (seconds per benchmark, default 240),
+# AETHER_GPU_QUICK=1 (six suite programs, the two batch-256 float32 steps, no PyTorch: a short lease).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -30,6 +34,7 @@ deb_packages=(
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # Gloo and what libgloo.so.0 loads
   liblapacke-dev liblapacke libtmglib-dev libtmglib3 liblapack-dev liblapack3 libblas-dev libblas3  # LAPACKE
   libgfortran5 libquadmath0  # what liblapack3 loads
+  pkgconf pkgconf-bin libpkgconf3  # pkg-config, which CMake finds libzip and LAPACKE with
 )
 
 if [ "${1:-}" = "--fetch-debs" ]; then  # run on a Debian 12 machine with a network
@@ -50,6 +55,9 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 build=${AETHER_GPU_BUILD:-build/gpu}
 runs=${AETHER_GPU_RUNS:-20}
+test_timeout=${AETHER_GPU_TEST_TIMEOUT:-300}
+suite_jobs=${AETHER_GPU_SUITE_JOBS:-4}
+bench_timeout=${AETHER_GPU_BENCH_TIMEOUT:-240}
 jobs=$(nproc)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -65,6 +73,7 @@ phase "tools and packages"
 export PATH=/usr/local/cuda/bin:$PATH
 command -v nvcc >/dev/null || die "nvcc not found (CUDA toolkit in /usr/local/cuda expected)"
 if ! command -v cmake >/dev/null || ! command -v ninja >/dev/null; then die "cmake and ninja are needed"; fi
+echo "$(cmake --version | head -1), ninja $(ninja --version), $(c++ --version | head -1), $(nvcc --version | tail -1)"
 gpu_name=""
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   gpu_name=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -1)
@@ -81,12 +90,35 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "unpacking ${debs}/*.deb into /opt/aether-deps (missing here: ${missing[*]})"
     for f in "$debs"/*.deb; do dpkg -x "$f" /opt/aether-deps; done
     dp=/opt/aether-deps/usr
+    # Debian picks its BLAS and LAPACK through update-alternatives, whose links dpkg -x does not make.
+    for lib in blas lapack; do
+      [ -d "$dp/lib/x86_64-linux-gnu/$lib" ] || continue
+      for f in "$dp/lib/x86_64-linux-gnu/$lib/lib$lib".so*; do ln -sf "$lib/${f##*/}" "$dp/lib/x86_64-linux-gnu/"; done
+      ln -sf "$lib-netlib.pc" "$dp/lib/x86_64-linux-gnu/pkgconfig/$lib.pc"
+    done
+    # A shared library this machine already has (the same soname; e.g. Ubuntu's libcurl4t64) is used
+    # from the system: Debian's copy may need libraries that are not here (libcurl: libssh2, LDAP).
+    # Every file of such a library (libcurl.so.4 and libcurl.so.4.8.0, which libcurl.so points to)
+    # becomes a link to the system's soname.
+    for f in "$dp"/lib/x86_64-linux-gnu/lib*.so.[0-9]* /opt/aether-deps/lib/x86_64-linux-gnu/lib*.so.[0-9]*; do
+      name=${f##*/}
+      [[ $name =~ ^(.*\.so\.[0-9]+) ]] || continue
+      soname=${BASH_REMATCH[1]}
+      for sys in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu; do
+        if [ -e "$sys/$soname" ]; then
+          ln -sf "$sys/$soname" "$f"
+          break
+        fi
+      done
+    done
     export CMAKE_PREFIX_PATH=$dp${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
     export PKG_CONFIG_PATH=$dp/lib/x86_64-linux-gnu/pkgconfig:$dp/share/pkgconfig
     export PKG_CONFIG_SYSROOT_DIR=/opt/aether-deps
-    export LD_LIBRARY_PATH=$dp/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-    export CPATH=$dp/include${CPATH:+:$CPATH}
-    export LIBRARY_PATH=$dp/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
+    # (some Debian 12 packages, libnl-3-200 among them, put their libraries in /lib, not /usr/lib)
+    export LD_LIBRARY_PATH=$dp/lib/x86_64-linux-gnu:/opt/aether-deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export PATH=$PATH:$dp/bin  # pkg-config, where the machine has none
+    export CPATH=$dp/include:$dp/include/x86_64-linux-gnu${CPATH:+:$CPATH}  # and the multiarch headers (openssl)
+    export LIBRARY_PATH=$dp/lib/x86_64-linux-gnu:/opt/aether-deps/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}
   else
     echo "missing packages: ${missing[*]}; trying scripts/install-deps.sh"
     scripts/install-deps.sh || die "could not install ${missing[*]} (no network? see --fetch-debs above)"
@@ -115,6 +147,19 @@ if [ ! -e /usr/local/cuda/include/cudnn.h ] && [ ! -e /usr/include/cudnn.h ] && 
   export LD_LIBRARY_PATH=$cudnn_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 fi
 
+# NCCL: the toolkit's, else PyTorch's wheel (nvidia-nccl-cu13), for dist::create_nccl.
+if [ ! -e /usr/local/cuda/include/nccl.h ] && [ ! -e /usr/include/nccl.h ]; then
+  nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null || true)
+  if [ -n "$nccl_dir" ] && [ -e "$nccl_dir/include/nccl.h" ]; then
+    nccl_lib=$(find "$nccl_dir/lib" -maxdepth 1 -name 'libnccl.so*' | sort | head -1)
+    echo "NCCL from $nccl_dir"
+    cmake_extra+=("-DAETHER_NCCL_INCLUDE=$nccl_dir/include" "-DAETHER_NCCL_LIB=$nccl_lib")
+    export LD_LIBRARY_PATH=$nccl_dir/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  else
+    echo "gpu-check: no NCCL (neither in the CUDA toolkit nor as PyTorch's nvidia-nccl wheel)" >&2
+  fi
+fi
+
 # ---- 1. build ---------------------------------------------------------------------------------------
 phase "configure and build ($build, $jobs jobs)"
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DAETHER_CUDA=ON -DAETHER_BUILD_BENCH=OFF \
@@ -138,28 +183,39 @@ phase "ctest -R cuda (${cuda_tests[*]})"
 export AETHER_CACHE_DIR=$root/$build/kernel-cache
 export CTEST_OUTPUT_ON_FAILURE=1
 test_rc=0
-ctest --test-dir "$build" -R cuda -j 4 --timeout 300 >"$out/ctest.log" 2>&1 || test_rc=$?
+ctest --test-dir "$build" -R cuda -j 4 --timeout "$test_timeout" >"$out/ctest.log" 2>&1 || test_rc=$?
 tail -15 "$out/ctest.log"
-skipped=$(grep -c -E '\*\*\*Skipped|Not Run' "$out/ctest.log" || true)
+# Tests that skip by design on a machine with a GPU: the check of the error without one, and the
+# child process that cuda_ptx_cache's tests start themselves.
+by_design='cuda_nccl\.WithoutAGpuOrNcclCreateSaysWhatIsMissing|cuda_ptx_cache_child\.Run'
+skipped=$(grep -E '\*\*\*Skipped|Not Run' "$out/ctest.log" | grep -c -v -E "$by_design" || true)
 passed=$(grep -c -E 'Test +#[0-9]+: .* Passed' "$out/ctest.log" || true)
 echo "ctest: $passed passed, $skipped skipped or not run, exit $test_rc"
 if [ "$test_rc" -ne 0 ]; then
   echo "gpu-check: CUDA tests failed (ctest.log); benchmarks run anyway" >&2
 fi
 if [ -n "$gpu_name" ] && [ "$skipped" -gt 0 ]; then
-  grep -E '\*\*\*Skipped|Not Run' "$out/ctest.log" | head -20 >&2
+  grep -E '\*\*\*Skipped|Not Run' "$out/ctest.log" | grep -v -E "$by_design" | head -20 >&2
   echo "gpu-check: a GPU is present but CUDA tests were skipped" >&2
   test_rc=1
 fi
 
 phase "the op and layer suite on the GPU (AETHER_DEVICE=cuda)"
+[ "${AETHER_GPU_QUICK:-0}" = "1" ] && suite_tests=(ops_test nn_ops_test conv_test pool_test layers_test optim_test)
 suite_failed=0
 : >"$out/suite-on-cuda.log"
+suite_one() {  # test program -> $tmp/suite.<name>.log, its last line "<name>: exit <rc>"
+  local rc=0
+  AETHER_DEVICE=cuda timeout "$test_timeout" "$build/tests/$1" --gtest_brief=1 >"$tmp/suite.$1.log" 2>&1 || rc=$?
+  echo "$1: exit $rc" >>"$tmp/suite.$1.log"
+}
+export -f suite_one
+export build tmp test_timeout
+printf '%s\n' "${suite_tests[@]}" | xargs -P "$suite_jobs" -I{} bash -c 'suite_one {}'
 for t in "${suite_tests[@]}"; do
-  rc=0
-  AETHER_DEVICE=cuda timeout 300 "$build/tests/$t" --gtest_brief=1 >>"$out/suite-on-cuda.log" 2>&1 || rc=$?
-  echo "$t: exit $rc" | tee -a "$out/suite-on-cuda.log"
-  [ "$rc" -eq 0 ] || suite_failed=$((suite_failed + 1))
+  cat "$tmp/suite.$t.log" >>"$out/suite-on-cuda.log"
+  tail -1 "$tmp/suite.$t.log"
+  tail -1 "$tmp/suite.$t.log" | grep -q ': exit 0$' || suite_failed=$((suite_failed + 1))
 done
 if [ "$suite_failed" -gt 0 ]; then
   echo "gpu-check: $suite_failed of ${#suite_tests[@]} op/layer test programs failed on the GPU (suite-on-cuda.log)" >&2
@@ -177,26 +233,33 @@ bench() {  # name, output file, args...
   local name=$1 file=$2
   shift 2
   phase "aether bench $name $*"
-  if ! timeout 240 "$aether" bench "$name" --device cuda --json --runs "$runs" --warmup 3 "$@" >"$tmp/$file" \
+  if ! timeout "$bench_timeout" "$aether" bench "$name" --device cuda --json --runs "$runs" --warmup 3 "$@" >"$tmp/$file" \
     2>"$tmp/$file.err"; then
     tail -5 "$tmp/$file.err" >&2
     printf '{"benchmark": "%s", "args": "%s", "error": %s}\n' "$name" "$*" \
       "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()[-2000:]))' "$tmp/$file.err")" \
       >"$tmp/$file"
   fi
+  cat "$tmp/$file" >>"$out/benches.log"  # every result as it comes (kept if the check is cut off)
 }
+quick=${AETHER_GPU_QUICK:-0}  # 1: the float32 and NCCL steps at batch 256 only (a short lease)
+bench step step_256.json --model cifarnet --batch 256
+# Data-parallel (issue 17): the same step through an NCCL world of one (every gradient bucket packed
+# on the GPU, all-reduced by NCCL in place, the gradients slices of it: Model::train_step).
+bench step step_256_nccl.json --model cifarnet --batch 256 --communicator nccl
+if [ "$quick" != "1" ]; then
 bench bn-relu bn_relu_32.json --shape 256,32,32,32
 bench bn-relu bn_relu_64.json --shape 256,32,32,64
 bench relu-backward relu_bwd_32.json --shape 256,32,32,32
 bench relu-backward relu_bwd_64.json --shape 256,32,32,64
-bench step step_256.json --model cifarnet --batch 256
 bench step step_512.json --model cifarnet --batch 512
 # Mixed precision (issue 15): the same step in bfloat16 and float16 (cuDNN / cuBLASLt on 16-bit
 # operands, generated kernels on __nv_bfloat16 / __half, float16 with its loss scale).
 bench step step_256_bf16.json --model cifarnet --batch 256 --precision bf16
 bench step step_256_fp16.json --model cifarnet --batch 256 --precision fp16
+fi
 
-if [ "${AETHER_GPU_SKIP_TORCH:-0}" != "1" ]; then
+if [ "${AETHER_GPU_SKIP_TORCH:-0}" != "1" ] && [ "$quick" != "1" ]; then
   phase "PyTorch cifarnet step"
   modes=(eager eager_tf32 compile)
   [ "${AETHER_GPU_SKIP_COMPILE:-0}" = "1" ] && modes=(eager eager_tf32)
@@ -246,11 +309,11 @@ for b in (256, 512):
             res.setdefault("ratios", {})[f"torch_{mode}_over_aether_B{b}"] = ratio
             rows.append((f"  torch {mode} B={b}", f"{r['median_ms']:.2f}", "", "",
                          f"{r['images_per_s']:.0f}" + (f"  (aether {ratio:.2f}x)" if ratio else "")))
-for p in ("bf16", "fp16"):
+for p, what in (("bf16", "bf16"), ("fp16", "fp16"), ("nccl", "all-reduced on NCCL (world of 1)")):
     j = load(f"step_256_{p}.json")
     res[f"step_256_{p}"] = j
     ms = j.get("median_ms")
-    rows.append((f"aether cifarnet step B=256 {p}", f"{ms:.2f}" if ms else "error", "", "",
+    rows.append((f"aether cifarnet step B=256 {what}", f"{ms:.2f}" if ms else "error", "", "",
                  f"{j['images_per_s']:.0f}" if ms else ""))
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(res, f, indent=1)
