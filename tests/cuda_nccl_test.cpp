@@ -4,11 +4,15 @@
 // scripts/gpu-check.sh) selects it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "aether/aether.h"
 #include "aether/core/error.h"
 #include "aether/dist/nccl.h"
 #include "error_util.h"
@@ -20,7 +24,7 @@
 using namespace aether;
 using namespace aether::dist;
 
-TEST(Nccl, InvalidOptionsAreNamedBeforeAnythingElse) {
+TEST(cuda_nccl, InvalidOptionsAreNamedBeforeAnythingElse) {
   Options o;
   o.world_size = 2;
   o.rank = 2;
@@ -29,7 +33,7 @@ TEST(Nccl, InvalidOptionsAreNamedBeforeAnythingElse) {
   EXPECT_TRUE(contains(e, "rank 2 is not in [0, 2)")) << e;
 }
 
-TEST(Nccl, WithoutAGpuOrNcclCreateSaysWhatIsMissing) {
+TEST(cuda_nccl, WithoutAGpuOrNcclCreateSaysWhatIsMissing) {
   std::string why;
   if (nccl_available(&why)) GTEST_SKIP() << "a GPU and NCCL are present: this checks the behaviour without";
   EXPECT_FALSE(why.empty());
@@ -70,7 +74,7 @@ std::vector<float> ramp(size_t n) {
 // A world of one: each collective leaves the values as they are (sum, average and max of one rank;
 // broadcast from itself; gather and scatter of one row), in float32, float16 and bfloat16, and a
 // split works as its parent does.
-TEST(Nccl, AWorldOfOneRunsEveryCollectiveOnDeviceBuffers) {
+TEST(cuda_nccl, AWorldOfOneRunsEveryCollectiveOnDeviceBuffers) {
   std::string why;
   if (!nccl_available(&why)) GTEST_SKIP() << why;
   Options o;
@@ -90,8 +94,8 @@ TEST(Nccl, AWorldOfOneRunsEveryCollectiveOnDeviceBuffers) {
     EXPECT_EQ(d.read(), std::vector<uint16_t>(333, bits)) << dtype_name(dtype);
   }
   DeviceArray<float> a(x), b(ramp(17));
-  const std::vector<Buffer> two = {{a.p, a.n}, {b.p, b.n}};
-  c->all_reduce(std::span<const Buffer>(two), DType::float32, ReduceOp::sum);
+  const std::vector<dist::Buffer> two = {{a.p, a.n}, {b.p, b.n}};
+  c->all_reduce(std::span<const dist::Buffer>(two), DType::float32, ReduceOp::sum);
   EXPECT_EQ(a.read(), x);
   EXPECT_EQ(b.read(), ramp(17));
   DeviceArray<float> out(std::vector<float>(x.size(), 0.0f));
@@ -107,5 +111,76 @@ TEST(Nccl, AWorldOfOneRunsEveryCollectiveOnDeviceBuffers) {
   DeviceArray<float> e(x);
   s->all_reduce(e.p, e.n, DType::float32, ReduceOp::sum);
   EXPECT_EQ(e.read(), x);
+}
+
+namespace {
+
+// 64 images (6, 6, 3) with labels 0..3.
+data::Dataset small_images() {
+  data::Dataset d;
+  d.name = "synthetic";
+  d.n = 64;
+  d.h = d.w = 6;
+  d.c = 3;
+  d.num_classes = 4;
+  for (int64_t i = 0; i < d.n; ++i) {
+    d.labels.push_back(i % 4);
+    for (int64_t k = 0; k < 6 * 6 * 3; ++k) d.images.push_back(uint8_t((i * 53 + k * (i % 4 + 5) * 7) % 256));
+  }
+  return d;
+}
+
+// A small conv net trained on the GPU for 2 epochs of 4 steps, through `comm` (nullptr: none); its
+// parameters and buffers, one after another.
+std::vector<float> train_on_gpu(Communicator* comm) {
+  manual_seed(5);
+  Model m;
+  m.add(std::make_shared<nn::Conv2d>(3, 8, 3, Conv2dOptions{.padding = "same"}))
+      .add(std::make_shared<nn::BatchNorm2d>(8))
+      .add(std::make_shared<nn::ReLU>())
+      .add(std::make_shared<nn::Flatten>())
+      .add(std::make_shared<nn::Linear>(6 * 6 * 8, 4));
+  ModelConfig c;
+  c.optimizer = "sgd";
+  c.lr = 0.05;
+  c.momentum = 0.9;
+  m.configure(c).finalize({6, 6, 3});
+  m.to("cuda");
+  TrainOptions o;
+  o.epochs = 2;
+  o.progress = false;
+  o.data.batch_size = 16;
+  o.data.seed = 3;
+  o.communicator = comm;
+  m.train(small_images(), o);
+  std::vector<float> all;
+  auto tensors = m.network().named_parameters();
+  for (auto& b : m.network().named_buffers()) tensors.push_back(b);
+  for (auto& [name, t] : tensors) {
+    const auto v = t->to_vector<float>();
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  return all;
+}
+
+}  // namespace
+
+// Model::train on the GPU through an NCCL world of one (each gradient bucket packed on the device
+// by a kernel, all-reduced by NCCL in place, every gradient a slice of it; the checks and the
+// broadcast through device copies) follows training without a communicator.
+TEST(cuda_nccl, TrainingOnAWorldOfOneFollowsTrainingWithout) {
+  std::string why;
+  if (!nccl_available(&why)) GTEST_SKIP() << why;
+  const std::vector<float> plain = train_on_gpu(nullptr);
+  Options o;
+  auto c = create_nccl(o);
+  const std::vector<float> nccl = train_on_gpu(c.get());
+  ASSERT_EQ(nccl.size(), plain.size());
+  double err = 0, scale = 1;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    err = std::max(err, double(std::abs(nccl[i] - plain[i])));
+    scale = std::max(scale, double(std::abs(plain[i])));
+  }
+  EXPECT_LT(err / scale, 1e-5);
 }
 #endif

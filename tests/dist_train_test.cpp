@@ -12,17 +12,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "aether/aether.h"
 #include "cli_util.h"
 #include "dist/tcp_store.h"  // a free port for each job's store
+#include "error_util.h"
 
 extern char** environ;
 
@@ -65,12 +68,14 @@ Norm norm_named(const std::string& s) {
 // epochs with `batch` samples per rank and returns its parameters, then its buffers, one after
 // another (with lookahead every 2 steps: then the optimizer's state). The rank and world come from
 // the environment.
-std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
+// `comm`: TrainOptions::communicator (nullptr: the environment's); `hidden`: the hidden layer's width.
+std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none, dist::Communicator* comm = nullptr,
+                             int64_t hidden = 32) {
   manual_seed(7);
   Model m;
-  m.add(std::make_shared<nn::Flatten>()).add(std::make_shared<nn::Linear>(16, 32));
-  if (norm != Norm::none) m.add(std::make_shared<nn::BatchNorm1d>(32));
-  m.add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::Linear>(32, 4));
+  m.add(std::make_shared<nn::Flatten>()).add(std::make_shared<nn::Linear>(16, hidden));
+  if (norm != Norm::none) m.add(std::make_shared<nn::BatchNorm1d>(hidden));
+  m.add(std::make_shared<nn::ReLU>()).add(std::make_shared<nn::Linear>(hidden, 4));
   ModelConfig c;
   c.loss = "cross_entropy";
   c.optimizer = "sgd";
@@ -86,6 +91,7 @@ std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none) {
   o.data.batch_size = batch;
   o.data.seed = 3;
   o.sync_batch_norm = norm == Norm::sync_batch_norm;
+  o.communicator = comm;
   m.train(d, o);
   std::vector<float> all;
   auto tensors = m.network().named_parameters();
@@ -167,7 +173,72 @@ std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batc
   return codes;
 }
 
+// A communicator whose buffers are device memory (device_buffers(): the path Model::train takes with
+// NCCL, each gradient bucket packed by a kernel on the model's device, reduced in place and sliced
+// back into the gradients), here host memory in a world of one. It records each all-reduce's size.
+class DeviceBuffersOfOne final : public dist::Communicator {
+ public:
+  explicit DeviceBuffersOfOne(const char* backend = "test-device-buffers") : backend_(backend) {}
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  Timeout timeout() const override { return std::chrono::seconds(60); }
+  const char* backend() const override { return backend_; }
+  bool device_buffers() const override { return true; }
+  std::vector<size_t> reduced;  // the element count of each all-reduce, in order
+
+ protected:
+  void do_all_reduce(void*, size_t n, DType, dist::ReduceOp, Timeout) override { reduced.push_back(n); }
+  void do_broadcast(void*, size_t, int, Timeout) override {}
+  void do_all_gather(const void* in, void* out, size_t bytes, Timeout) override {
+    std::memmove(out, in, bytes);
+  }
+  void do_barrier(Timeout) override {}
+  std::unique_ptr<dist::Communicator> do_split(const std::string&) override {
+    return std::make_unique<DeviceBuffersOfOne>(backend_);
+  }
+
+ private:
+  const char* backend_;
+};
+
 }  // namespace
+
+// A communicator given to train() is used in a world of one too, and training follows training
+// without one: on host buffers (Gloo), and on device buffers (NCCL's path: the gradients packed
+// into buckets by kernels, all-reduced in place, and each gradient a slice of its bucket).
+TEST(DistTrain, AWorldOfOneCommunicatorTrainsAsWithoutOne) {
+  for (Norm norm : {Norm::none, Norm::batch_norm}) {
+    const std::vector<float> plain = train_mlp(16, norm);
+    auto gloo = dist::Communicator::create(dist::Options{});
+    EXPECT_LT(relative_error(train_mlp(16, norm, gloo.get()), plain), 1e-6) << "gloo";
+    DeviceBuffersOfOne device;
+    EXPECT_LT(relative_error(train_mlp(16, norm, &device), plain), 1e-6) << "device buffers";
+    EXPECT_EQ(device.reduced.size(), size_t(21)) << "one bucket (the MLP's gradients, the loss and the "
+                                                    "accuracy) for each of 3 x 7 steps";
+  }
+  // Two buckets (the automatic size: a quarter of the gradients, at least 256 KB), in reverse
+  // parameter order: [bias 2 (4), weight 2 (4 x 8192), bias 1 (8192), loss, accuracy], [weight 1
+  // (8192 x 16)]; the parameters still follow training without a communicator.
+  const int64_t hidden = 8192;
+  DeviceBuffersOfOne device;
+  EXPECT_LT(
+      relative_error(train_mlp(16, Norm::none, &device, hidden), train_mlp(16, Norm::none, nullptr, hidden)),
+      1e-6);
+  ASSERT_EQ(device.reduced.size(), size_t(42));
+  for (size_t i = 0; i < device.reduced.size(); i += 2) {
+    EXPECT_EQ(device.reduced[i], size_t(4 + 4 * hidden + hidden + 2)) << i;
+    EXPECT_EQ(device.reduced[i + 1], size_t(hidden * 16)) << i;
+  }
+}
+
+// NCCL reduces GPU memory: a model on the CPU stops with an error naming both, before any step.
+TEST(DistTrain, NcclWithAModelOnTheCpuIsAClearError) {
+  DeviceBuffersOfOne nccl("nccl");
+  const std::string e = error_of([&] { train_mlp(16, Norm::none, &nccl); });
+  EXPECT_NE(e.find("train: the communicator is NCCL"), std::string::npos) << e;
+  EXPECT_NE(e.find("the model is on cpu"), std::string::npos) << e;
+  EXPECT_TRUE(nccl.reduced.empty());
+}
 
 // One rank of run_two_ranks (skipped when run on its own).
 TEST(DistWorker, Train) {

@@ -14,11 +14,14 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "aether/aether.h"
 #include "aether/backend/cuda.h"
+#include "aether/dist/communicator.h"
+#include "aether/dist/nccl.h"
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "aether/optim/optimizer.h"
@@ -48,6 +51,7 @@ struct BenchArgs {
   int64_t mib = 256;
   std::string device = "cpu";         // bn-relu, relu-backward, conv, step: "cpu", "cuda", "cuda:N"
   std::string precision = "float32";  // step: the model's precision (Model::set_precision)
+  std::string communicator;           // step: "" (none), "gloo" or "nccl": a data-parallel world of one
   // The numeric options as given (checked into the fields above by check_numbers).
   TextArg runs_text, warmup_text, threads_text, channels_text, batch_text, mib_text;
 };
@@ -323,9 +327,20 @@ int run_step(const BenchArgs& a) {
   const double lr = p.config.lr / 25;
   double last_loss = 0;
   model.set_precision(a.precision);
+  // --communicator: the data-parallel step (Model::train_step) of a world of one on Gloo or NCCL:
+  // every gradient bucket packed, all-reduced through the communicator and unpacked.
+  std::unique_ptr<dist::Communicator> comm;
+  if (a.communicator == "gloo") comm = dist::Communicator::create(dist::Options{});
+  if (a.communicator == "nccl") comm = dist::create_nccl(dist::Options{});
+  AETHER_CHECK(a.communicator.empty() || comm, "bench", "--communicator must be gloo or nccl, got '",
+               a.communicator, "'");
   auto step = [&] {
     net.train();
     opt.set_lr(lr);
+    if (comm) {
+      last_loss = model.train_step(*comm, x, labels, 1.0).first;
+      return;
+    }
     // Forward, loss, backward, clipping, accuracy and the update, recorded as Model::train records
     // them (in the model's precision); parameters, optimizer state, buffers, loss and accuracy: one realize.
     const Model::Step s = model.record_train_step(x, labels);
@@ -378,6 +393,7 @@ int run_step(const BenchArgs& a) {
                                 {"model", p.name},
                                 {"batch", a.batch},
                                 {"precision", a.precision},
+                                {"communicator", a.communicator.empty() ? "none" : a.communicator},
                                 {"threads", omp_get_max_threads()},
                                 {"mode", a.compare ? "compare" : bench::mode_name(plan_of(a))}};
     merge(j, bench::timing_json(m.main));
@@ -398,8 +414,9 @@ int run_step(const BenchArgs& a) {
     std::cout << j.dump(1) << "\n";
     return 0;
   }
-  std::printf("bench step: one training step of %s (%s, lr %g, %s) on random (%lld, 32, 32, 3) images\n",
+  std::printf("bench step: one training step of %s (%s, lr %g, %s%s) on random (%lld, 32, 32, 3) images\n",
               p.name.c_str(), p.config.optimizer.c_str(), lr, a.precision.c_str(),
+              a.communicator.empty() ? "" : (", all-reduced on " + a.communicator).c_str(),
               static_cast<long long>(a.batch));
   std::printf("%s\n\n", run_line(a).c_str());
   // images/s is a rate over the median; the table helper divides work by 1e9, so scale it back.
@@ -430,6 +447,7 @@ int run_bench(BenchArgs& a, const std::map<std::string, CLI::Option*>& given) {
       {"--batch", {"step"}},
       {"--breakdown", {"step"}},
       {"--precision", {"step"}},
+      {"--communicator", {"step"}},
       {"--mib", {"stream"}},
       {"--device", {"bn-relu", "relu-backward", "conv", "step"}},
       {"--compare", {"bn-relu", "relu-backward", "conv", "step"}},
@@ -482,6 +500,8 @@ void register_bench(CLI::App& app) {
   given["--precision"] =
       cmd->add_option("--precision", a.precision, "step: float32, bfloat16 or float16 (fp32, bf16, fp16)")
           ->capture_default_str();
+  given["--communicator"] = cmd->add_option(
+      "--communicator", a.communicator, "step: time the data-parallel step of a world of one: gloo or nccl");
   add_text_option(*cmd, "--mib", a.mib_text, "stream: MiB per array, 1..4096 (default 256)", "INT");
   given["--mib"] = a.mib_text.option;
   cmd->callback([] { exit_code() = run_bench(a, given); });

@@ -14,6 +14,7 @@ namespace {
 enum class Kind { flag, number, choice, text };
 
 constexpr const char* kIsaWords[] = {"native", "avx2", "avx512", nullptr};  // index = kCpuIsa*
+constexpr const char* kDistBackendWords[] = {"gloo", "nccl", nullptr};      // index = Config::dist_backend
 
 struct Variable {
   const char* name;
@@ -74,6 +75,7 @@ const Variable kVariables[] = {
     text("SLURM_NTASKS", &Config::slurm_ntasks),
     text("SLURM_LOCALID", &Config::slurm_localid),
     number("AETHER_DIST_TIMEOUT", &Config::dist_timeout, 1, 604800, "a timeout in seconds", "for 300"),
+    choice("AETHER_DIST_BACKEND", &Config::dist_backend, kDistBackendWords),
     number("AETHER_DIST_BUCKET_MB", &Config::dist_bucket_mb, 1, 4096, "a bucket size in MB",
            "for automatic buckets"),
     number("AETHER_RESTART_COUNT", &Config::restart_count, 0, 1000000, "a restart count", "for 0"),

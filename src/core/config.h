@@ -87,6 +87,7 @@ struct Config {
   ConfigText slurm_procid, slurm_ntasks, slurm_localid;
   // Data-parallel training (docs/distributed.md).
   std::atomic<int> dist_timeout{300};  // AETHER_DIST_TIMEOUT: seconds a rendezvous or collective may take
+  std::atomic<int> dist_backend{0};    // AETHER_DIST_BACKEND: the job's communicator, 0 gloo, 1 nccl
   std::atomic<int> dist_bucket_mb{0};  // AETHER_DIST_BUCKET_MB: gradient bucket size, MB; 0: automatic
   std::atomic<int> restart_count{0};   // AETHER_RESTART_COUNT: set by `aether launch` for restarted workers
   ConfigText dist_fault;               // AETHER_DIST_FAULT: exit|hang:RANK:STEP, a fault for tests

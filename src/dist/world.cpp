@@ -11,6 +11,7 @@
 
 #include "aether/core/error.h"
 #include "aether/dist/communicator.h"
+#include "aether/dist/nccl.h"
 #include "core/config.h"
 
 namespace aether::dist {
@@ -22,7 +23,11 @@ Communicator* world() {
   if (comm == nullptr) {
     check_config("dist::world");
     const Options o = Options::from_env();
-    comm = new std::unique_ptr<Communicator>(o.world_size > 1 ? Communicator::create(o) : nullptr);
+    // AETHER_DIST_BACKEND=nccl: NCCL on this rank's GPU (a job of CUDA models, docs/distributed.md).
+    const bool nccl = config().dist_backend.load() == 1;
+    comm = new std::unique_ptr<Communicator>(o.world_size <= 1 ? nullptr
+                                             : nccl            ? create_nccl(o)
+                                                               : Communicator::create(o));
   }
   return comm->get();
 }

@@ -15,8 +15,10 @@
 #include <mutex>
 #include <thread>
 
+#include "aether/backend/cuda.h"
 #include "aether/core/error.h"
 #include "aether/graph/collective.h"
+#include "aether/graph/node.h"
 #include "core/digest.h"
 
 namespace aether::model_internal {
@@ -90,6 +92,42 @@ std::vector<char> host_bytes(const Tensor& t) {
   return bytes;
 }
 
+// The memory of a realized tensor whose buffer it reads densely from its first element (device
+// memory on a GPU), for a communicator to read and write in place.
+void* memory_of(const Tensor& t) {
+  const NodePtr& n = t.node();
+  AETHER_CHECK(n->realized() && n->view.is_contiguous(), "train", "a ", to_string(t.shape()),
+               " tensor to communicate is not a realized dense buffer");
+  return static_cast<char*>(n->buffer->data()) + n->view.offset * int64_t(dtype_size(n->dtype));
+}
+
+// Waits until the kernels that wrote the tensors on `device` have finished (a communicator on
+// device memory works on a stream of its own).
+void finish_writes(Device device) {
+  if (device.type == DeviceType::cuda) cuda_synchronize(device.index);
+}
+
+// Runs `call` on host memory `spans` (pointer, bytes) as `comm` takes it: as it is for host buffers
+// (Gloo); for device buffers (NCCL), on copies in `device`'s memory that are copied back after.
+void through_comm_memory(const dist::Communicator& comm, Device device,
+                         const std::vector<std::pair<void*, size_t>>& spans,
+                         const std::function<void(const std::vector<void*>&)>& call) {
+  std::vector<void*> at;
+  if (!comm.device_buffers()) {
+    for (const auto& [p, bytes] : spans) at.push_back(p);
+    call(at);
+    return;
+  }
+  std::vector<Tensor> copies;  // (bytes) uint8 each, on `device`
+  for (const auto& [p, bytes] : spans)
+    copies.push_back(Tensor::from_blob(p, Shape{int64_t(bytes)}, DType::uint8).to(device));
+  realize(copies);
+  finish_writes(device);
+  for (const Tensor& c : copies) at.push_back(memory_of(c));
+  call(at);
+  for (size_t i = 0; i < spans.size(); ++i) copies[i].copy_to(spans[i].first, DType::uint8);
+}
+
 }  // namespace
 
 nn::NamedTensors parameters_and_buffers(nn::Module& net) {
@@ -105,16 +143,21 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
   for (const auto& [name, t] : tensors) {
     AETHER_CHECK(t->dtype() != DType::boolean, "train", "cannot broadcast the bool tensor ", name);
     std::vector<char> bytes = host_bytes(*t);  // (numel) of t's dtype
-    comm.broadcast(bytes.data(), size_t(t->numel()), t->dtype(), 0);
+    const size_t n = size_t(t->numel());
+    const DType dtype = t->dtype();
+    through_comm_memory(comm, t->device(), {{bytes.data(), bytes.size()}},
+                        [&](const std::vector<void*>& p) { comm.broadcast(p[0], n, dtype, 0); });
     if (comm.rank() != 0) t->assign(Tensor::from_blob(bytes.data(), t->shape(), t->dtype()).to(t->device()));
   }
 }
 
-void check_same_values(dist::Communicator& comm, const std::vector<std::pair<std::string, int64_t>>& values) {
+void check_same_values(dist::Communicator& comm, Device device,
+                       const std::vector<std::pair<std::string, int64_t>>& values) {
   const size_t n = values.size(), world = size_t(comm.world_size());
   std::vector<int64_t> mine(n), every(n * world);  // (n), (world, n)
   for (size_t i = 0; i < n; ++i) mine[i] = values[i].second;
-  comm.all_gather(mine.data(), every.data(), n, DType::int64);
+  through_comm_memory(comm, device, {{mine.data(), n * 8}, {every.data(), n * world * 8}},
+                      [&](const std::vector<void*>& p) { comm.all_gather(p[0], p[1], n, DType::int64); });
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 1; r < world; ++r)
       AETHER_CHECK(every[r * n + i] == every[i], "train", "rank ", r, " has ", values[i].first, " ",
@@ -122,7 +165,8 @@ void check_same_values(dist::Communicator& comm, const std::vector<std::pair<std
                    "; data-parallel ranks must train on the same data with the same options");
 }
 
-void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors, const std::string& when) {
+void check_ranks_agree(dist::Communicator& comm, Device device, const nn::NamedTensors& tensors,
+                       const std::string& when) {
   std::vector<Tensor> values;
   for (const auto& [name, t] : tensors) values.push_back(*t);
   realize(values);
@@ -133,7 +177,10 @@ void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors
   }
   const std::string mine = sha256_hex(all.data(), all.size());       // 64 hex digits
   std::vector<char> every(mine.size() * size_t(comm.world_size()));  // (world, 64)
-  comm.all_gather(mine.data(), every.data(), mine.size(), DType::uint8);
+  std::string mine_copy = mine;                                      // writable
+  through_comm_memory(
+      comm, device, {{mine_copy.data(), mine.size()}, {every.data(), every.size()}},
+      [&](const std::vector<void*>& p) { comm.all_gather(p[0], p[1], mine.size(), DType::uint8); });
   std::string differ;
   for (int r = 1; r < comm.world_size(); ++r)
     if (std::memcmp(every.data() + size_t(r) * mine.size(), every.data(), mine.size()) != 0)
@@ -150,11 +197,15 @@ void find_batch_norms(nn::Module& m, std::vector<nn::BatchNorm*>& out) {
 }
 }  // namespace
 
-SyncBatchNorm::SyncBatchNorm(dist::Communicator& comm, nn::Module& net) {
+SyncBatchNorm::SyncBatchNorm(dist::Communicator& comm, Device device, nn::Module& net) {
   find_batch_norms(net, layers_);
   comm_ = comm.split("sync_batch_norm");
-  group_ = register_collective(
-      [c = comm_](void* data, size_t n, DType dtype) { c->all_reduce(data, n, dtype, dist::ReduceOp::sum); });
+  // The graph hands the reduction host memory (collective.h): through device copies for NCCL.
+  group_ = register_collective([c = comm_, device](void* data, size_t n, DType dtype) {
+    through_comm_memory(
+        *c, device, {{data, n * size_t(dtype_size(dtype))}},
+        [&](const std::vector<void*>& p) { c->all_reduce(p[0], n, dtype, dist::ReduceOp::sum); });
+  });
   for (nn::BatchNorm* bn : layers_) bn->set_sync_group(group_);
 }
 
@@ -162,6 +213,61 @@ SyncBatchNorm::~SyncBatchNorm() {
   for (nn::BatchNorm* bn : layers_) bn->set_sync_group(-1);
   unregister_collective(group_);
 }
+
+namespace {
+
+// average_gradients for a communicator on device memory (NCCL): each bucket packed on the
+// gradients' device by one generated kernel, its reduce started on the communication thread once
+// the kernel has finished, and each gradient set to its slice of the reduced bucket (no host copy).
+// buckets: parameter indices; the first also carries the scalars (the loss and the accuracy).
+bool average_on_device(dist::Communicator& comm, const std::vector<Tensor>& params,
+                       const std::vector<std::vector<size_t>>& buckets, const std::vector<Tensor>& first,
+                       std::vector<double>& scalars, double weight, double grad_weight, double* waited) {
+  std::vector<Tensor> packed(buckets.size());  // (n_k) float32 each: bucket k's gradients [, scalars]
+  CommThread comm_thread;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    std::vector<Tensor> pieces;  // (numel) float32 each
+    for (size_t i : buckets[k]) pieces.push_back(params[i].grad().reshape({-1}) * grad_weight);
+    if (k == 0)
+      for (size_t j = 0; j < scalars.size(); ++j)
+        pieces.push_back(first[j].cast(DType::float32).reshape({1}) * weight);
+    AETHER_CHECK(!pieces.empty(), "train", "nothing to all-reduce");
+    // A product is always a new buffer of its own (no kernel writes a realized one), so the
+    // communicator may write the reduced values into it.
+    packed[k] = pieces.size() == 1 ? pieces[0] : cat(pieces);
+    std::vector<Tensor> want{packed[k]};
+    if (k == 0) want.insert(want.end(), first.begin(), first.end());  // the buffers, computed alike
+    realize(want);
+    finish_writes(packed[k].device());
+    void* data = memory_of(packed[k]);
+    const size_t n = size_t(packed[k].numel());
+    comm_thread.push([&comm, data, n] { comm.all_reduce(data, n, DType::float32, dist::ReduceOp::sum); });
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  comm_thread.wait();
+  *waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Inf * 0 and NaN * 0 are NaN, finite * 0 is 0: the sum is finite iff every reduced value is.
+  Tensor probe;
+  for (size_t k = 0; k < buckets.size(); ++k) {
+    int64_t at = 0;
+    for (size_t i : buckets[k]) {
+      Tensor& p = const_cast<Tensor&>(params[i]);
+      const Shape shape = p.grad().shape();
+      p.set_grad(packed[k].slice(0, at, at + numel(shape)).reshape(shape));
+      at += numel(shape);
+    }
+    const Tensor zeros = (packed[k] * 0.0).sum();
+    probe = probe.defined() ? probe + zeros : zeros;
+  }
+  std::vector<Tensor> tail{probe.reshape({1})};  // (1 + scalars) float32: the probe, the scalars
+  const int64_t n0 = packed[0].numel(), s = int64_t(scalars.size());
+  if (s > 0) tail.push_back(packed[0].slice(0, n0 - s, n0));
+  const std::vector<double> values = cat(tail).to_vector<double>();
+  for (size_t j = 0; j < scalars.size(); ++j) scalars[j] = values[1 + j];
+  return std::isfinite(values[0]);
+}
+
+}  // namespace
 
 bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& first, std::vector<double>& scalars, double weight,
@@ -192,6 +298,8 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
     bytes += b;
   }
   if (buckets.empty()) buckets.emplace_back();  // still one collective: the extras, the same on every rank
+  if (comm.device_buffers())
+    return average_on_device(comm, params, buckets, first, scalars, weight, grad_weight, waited);
   // Each bucket's values: (gradients of its parameters, one after another [, extras]) float32.
   // (shared: the averaged gradients are views of these buffers, without a copy, on the CPU)
   std::vector<std::shared_ptr<std::vector<float>>> packed(buckets.size());

@@ -24,11 +24,15 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
 // Throws aether::Error naming the first value (of `names`) that differs between rank 0 and another
 // rank, and the ranks: every rank must train on the same data set size with the same options, or
 // the ranks' collectives would not pair up.
-void check_same_values(dist::Communicator& comm, const std::vector<std::pair<std::string, int64_t>>& values);
+// `device`: the model's, whose memory the values pass through when the communicator's buffers are
+// device memory (NCCL); the same for check_ranks_agree and SyncBatchNorm.
+void check_same_values(dist::Communicator& comm, Device device,
+                       const std::vector<std::pair<std::string, int64_t>>& values);
 
 // Throws aether::Error naming the ranks whose tensors differ from rank 0's (a SHA-256 of their
 // bytes, all-gathered): data-parallel ranks must hold the same parameters after every step.
-void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors, const std::string& when);
+void check_ranks_agree(dist::Communicator& comm, Device device, const nn::NamedTensors& tensors,
+                       const std::string& when);
 
 // The gradient averaging of one step. `params` in the optimizer's order; their gradients are lazy
 // (backward recorded, not run). Splits the gradients, in reverse parameter order (the order backward
@@ -41,14 +45,16 @@ void check_ranks_agree(dist::Communicator& comm, const nn::NamedTensors& tensors
 // `scalars.size()` tensors of `first` (one value each: the loss, the accuracy) ride in the first
 // bucket and come back in `scalars` as the sum over ranks of (value * weight). *waited += the
 // seconds spent waiting for the all-reduces after the last bucket was computed. Returns false when
-// a reduced gradient is not finite (Inf/NaN: a float16 step to skip).
+// a reduced gradient is not finite (Inf/NaN: a float16 step to skip). With a communicator on device
+// memory (NCCL), each bucket is packed on the gradients' device (one generated kernel), all-reduced
+// there, and the gradients become slices of it.
 // While it lives, every BatchNorm layer of `net` trains with statistics synchronized over the ranks
 // of `comm` (TrainOptions::sync_batch_norm): through a split of `comm` (the graph's all-reduces pair
 // up among themselves, apart from the gradient buckets' on the communication thread) registered as
 // a collective group (aether/graph/collective.h). Collective: every rank constructs it alike.
 class SyncBatchNorm {
  public:
-  SyncBatchNorm(dist::Communicator& comm, nn::Module& net);
+  SyncBatchNorm(dist::Communicator& comm, Device device, nn::Module& net);
   ~SyncBatchNorm();  // the layers back to per-rank statistics; the group unregistered
   SyncBatchNorm(const SyncBatchNorm&) = delete;
   SyncBatchNorm& operator=(const SyncBatchNorm&) = delete;

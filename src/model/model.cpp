@@ -487,6 +487,31 @@ bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor&
   return true;
 }
 
+namespace {
+// NCCL reduces GPU memory: a model elsewhere gets an error naming both, not NCCL's own.
+void check_communicator_device(const dist::Communicator* comm, Device device, const char* op) {
+  AETHER_CHECK(
+      comm == nullptr || std::string(comm->backend()) != "nccl" || device.type == DeviceType::cuda, op,
+      "the communicator is NCCL, which reduces GPU memory, but the model is on ", device.str(),
+      ": move it to the GPU (Model::to(\"cuda\"), --device cuda) or use Gloo (AETHER_DIST_BACKEND=gloo)");
+}
+}  // namespace
+
+std::pair<double, double> Model::train_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
+                                            double weight) {
+  auto& m = *impl_;
+  m.require_finalized("train_step");
+  check_communicator_device(&comm, m.device, "train_step");
+  AETHER_CHECK(weight > 0 && weight <= 1, "train_step",
+               "weight (this rank's share of the global batch) must be in (0, 1], got ", weight);
+  double loss = 0, accuracy = 0;
+  m.net->train();
+  m.run_data_parallel_step(comm, x, labels, Tensor(), weight, &loss, &accuracy);
+  m.opt->zero_grad();
+  ++m.steps_done;
+  return {loss, accuracy};
+}
+
 Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
   auto& m = *impl_;
   m.require_finalized("record_train_step");
@@ -513,8 +538,9 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   m.check_data(train_set, "train");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
   // Several ranks: each reads its part of every global batch; rank 0 shows progress and saves.
+  // (A communicator given is used even in a world of one: e.g. NCCL's path checked on one GPU.)
   dist::Communicator* comm = o.communicator != nullptr ? o.communicator : dist::world();
-  if (comm != nullptr && comm->world_size() == 1) comm = nullptr;
+  check_communicator_device(comm, m.device, "train");
   const bool root = comm == nullptr || comm->rank() == 0;
   data::LoaderOptions lo = o.data;
   if (comm != nullptr) {
@@ -552,19 +578,20 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
     graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
   if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
-    check_same_values(*comm, {{"a training set of size", train_set.n},
-                              {"batch size", lo.batch_size},
-                              {"epochs", o.epochs},
-                              {"steps per epoch", per_epoch},
-                              {"seed", int64_t(o.data.seed)},
-                              {"epochs done", m.epochs_done},
-                              {"steps done", m.steps_done},
-                              {"parameters", int64_t(m.opt->params().size())},
-                              {"sync_batch_norm", int64_t(o.sync_batch_norm)}});
+    check_same_values(*comm, m.device,
+                      {{"a training set of size", train_set.n},
+                       {"batch size", lo.batch_size},
+                       {"epochs", o.epochs},
+                       {"steps per epoch", per_epoch},
+                       {"seed", int64_t(o.data.seed)},
+                       {"epochs done", m.epochs_done},
+                       {"steps done", m.steps_done},
+                       {"parameters", int64_t(m.opt->params().size())},
+                       {"sync_batch_norm", int64_t(o.sync_batch_norm)}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
   std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
-  if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, *m.net);
+  if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
   const bool lookahead = m.config.lookahead_every > 0;
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
@@ -633,7 +660,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
         if (std::stoul(name.substr(0, name.find('.'))) >= m.opt->params().size())
           shared.emplace_back(name, t);
       broadcast_from_rank0(*comm, shared);
-      check_ranks_agree(*comm, parameters_and_buffers(*m.net), detail::cat("after epoch ", epoch + 1));
+      check_ranks_agree(*comm, m.device, parameters_and_buffers(*m.net),
+                        detail::cat("after epoch ", epoch + 1));
     }
     m.epochs_done = epoch + 1;
     EpochStats st;

@@ -120,6 +120,13 @@ class Communicator {
   // the splits of one communicator apart in the store. Throws like create(), naming `name`.
   std::unique_ptr<Communicator> split(const std::string& name);
 
+  // Whether the buffers are device memory that only the implementation may touch (NCCL): then the
+  // callers hand it device memory (Model::train packs each gradient bucket on the GPU), and the base
+  // class reads and writes no element itself: do_all_reduce gets every op and float dtype as it is
+  // (16-bit floats and average included), several buffers go to do_all_reduce_many, reduce-scatter
+  // to do_reduce_scatter, and a world of one still calls do_all_gather.
+  virtual bool device_buffers() const { return false; }
+
  protected:
   Communicator() = default;
   // The implementations: arguments checked, timeout resolved (> 0), n > 0. do_all_reduce gets sum or
@@ -129,11 +136,6 @@ class Communicator {
   virtual void do_all_gather(const void* in, void* out, size_t bytes, Timeout timeout) = 0;
   virtual void do_barrier(Timeout timeout) = 0;
   virtual std::unique_ptr<Communicator> do_split(const std::string& key) = 0;
-  // Whether the buffers are device memory that only the implementation may touch (NCCL). Then the
-  // base class reads and writes no element itself: do_all_reduce gets every op and float dtype as
-  // it is (16-bit floats and average included), several buffers go to do_all_reduce_many,
-  // reduce-scatter to do_reduce_scatter, and a world of one still calls do_all_gather.
-  virtual bool device_buffers() const { return false; }
   virtual void do_all_reduce_many(std::span<const Buffer> buffers, DType dtype, ReduceOp op, Timeout timeout);
   virtual void do_reduce_scatter(const void* in, void* out, size_t n_per_rank, DType dtype, ReduceOp op,
                                  Timeout timeout);
@@ -162,7 +164,8 @@ class Communicator {
 
 // The job's communicator, from the launcher's environment (Options::from_env, the timeout from
 // AETHER_DIST_TIMEOUT): created, and joined, on the first call when the world has more than one
-// rank; nullptr in a world of one. Model::train uses it unless given another.
+// rank; nullptr in a world of one. Gloo, or NCCL (create_nccl) under AETHER_DIST_BACKEND=nccl.
+// Model::train uses it unless given another.
 Communicator* world();
 // AETHER_RESTART_COUNT: how many times `aether launch` restarted this job's workers (0: first start).
 int restart_count();

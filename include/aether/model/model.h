@@ -40,6 +40,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aether/data/dataset.h"
@@ -180,7 +181,9 @@ struct TrainOptions {
   // rank reads its part of every global batch (data.batch_size samples per rank); gradients are
   // averaged over the global batch; the loss and accuracy are the global batch's; buffers (batch-norm
   // statistics, computed per rank) are rank 0's after each epoch; only rank 0 shows progress and
-  // writes checkpoint_path. Every rank must call train() with the same options.
+  // writes checkpoint_path. Every rank must call train() with the same options. A communicator on
+  // device memory (dist::create_nccl) needs the model on that GPU: each gradient bucket is packed,
+  // all-reduced and unpacked there. One given here is used even in a world of one.
   dist::Communicator* communicator = nullptr;
   // Data-parallel: every BatchNorm layer normalises with the statistics of the global batch (every
   // rank's samples), all-reduced inside the forward and backward passes (PyTorch's SyncBatchNorm),
@@ -233,6 +236,13 @@ class Model {
     std::vector<std::string> names;
   };
   Step record_train_step(const Tensor& x, const Tensor& labels, const Tensor& targets = Tensor());
+  // One data-parallel step as train() runs it with a communicator (docs/distributed.md), computed:
+  // forward, loss, backward, the gradients summed over `comm`'s ranks with this rank's share
+  // `weight` of the global batch (1 / world size for equal batches), clipping and the update at the
+  // optimizer's current learning rate. Returns the global batch's {loss, accuracy}. Collective:
+  // every rank calls it alike. x and labels as for record_train_step, on the model's device.
+  std::pair<double, double> train_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
+                                       double weight);
   // Loss and metrics over a whole data set, in evaluation mode, with the training normalisation.
   // Throws when the data set's images are not the model's input shape (H, W, C) (for a model with
   // flat input: not as many values) or when the outputs, loss or accuracy are not finite.

@@ -90,10 +90,9 @@ class NcclCommunicator final : public Communicator {
   int world_size() const override { return options_.world_size; }
   Timeout timeout() const override { return options_.timeout; }
   const char* backend() const override { return "nccl"; }
-
- protected:
   bool device_buffers() const override { return true; }
 
+ protected:
   std::unique_ptr<Communicator> do_split(const std::string& key) override {
     auto store = root_ ? std::make_shared<gloo::rendezvous::PrefixStore>(key, *root_) : nullptr;
     return std::make_unique<NcclCommunicator>(options_, device_, server_, root_, std::move(store),
