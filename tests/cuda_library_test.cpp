@@ -13,6 +13,7 @@
 // that `ctest -R cuda` selects it.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -292,8 +293,16 @@ TEST(cuda_library, KernelSourceCompilesWithNvrtcForEveryFloatDtype) {
     }
 }
 
-TEST(cuda_library, KernelSourceRejectsNonFloatDtypes) {
-  expect_error([] { cuda::lib::kernels_source(DType::int32); }, {"float", "int32"});
+// The integer dtypes get the kernels too (integer matmul: cuBLASLt has none); bool does not.
+TEST(cuda_library, KernelSourceCompilesWithNvrtcForIntegerDtypesAndRejectsBool) {
+  for (DType t : {DType::int32, DType::int64, DType::uint8}) {
+    std::string ptx;
+    ASSERT_TRUE(codegen::nvrtc_compile(cuda::lib::kernels_source(t), "compute_90", &ptx))
+        << dtype_name(t) << ":\n"
+        << ptx;
+    EXPECT_NE(ptx.find(".entry ae_matmul"), std::string::npos) << dtype_name(t);
+  }
+  expect_error([] { cuda::lib::kernels_source(DType::boolean); }, {"float or integer", "bool"});
 }
 
 // The device-independent kernel body compiled by the host compiler, run over every (block, thread)
@@ -338,6 +347,7 @@ extern "C" void aether_kernel(void** b, void* scratch, const double* fp, const u
         case 6: ae_conv_bwd_weight((const T*)b[0], (const T*)b[1], (T*)b[2], *(const ConvParams*)b[3]); break;
         case 7: ae_pad((const T*)b[0], (T*)b[1], *(const PadParams*)b[2]); break;
         case 8: ae_crop((const T*)b[0], (T*)b[1], *(const PadParams*)b[2]); break;
+        case 9: ae_matmul((const T*)b[0], (const T*)b[1], (T*)b[2], *(const MatmulParams*)b[3]); break;
       }
     }
 }
@@ -354,8 +364,9 @@ struct HostKernels {
 };
 
 HostKernels host_kernels(DType t) {
-  const std::string types =
-      t == DType::float64 ? "typedef double T;\ntypedef double A;\n" : "typedef float T;\ntypedef float A;\n";
+  const std::string types = t == DType::float64 ? "typedef double T;\ntypedef double A;\n"
+                            : t == DType::int32 ? "typedef int T;\ntypedef unsigned long long A;\n"
+                                                : "typedef float T;\ntypedef float A;\n";
   const std::string src = types + kHostPrelude + cuda::lib::kernels_body() + kHostEntry;
   const auto compiled = codegen::compile_kernels({src});
   EXPECT_TRUE(compiled[0].fn) << compiled[0].error;
@@ -450,9 +461,28 @@ TEST(cuda_library, KernelBodyOnTheHostComputesTheCpuValues) {
   }
 }
 
+// The integer matmul kernel (what the GPU runs for int32, int64 and uint8) on the host computes the
+// CPU oracle's values: int32 with products and sums that wrap around, batched, odd sizes, K = 1.
+TEST(cuda_library, IntegerMatmulKernelOnTheHostComputesTheCpuValues) {
+  ASSERT_TRUE(codegen::host_compiler_available()) << "the test machine has a C++ compiler";
+  const HostKernels hk = host_kernels(DType::int32);
+  ASSERT_TRUE(hk.fn);
+  uint32_t seed = 5;
+  for (auto [B, M, K, N] : {std::array<int64_t, 4>{1, 1, 1, 1}, {2, 3, 5, 7}, {3, 4, 1, 9}, {1, 17, 13, 5}}) {
+    std::vector<int32_t> a(size_t(B * M * K)), b(size_t(B * K * N));
+    for (auto& v : a) v = int32_t(seed = seed * 1664525u + 1013904223u);  // full-range: products wrap
+    for (auto& v : b) v = int32_t(seed = seed * 1664525u + 1013904223u) >> 7;
+    std::vector<int32_t> c(size_t(B * M * N), -1), want(c.size(), 0);
+    cuda::lib::MatmulParams p{B, M, K, N};
+    hk.run(cuda::lib::Kern::matmul, {a.data(), b.data(), c.data(), &p});
+    cpu::matmul_naive(DType::int32, a.data(), b.data(), want.data(), B, M, K, N);
+    EXPECT_EQ(c, want) << B << "x" << M << "x" << K << "x" << N;
+  }
+}
+
 TEST(cuda_library, BadCallsThrowBeforeTouchingADevice) {
-  expect_error([] { cuda::matmul(nullptr, DType::int32, nullptr, nullptr, nullptr, 1, 2, 3, 4); },
-               {"matmul", "int32"});
+  expect_error([] { cuda::matmul(nullptr, DType::boolean, nullptr, nullptr, nullptr, 1, 2, 3, 4); },
+               {"matmul", "bool"});
   ConvGeom g = conv_geom(1, 4, 4, 2, 2, 3, 3, conv_arg(1, 1, 1, 1, 1, 1, 1));
   expect_error([&] { cuda::conv2d_fwd(nullptr, DType::int64, nullptr, nullptr, nullptr, g); },
                {"conv2d", "int64", "x (1,4,4,2)"});

@@ -24,7 +24,8 @@ namespace aether::cuda {
 void* workspace(cudaStream_t stream, size_t bytes);
 
 // a (B,M,K), b (B,K,N) -> c (B,M,N), row-major. float32 (TF32 off: full float32 products),
-// float64, float16 and bfloat16 (float32 accumulation, tensor cores).
+// float64, float16 and bfloat16 (float32 accumulation, tensor cores) through cuBLASLt; int32,
+// int64 and uint8 through an NVRTC kernel (sums modulo 2^64, as the CPU's reference).
 void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M,
             int64_t K, int64_t N);
 

@@ -39,7 +39,7 @@ Types types_of(DType dtype) {
     case DType::uint8:
     case DType::boolean: break;
   }
-  throw Error("matmul (cuda): expected float32, float64, float16 or bfloat16, got " + dname(dtype));
+  throw Error("matmul (cuda, cuBLASLt): expected float32, float64, float16 or bfloat16, got " + dname(dtype));
 }
 
 // The largest power of two (at most 256) dividing the address and every batch stride in bytes:
@@ -122,14 +122,22 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
     return detail::cat("matmul (cuda): a (", B, ",", M, ",", K, ") x b (", B, ",", K, ",", N, ") ",
                        dname(dtype));
   };
-  const Types t = types_of(dtype);
+  const bool integer = dtype == DType::int32 || dtype == DType::int64 || dtype == DType::uint8;
   AETHER_CHECK(B >= 0 && M >= 0 && K >= 0 && N >= 0 && B <= INT32_MAX, ctx(), "bad sizes");
+  if (dtype == DType::boolean) throw Error(ctx() + ": expected a float or integer dtype, got bool");
   if (B == 0 || M == 0 || N == 0) return;
   const int64_t esize = dtype_size(dtype);
   if (K == 0) {  // an empty sum: zeros
     AETHER_LIB_CHECK(cudaMemsetAsync(c, 0, size_t(B * M * N * esize), stream), ctx());
     return;
   }
+  if (integer) {  // cuBLASLt multiplies floats only: the NVRTC kernel, one thread per element of c
+    lib::MatmulParams p{B, M, K, N};
+    void* args[] = {&a, &b, &c, &p};
+    lib::launch(lib::kernel(dtype, lib::Kern::matmul, "matmul (cuda)"), B * M * N, args, stream, ctx());
+    return;
+  }
+  const Types t = types_of(dtype);
   const int device = lib::current_device();
   lib::Handles& h = lib::handles(device);
   const uint32_t al_a = alignment(a, M * K * esize, B), al_b = alignment(b, K * N * esize, B),

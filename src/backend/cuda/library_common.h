@@ -70,6 +70,9 @@ struct ConvParams {  // x (N,H,W,C), w (O,KH,KW,C/G), y (N,OH,OW,O)
 struct PadParams {  // x (N,H,W,C) inside xp (N,HP,WP,C) at row PT, column PL; the rest of xp is 0
   int64_t N, H, W, C, HP, WP, PT, PL;
 };
+struct MatmulParams {  // a (B,M,K), b (B,K,N) -> c (B,M,N), row-major
+  int64_t B, M, K, N;
+};
 
 enum class Kern {
   maxpool_fwd,      // (const T* x, T* y, PoolParams)
@@ -81,8 +84,9 @@ enum class Kern {
   conv_bwd_weight,  // (const T* x, const T* dy, T* dw, ConvParams)
   pad,              // (const T* x, T* xp, PadParams)
   crop,             // (const T* xp, T* x, PadParams)
+  matmul,           // (const T* a, const T* b, T* c, MatmulParams): integer matmul (cuBLASLt has none)
 };
-constexpr int kNumKerns = 9;
+constexpr int kNumKerns = 10;
 const char* kern_name(Kern k);  // the entry point's name in the source: "ae_maxpool_fwd"
 
 // The device-independent kernel text (uses T, A, ld(), cv(), AE_KERNEL, AE_FOR, AE_NEG_INF and the
@@ -91,7 +95,8 @@ const char* kernels_body();
 std::string kernels_source(DType dtype);
 
 // The kernel `k` for `dtype` on the current device: compiled with NVRTC and loaded once per
-// (architecture, dtype), then cached. Throws naming `op` when `dtype` is not a float type.
+// (architecture, dtype), then cached. Throws naming `op` when `dtype` is not a float type (for
+// Kern::matmul: bool; it takes int32, int64 and uint8 too, summed modulo 2^64 like the CPU's).
 const void* kernel(DType dtype, Kern k, const char* op);
 // Launches `fn` with one thread per each of `n` work items (a grid-stride loop caps the grid).
 void launch(const void* fn, int64_t n, void** args, cudaStream_t stream, const std::string& ctx);

@@ -31,6 +31,7 @@ const char* kern_name(Kern k) {
     case Kern::conv_bwd_weight: return "ae_conv_bwd_weight";
     case Kern::pad: return "ae_pad";
     case Kern::crop: return "ae_crop";
+    case Kern::matmul: return "ae_matmul";
   }
   return "";
 }
@@ -41,6 +42,7 @@ const char* kernels_body() {
 struct PoolParams { i64 N, H, W, C, OH, OW, KH, KW, SH, SW, PT, PL, PB, PR, include_pad; };
 struct ConvParams { i64 N, H, W, C, O, KH, KW, OH, OW, SH, SW, PT, PL, DH, DW, G; };
 struct PadParams { i64 N, H, W, C, HP, WP, PT, PL; };
+struct MatmulParams { i64 B, M, K, N; };
 
 __device__ __forceinline__ i64 ae_min(i64 a, i64 b) { return a < b ? a : b; }
 __device__ __forceinline__ i64 ae_max(i64 a, i64 b) { return a > b ? a : b; }
@@ -238,6 +240,21 @@ AE_KERNEL(ae_crop)(const T* __restrict__ xp, T* __restrict__ x, PadParams p) {
     x[i] = xp[((n * p.HP + ih + p.PT) * p.WP + iw + p.PL) * p.C + c];
   }
 }
+
+// ---- matmul for the integer dtypes (cuBLASLt's float paths do the rest): a (B,M,K), b (B,K,N) ->
+// c (B,M,N), row-major; one element of c per work item, its sum over k in A (for integers an
+// unsigned 64-bit sum: wrap-around like the CPU's int64 accumulation, then modulo 2^bits).
+AE_KERNEL(ae_matmul)(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c, MatmulParams p) {
+  const i64 total = p.B * p.M * p.N;
+  AE_FOR(i, total) {
+    const i64 j = i % p.N, r = i / p.N, m = r % p.M, bt = r / p.M;
+    const T* ar = a + (bt * p.M + m) * p.K;  // (K): row m of a[bt]
+    const T* bc = b + bt * p.K * p.N + j;    // (K) strided by N: column j of b[bt]
+    A acc = A(0);
+    for (i64 k = 0; k < p.K; ++k) acc += ld(ar, k) * ld(bc, k * p.N);
+    c[i] = cv(acc);
+  }
+}
 )CUDA";
 }
 
@@ -286,8 +303,15 @@ typedef unsigned short u16;
       break;
     case DType::int32:
     case DType::int64:
-    case DType::uint8:
-    case DType::boolean: throw Error("cuda library kernels: expected a float dtype, got " + dname(dtype));
+    case DType::uint8: {  // (only ae_matmul is launched for these; the rest just compiles)
+      const char* t = dtype == DType::int32 ? "int" : dtype == DType::int64 ? "long long" : "unsigned char";
+      s += detail::cat("typedef ", t, " T;\ntypedef unsigned long long A;\n#define AE_NEG_INF A(0)\n",
+                       "__device__ __forceinline__ A ld(const T* p, i64 i) { return A(p[i]); }\n",
+                       "__device__ __forceinline__ T cv(A a) { return T(a); }\n");
+      break;
+    }
+    case DType::boolean:
+      throw Error("cuda library kernels: expected a float or integer dtype, got " + dname(dtype));
   }
   return s;
 }
