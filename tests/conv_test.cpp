@@ -15,6 +15,7 @@
 #include "aether/aether.h"
 #include "aether/graph/primitives.h"
 #include "backend/cpu/kernels.h"
+#include "device_guard.h"
 #include "oracle_util.h"
 
 using namespace aether;
@@ -673,6 +674,7 @@ std::string describe(const Case& c) {
 // number of products per output element (fwd KH*KW*Cg, bwd_data at most KH*KW*Og, bwd_weight at most
 // N*OH*OW) and S computed by the oracle from the inputs' absolute values.
 TEST(ConvOracle, FusedOnednnMatchesReferenceF32) {
+  const test::DefaultDevice on_cpu(Device::cpu());  // oneDNN's path (the suite may run on a GPU)
   using namespace oracle_test;
   std::vector<Case> all = cases();
   const auto rnd = random_cases(20, 2024);
@@ -717,6 +719,7 @@ TEST(ConvOracle, FusedOnednnMatchesReferenceF32) {
 // The reference backend never calls oneDNN: not for conv (forward, both gradients, through autograd),
 // matmul or pooling. The counter is checked to move on the fused path, so this test can fail.
 TEST(ConvOracle, ReferenceBackendNeverCallsOnednn) {
+  const test::DefaultDevice on_cpu(Device::cpu());  // oneDNN's path (the suite may run on a GPU)
   using namespace oracle_test;
   const Tensor x = Tensor::from_vector(uniform(2 * 7 * 6 * 4, 1), {2, 7, 6, 4}).cast(DType::float32);
   const Tensor w = Tensor::from_vector(uniform(8 * 3 * 3 * 2, 2), {8, 3, 3, 2}).cast(DType::float32);

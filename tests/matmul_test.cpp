@@ -11,6 +11,7 @@
 
 #include "aether/aether.h"
 #include "backend/cpu/kernels.h"
+#include "device_guard.h"
 #include "oracle_util.h"
 
 using namespace aether;
@@ -160,6 +161,7 @@ TEST(Matmul, OneDimensionalOperands) {
 
 // ---- oneDNN vs naive (float32, non-integer data) ---------------------------------------------------------
 TEST(Matmul, OnednnMatchesNaiveFloat32) {
+  const test::DefaultDevice on_cpu(Device::cpu());  // oneDNN's path (the suite may run on a GPU)
   const int64_t B = 3, M = 17, K = 33, N = 9;
   const auto av = uniform(size_t(B * M * K), 3), bv = uniform(size_t(B * K * N), 4);
   // The kernels directly: oneDNN must accept float32 (else the comparison would be vacuous).
@@ -285,6 +287,7 @@ TEST(MatmulErrors, Messages) {
 // operand, in float32. Tolerance: the float32 summation bound of oracle_util.h with K products per
 // element and S computed by the oracle from |a| and |b|.
 TEST(MatmulOracle, FusedOnednnMatchesReferenceF32) {
+  const test::DefaultDevice on_cpu(Device::cpu());  // oneDNN's path (the suite may run on a GPU)
   using oracle_test::abs_of, oracle_test::expect_within_sum_bound, oracle_test::f32_tensor,
       oracle_test::f32_values, oracle_test::with_fusion;
   struct S {
