@@ -115,8 +115,7 @@ bool recomputable(const State& s, int i, const std::vector<int>& readers) {
   const SNode& n = s.nodes[size_t(i)];
   const Op op = n.node->op;
   if (n.output || is_reduce(op) || is_library(op) || op == Op::Copy) return false;  // Copy: asked to store
-  bool library_reads = false;
-  for (int g : readers) library_reads = library_reads || s.groups[size_t(g)].kind == KernelKind::Library;
+  const bool library_reads = any_library(s, readers);
   // A view is index arithmetic wherever it is read, except a view that is never dense read by a
   // library call (library_copies_view): that is stored by a kernel of its own (pass view_only).
   if (is_movement(op)) return !(library_reads && library_copies_view(op));

@@ -22,9 +22,7 @@ void pass_view_only(State& s) {
       // A view of a constant or of a recomputed value needs a kernel computing it, and so does one
       // a library call would copy anyway (pass_group stores such views for that reader).
       views_only = views_only && !s.nodes[size_t(base)].inlined;
-      if (views_only && library_copies_view(n.node->op))
-        for (int r : reader_groups(s, m))
-          views_only = views_only && s.groups[size_t(r)].kind != KernelKind::Library;
+      if (views_only && library_copies_view(n.node->op)) views_only = !any_library(s, reader_groups(s, m));
     }
     if (views_only) g.kind = KernelKind::ViewOnly;
   }

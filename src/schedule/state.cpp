@@ -168,6 +168,11 @@ std::vector<int> reader_groups(const State& s, int i) {
   return out;
 }
 
+bool any_library(const State& s, const std::vector<int>& groups) {
+  return std::any_of(groups.begin(), groups.end(),
+                     [&](int g) { return s.groups[size_t(g)].kind == KernelKind::Library; });
+}
+
 std::vector<std::vector<int>> all_reader_groups(const State& s) {
   std::vector<std::vector<int>> readers(s.nodes.size());
   auto add = [](std::vector<int>& v, int g) {

@@ -87,6 +87,8 @@ bool library_copies_view(Op op);
 std::vector<Load> group_loads(const State& s, int g, std::vector<int>* inlined = nullptr);
 // The groups reading node i, directly or through inlined nodes; for all nodes at once (one sweep).
 std::vector<int> reader_groups(const State& s, int i);
+// Whether one of `groups` (indices into s.groups) is a library call.
+bool any_library(const State& s, const std::vector<int>& groups);
 std::vector<std::vector<int>> all_reader_groups(const State& s);
 // Group-level edges: for each alive group, the alive groups reading one of its members.
 std::vector<std::vector<int>> group_edges(const State& s);
