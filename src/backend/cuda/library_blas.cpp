@@ -122,7 +122,6 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
     return detail::cat("matmul (cuda): a (", B, ",", M, ",", K, ") x b (", B, ",", K, ",", N, ") ",
                        dname(dtype));
   };
-  const bool integer = dtype == DType::int32 || dtype == DType::int64 || dtype == DType::uint8;
   AETHER_CHECK(B >= 0 && M >= 0 && K >= 0 && N >= 0 && B <= INT32_MAX, ctx(), "bad sizes");
   if (dtype == DType::boolean) throw Error(ctx() + ": expected a float or integer dtype, got bool");
   if (B == 0 || M == 0 || N == 0) return;
@@ -131,7 +130,7 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
     AETHER_LIB_CHECK(cudaMemsetAsync(c, 0, size_t(B * M * N * esize), stream), ctx());
     return;
   }
-  if (integer) {  // cuBLASLt multiplies floats only: the NVRTC kernel, one thread per element of c
+  if (is_int(dtype)) {  // cuBLASLt multiplies floats only: the NVRTC kernel, one thread per element of c
     lib::MatmulParams p{B, M, K, N};
     void* args[] = {&a, &b, &c, &p};
     lib::launch(lib::kernel(dtype, lib::Kern::matmul, "matmul (cuda)"), B * M * N, args, stream, ctx());

@@ -117,10 +117,8 @@ Module load_module(DType dtype, const std::string& arch) {
 }  // namespace
 
 const void* kernel(DType dtype, Kern k, const char* op) {
-  const bool integer = dtype == DType::int32 || dtype == DType::int64 || dtype == DType::uint8;
-  AETHER_CHECK(dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16 ||
-                   dtype == DType::bfloat16 || (integer && k == Kern::matmul),
-               op, "expected a float dtype (float32, float64, float16, bfloat16)",
+  AETHER_CHECK(is_float(dtype) || (is_int(dtype) && k == Kern::matmul), op,
+               "expected a float dtype (float32, float64, float16, bfloat16)",
                k == Kern::matmul ? ", int32, int64 or uint8" : "", ", got ", dname(dtype));
   const std::string arch = device_arch(current_device());
   static std::mutex mu;
