@@ -203,6 +203,19 @@ const std::vector<Case>& cases() {
          auto g = gradients(out, {x, w, b}, dy);
          return std::vector<Tensor>{out, r.new_running_mean, r.new_running_var, g[0], g[1], g[2]};
        }},
+      {"column reductions (the last dim kept: tiles of 32 neighbouring outputs, the last one partial)",
+       [] {
+         const Tensor x = input({600, 40}, 27), y = input({6, 10, 10, 48}, 28);
+         Tensor z = input({8, 6, 6, 40}, 29), w = input({40}, 30, 0.5, 1.5), b = input({40}, 31);
+         z.set_requires_grad();
+         w.set_requires_grad();
+         b.set_requires_grad();
+         const BatchNormResult r = batch_norm(z, w, b, Tensor::zeros({40}), Tensor::ones({40}), true);
+         auto g = gradients(r.out.relu(), {z, w, b}, input({8, 6, 6, 40}, 32));
+         return std::vector<Tensor>{
+             x.sum({0}), x.max({0}), (x * x).mean({0}, true), y.mean({0, 1, 2}), y.sum({0, 2}), r.out, g[0],
+             g[1],       g[2]};
+       }},
       {"optimizer updates (SGD with Nesterov momentum and weight decay, AdamW)",
        [] {
          std::vector<Tensor> params{input({64, 32}, 40).set_requires_grad(),
@@ -504,6 +517,23 @@ TEST(cuda_codegen, ReductionsCombinePartialsInAFixedOrder) {
   EXPECT_EQ(plan.scratch_bytes, 256);  // 64 float results
   EXPECT_FALSE(contains(small, "__shared__")) << small;
   EXPECT_TRUE(contains(small, "for (i64 s_ = 0; s_ < 10LL; ++s_)")) << small;
+
+  // (2048, 40) summed over axis 0: the outputs are neighbours in memory, so a block takes 32 of them
+  // (2 tiles, the second 8 wide) and 8 rows of points; 2048 points per output at least 4 per row
+  // thread: 64 chunks, 128 phase-1 blocks; partials 64 x 40 doubles.
+  ks = kernels_of({input({2048, 40}, 82).sum({0})});
+  ASSERT_EQ(ks.size(), 1u);
+  const std::string cols = codegen::render_cuda(ks[0], &plan);
+  ASSERT_EQ(plan.launches.size(), 3u) << cols;
+  EXPECT_EQ(plan.launches[0].grid, 128);
+  EXPECT_EQ(plan.scratch_bytes, 64 * 40 * 8 + 256);
+  EXPECT_TRUE(contains(cols, "l_ = tid_ % 32, r_ = tid_ / 32;")) << cols;
+  EXPECT_TRUE(contains(cols, "s_ += 8)")) << cols;
+  EXPECT_TRUE(contains(cols, "if (o_ < 40LL)")) << cols;
+  // The same sum over axis 1 of (40, 2048) keeps the one-output-per-block layout.
+  ks = kernels_of({input({40, 2048}, 83).sum({1})});
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_FALSE(contains(codegen::render_cuda(ks[0], &plan), "l_ = tid_")) << "a row reduce in column mode";
 }
 
 // ---- the rendered CUDA run on the CPU ---------------------------------------------------------------------
@@ -639,7 +669,7 @@ double element(const std::vector<uint64_t>& buf, DType t, size_t i) {
 
 TEST(cuda_codegen, RenderedKernelsRunOnTheHostComputeTheReferenceValues) {
   ASSERT_TRUE(codegen::host_compiler_available()) << "the test machine has a C++ compiler";
-  int checked = 0, block_reduces = 0;
+  int checked = 0, block_reduces = 0, column_reduces = 0;
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
     const std::vector<Tensor> outs = c.build();
@@ -664,6 +694,7 @@ TEST(cuda_codegen, RenderedKernelsRunOnTheHostComputeTheReferenceValues) {
         cuda.push_back(codegen::render_cuda(l->kernel, &plans.back()));
         sources.push_back(emulation_source(l->kernel, plans.back(), cuda.back()));
         block_reduces += contains(cuda.back(), "__syncthreads");
+        column_reduces += contains(cuda.back(), "l_ = tid_ % 32");
         lowered.push_back(std::move(*l));
       }
       if (k.kind != KernelKind::ViewOnly)
@@ -711,6 +742,8 @@ TEST(cuda_codegen, RenderedKernelsRunOnTheHostComputeTheReferenceValues) {
       }
     }
   }
-  std::cout << checked << " values checked; " << block_reduces << " kernels reduce with a block tree\n";
+  std::cout << checked << " values checked; " << block_reduces << " kernels reduce with a block tree, "
+            << column_reduces << " of them in tiles of 32 neighbouring outputs\n";
   EXPECT_GE(block_reduces, 4) << "the block-tree path is exercised";
+  EXPECT_GE(column_reduces, 3) << "the column path is exercised";
 }

@@ -16,7 +16,12 @@
 //    accumulators: with few points per output, one thread per output accumulates sequentially; with
 //    many, each output's points are split into `chunks` fixed ranges and a block of kThreads threads
 //    reduces a range - each thread a fixed strided subset, then a fixed shared-memory tree - into one
-//    partial. Phase 2 (aether_combine, only when chunks > 1) combines an output's partials in chunk
+//    partial. When the last (fastest) dim is not reduced, neighbouring outputs are neighbouring
+//    addresses (BatchNorm's per-channel sums over (N,H,W,C)), and a block instead takes a tile of
+//    kCols consecutive outputs times a range of points: thread t is column t % kCols and row
+//    t / kCols, so a warp reads kCols consecutive elements of one point at once (coalesced) rather
+//    than kCols points of one output C elements apart; the kRows rows then meet in a shared-memory
+//    tree. Phase 2 (aether_combine, only when chunks > 1) combines an output's partials in chunk
 //    order. Launching a second kernel rather than combining with atomics (or a last-block-done
 //    counter) keeps the order of every addition fixed by the shapes alone - never by the device, the
 //    grid size that fits it or thread timing - so a result is bitwise reproducible, and no scratch
@@ -47,6 +52,9 @@ constexpr int64_t kBlockReduceMin = 128;  // points per output from which a bloc
 constexpr int64_t kTargetBlocks = 528;    // phase-1 blocks aimed at (4 per SM of a 132-SM H100/H200)
 constexpr int64_t kMinPerThread = 4;      // points per thread below which an output is not split more
 constexpr size_t kMaxSharedSlots = 16;    // reductions per kernel with a shared-memory tree (2 KiB each)
+constexpr int kCols = 32;                 // column mode: consecutive outputs per block (a warp)
+constexpr int kRows = kThreads / kCols;   // column mode: rows of points per block
+constexpr int64_t kMinColExtent = 8;      // column mode needs a last dim of at least 32 bytes of floats
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t grid_for(int64_t work_items) { return std::min(ceil_div(work_items, kThreads), kMaxGrid); }
@@ -176,10 +184,14 @@ class CudaRenderer {
     red_n_ = 1;
     for (int d : red_dims_) red_n_ *= k_.full[size_t(d)];
     block_mode_ = red_n_ >= kBlockReduceMin && k_.reductions.size() <= kMaxSharedSlots;
+    col_mode_ = block_mode_ && n_ > 0 && !red[size_t(n_ - 1)] && k_.full[size_t(n_ - 1)] >= kMinColExtent;
+    // Blocks of outputs (one output per block, or a tile of kCols), and threads along the points.
+    tiles_ = col_mode_ ? ceil_div(out_n_, kCols) : out_n_;
+    const int64_t lanes = col_mode_ ? kRows : kThreads;
     chunks_ = 1;
     if (block_mode_ && out_n_ > 0)
-      chunks_ = std::clamp<int64_t>(ceil_div(kTargetBlocks, out_n_), 1,
-                                    std::max<int64_t>(1, red_n_ / (kThreads * kMinPerThread)));
+      chunks_ = std::clamp<int64_t>(ceil_div(kTargetBlocks, tiles_), 1,
+                                    std::max<int64_t>(1, red_n_ / (lanes * kMinPerThread)));
     chunk_ = chunks_ > 0 ? ceil_div(red_n_, chunks_) : 0;
     int64_t off = 0;
     for (const ir::Reduction& r : k_.reductions) {
@@ -189,7 +201,7 @@ class CudaRenderer {
       off += ceil_div(out_n_ * int64_t(value_bytes(r.dtype)), 256) * 256;
     }
     plan_.scratch_bytes = off;
-    const int64_t phase1 = block_mode_ ? std::min(out_n_ * chunks_, kMaxGrid) : grid_for(out_n_);
+    const int64_t phase1 = block_mode_ ? std::min(tiles_ * chunks_, kMaxGrid) : grid_for(out_n_);
     plan_.launches.push_back({"aether_reduce", phase1, kThreads});
     if (chunks_ > 1) plan_.launches.push_back({"aether_combine", grid_for(out_n_), kThreads});
     plan_.launches.push_back({"aether_kernel", grid_for(out_n_), kThreads});
@@ -264,6 +276,10 @@ class CudaRenderer {
       os_ << "  }\n}\n";
       return;
     }
+    if (col_mode_) {
+      column_phase1(init_vars);
+      return;
+    }
     os_ << "  // block (o_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
         << ") of output o_ (" << chunks_ << " chunks): thread t the points t, t + " << kThreads
         << ", ..., then a tree in shared memory\n";
@@ -300,6 +316,51 @@ class CudaRenderer {
     os_ << "  }\n}\n";
   }
 
+  // Phase 1 in column mode: block (g_, c_) reduces points [c_ * chunk, (c_ + 1) * chunk) of the
+  // outputs [g_ * kCols, g_ * kCols + kCols); thread (row r_, column l_) the points r_, r_ + kRows, ...
+  // of output g_ * kCols + l_; then a tree over the rows in shared memory, sh[r_ * kCols + l_].
+  void column_phase1(const std::string& init_vars) {
+    const size_t nr = k_.reductions.size();
+    os_ << "  // block (g_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
+        << ") of outputs [g_ * " << kCols << ", g_ * " << kCols << " + " << kCols << ") (" << tiles_
+        << " tiles, " << chunks_ << " chunks): thread (r_, l_) the points r_, r_ + " << kRows
+        << ", ... of output g_ * " << kCols << " + l_ (a warp reads " << kCols
+        << " neighbouring outputs), then a tree over the " << kRows << " rows\n";
+    for (size_t r = 0; r < nr; ++r)
+      os_ << "  __shared__ " << Acc{k_.reductions[r], kLang}.type() << " sh" << r << "[" << kThreads
+          << "];  // [" << kRows << " rows][" << kCols << " columns]\n";
+    os_ << "  const int tid_ = threadIdx.x, l_ = tid_ % " << kCols << ", r_ = tid_ / " << kCols << ";\n";
+    os_ << "  for (i64 blk_ = blockIdx.x; blk_ < " << tiles_ * chunks_ << "LL; blk_ += gridDim.x) {\n";
+    os_ << "    const i64 g_ = blk_ / " << chunks_ << ", c_ = blk_ % " << chunks_ << ";\n";
+    os_ << "    const i64 o_ = g_ * " << kCols << " + l_;\n";
+    os_ << "    " << init_vars << "\n";
+    os_ << "    if (o_ < " << out_n_ << "LL) {  // the last tile's columns past the end idle\n";
+    decompose(out_dims_, k_.full, "o_", "      ");
+    os_ << "      const i64 hi_ = c_ * " << chunk_ << " + " << chunk_ << " < " << red_n_ << "LL ? c_ * "
+        << chunk_ << " + " << chunk_ << " : " << red_n_ << "LL;\n";
+    os_ << "      for (i64 s_ = c_ * " << chunk_ << " + r_; s_ < hi_; s_ += " << kRows << ") {\n";
+    decompose(red_dims_, k_.full, "s_", "        ");
+    statements(k_.body, "b", k_.full, "        ");
+    accumulate("        ");
+    os_ << "      }\n    }\n";
+    for (size_t r = 0; r < nr; ++r) os_ << "    sh" << r << "[tid_] = v" << r << ";\n";
+    os_ << "    __syncthreads();\n";
+    os_ << "    for (int w_ = " << kRows / 2 << "; w_ > 0; w_ >>= 1) {\n";
+    os_ << "      if (r_ < w_) {\n";
+    for (size_t r = 0; r < nr; ++r) {
+      const Acc acc{k_.reductions[r], kLang};
+      os_ << "        sh" << r << "[tid_] = "
+          << acc.combine(detail::cat("sh", r, "[tid_]"), detail::cat("sh", r, "[tid_ + w_ * ", kCols, "]"))
+          << ";\n";
+    }
+    os_ << "      }\n      __syncthreads();\n    }\n";
+    os_ << "    if (r_ == 0 && o_ < " << out_n_ << "LL) {\n";
+    for (size_t r = 0; r < nr; ++r) os_ << "      " << finish(r, detail::cat("sh", r, "[tid_]")) << "\n";
+    os_ << "    }\n";
+    os_ << "    __syncthreads();  // sh* are reused by this block's next tile\n";
+    os_ << "  }\n}\n";
+  }
+
   void combine_phase2() {
     entry("aether_combine",
           detail::cat("phase 2: each output's ", chunks_, " partials combined in chunk order"));
@@ -322,8 +383,8 @@ class CudaRenderer {
   std::ostringstream os_;
   CudaPlan plan_;
   std::vector<int> out_dims_, red_dims_;
-  int64_t out_n_ = 1, red_n_ = 1, chunks_ = 1, chunk_ = 1;
-  bool block_mode_ = false;
+  int64_t out_n_ = 1, red_n_ = 1, chunks_ = 1, chunk_ = 1, tiles_ = 1;
+  bool block_mode_ = false, col_mode_ = false;
   std::vector<int64_t> part_off_, res_off_;
 };
 
