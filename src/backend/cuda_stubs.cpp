@@ -34,6 +34,10 @@ Timer::~Timer() = default;
 void Timer::start() {}
 void Timer::stop() {}
 double Timer::elapsed_ms() { return 0; }
+struct Fence::Impl {};
+Fence::Fence(int) { unavailable("cuda::Fence"); }
+Fence::~Fence() = default;
+void Fence::wait() const {}
 
 struct GraphStep::Impl {
   std::string reason = kReason;

@@ -238,10 +238,17 @@ bool average_on_device(dist::Communicator& comm, const std::vector<Tensor>& para
     std::vector<Tensor> want{packed[k]};
     if (k == 0) want.insert(want.end(), first.begin(), first.end());  // the buffers, computed alike
     realize(want);
-    finish_writes(packed[k].device());
+    // The reduce (on the communication thread, NCCL's own stream) starts once this bucket's kernels
+    // have finished; meanwhile this thread queues the next bucket's.
+    const Device device = packed[k].device();
+    std::shared_ptr<const cuda::Fence> packed_fence;
+    if (device.type == DeviceType::cuda) packed_fence = std::make_shared<const cuda::Fence>(device.index);
     void* data = memory_of(packed[k]);
     const size_t n = size_t(packed[k].numel());
-    comm_thread.push([&comm, data, n] { comm.all_reduce(data, n, DType::float32, dist::ReduceOp::sum); });
+    comm_thread.push([&comm, data, n, packed_fence] {
+      if (packed_fence) packed_fence->wait();
+      comm.all_reduce(data, n, DType::float32, dist::ReduceOp::sum);
+    });
   }
   const auto t0 = std::chrono::steady_clock::now();
   comm_thread.wait();

@@ -80,6 +80,23 @@ class Timer {
   std::unique_ptr<Impl> impl_;
 };
 
+// A point in a device's stream: the constructor records an event after the work queued so far;
+// wait() blocks the calling thread (any thread) until that work has finished, not the work queued
+// after it. The data-parallel step hands a gradient bucket to the communication thread this way, so
+// the main thread goes on queueing the next bucket's kernels while the reduce waits for this one's.
+class Fence {
+ public:
+  explicit Fence(int device = 0);
+  ~Fence();
+  Fence(const Fence&) = delete;
+  Fence& operator=(const Fence&) = delete;
+  void wait() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // Captures the GPU work of `step` (kernel launches, library calls, device copies on the device's
 // stream) into a CUDA graph and replays it. The first run() records a graph and instantiates it;
 // later runs record again and update the instantiated graph in place (cudaGraphExecUpdate: buffer

@@ -190,6 +190,19 @@ double Timer::elapsed_ms() {
   return double(ms);
 }
 
+struct Fence::Impl {
+  cudaEvent_t event = nullptr;
+};
+Fence::Fence(int device) : impl_(std::make_unique<Impl>()) {
+  set_device(device);
+  AETHER_CUDA_CHECK(cudaEventCreateWithFlags(&impl_->event, cudaEventDisableTiming));
+  AETHER_CUDA_CHECK(cudaEventRecord(impl_->event, stream(device)));
+}
+Fence::~Fence() {
+  if (impl_->event) (void)cudaEventDestroy(impl_->event);
+}
+void Fence::wait() const { AETHER_CUDA_CHECK(cudaEventSynchronize(impl_->event)); }
+
 std::string pick_arch(int device, const cudaDeviceProp& p);  // below
 }  // namespace cuda
 
