@@ -87,7 +87,7 @@ Tensor leaf(const Shape& s, uint32_t seed, float lo = -2, float hi = 2) {
 
 }  // namespace
 
-TEST(CudaOps, Elementwise) {
+TEST(cuda_ops, Elementwise) {
   REQUIRE_GPU();
   const int64_t before = cuda_host_fallbacks();
   expect_matches_cpu({input({64, 48}, 1), input({64, 48}, 2), input({1, 48}, 3)},
@@ -105,7 +105,7 @@ TEST(CudaOps, Elementwise) {
   EXPECT_EQ(cuda_host_fallbacks(), before) << "float32 elementwise ops ran on the host";
 }
 
-TEST(CudaOps, Reductions) {
+TEST(cuda_ops, Reductions) {
   REQUIRE_GPU();
   expect_matches_cpu(
       {input({32, 17, 40}, 4)},
@@ -130,7 +130,7 @@ TEST(CudaOps, Reductions) {
       1e-5, 1e-3);
 }
 
-TEST(CudaOps, BatchNormTrainingForwardBackward) {
+TEST(cuda_ops, BatchNormTrainingForwardBackward) {
   REQUIRE_GPU();
   const int64_t before = cuda_host_fallbacks();
   expect_matches_cpu(
@@ -146,7 +146,7 @@ TEST(CudaOps, BatchNormTrainingForwardBackward) {
   EXPECT_EQ(cuda_host_fallbacks(), before) << "the float32 batch norm path ran on the host";
 }
 
-TEST(CudaOps, ReluBackwardFloat16OutputFloat32Gradient) {
+TEST(cuda_ops, ReluBackwardFloat16OutputFloat32Gradient) {
   REQUIRE_GPU();
   // One select: out > 0 ? dy : 0, with the output float16 and the gradient float32 (kept float32).
   expect_matches_cpu(
@@ -160,7 +160,7 @@ TEST(CudaOps, ReluBackwardFloat16OutputFloat32Gradient) {
       0, 0);
 }
 
-TEST(CudaOps, Matmul) {
+TEST(cuda_ops, Matmul) {
   REQUIRE_GPU();
   expect_matches_cpu(
       {leaf({3, 17, 31}, 14), leaf({31, 9}, 15), input({3, 17, 9}, 16)},
@@ -172,7 +172,7 @@ TEST(CudaOps, Matmul) {
       1e-4, 1e-4);
 }
 
-TEST(CudaOps, ConvolutionForwardBackward) {
+TEST(cuda_ops, ConvolutionForwardBackward) {
   REQUIRE_GPU();
   expect_matches_cpu(
       {leaf({2, 9, 9, 4}, 17), leaf({6, 3, 3, 4}, 18, -0.5, 0.5), leaf({6}, 19), input({2, 5, 5, 6}, 20)},
@@ -185,7 +185,7 @@ TEST(CudaOps, ConvolutionForwardBackward) {
       1e-4, 1e-4);
 }
 
-TEST(CudaOps, Pooling) {
+TEST(cuda_ops, Pooling) {
   REQUIRE_GPU();
   expect_matches_cpu(
       {leaf({2, 8, 8, 3}, 21), input({2, 4, 4, 3}, 22), input({2, 3, 3, 3}, 23)},
@@ -200,7 +200,7 @@ TEST(CudaOps, Pooling) {
       1e-5, 1e-5);
 }
 
-TEST(CudaOps, SoftmaxCrossEntropy) {
+TEST(cuda_ops, SoftmaxCrossEntropy) {
   REQUIRE_GPU();
   const std::vector<int64_t> labels{3, 0, 9, 4, 4, 1, 7, 2};
   expect_matches_cpu(
@@ -215,7 +215,7 @@ TEST(CudaOps, SoftmaxCrossEntropy) {
 
 // A few SGD (momentum) steps of a small cifarnet-like net, the same weights and batches on both
 // devices: the losses and the final weights agree.
-TEST(CudaOps, CifarnetLikeTrainingStepsMatchCpu) {
+TEST(cuda_ops, CifarnetLikeTrainingStepsMatchCpu) {
   REQUIRE_GPU();
   const Device gpu = target();
   auto make_net = [] {
@@ -270,7 +270,7 @@ TEST(CudaOps, CifarnetLikeTrainingStepsMatchCpu) {
 }
 
 // A captured step replays and computes what the uncaptured one does.
-TEST(CudaOps, GraphStepReplaysAStep) {
+TEST(cuda_ops, GraphStepReplaysAStep) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA GPU: " << cuda_unavailable_reason();
   const Device gpu = target();
   Tensor w = input({64, 64}, 30).to(gpu);

@@ -5,7 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <thread>
 #include <vector>
+#if AETHER_HAS_CUDA
+#include <cuda_runtime.h>
+#endif
 
 #include "aether/aether.h"
 #include "aether/backend/cuda.h"
@@ -31,7 +35,7 @@ std::vector<float> ramp(int64_t n, float scale = 0.5f) {
 }  // namespace
 
 // ---- without a GPU --------------------------------------------------------------------------------------
-TEST(CudaRuntime, UnavailableReasonIsConsistent) {
+TEST(cuda_runtime, UnavailableReasonIsConsistent) {
   const int n = cuda_device_count();
   EXPECT_GE(n, 0);
   EXPECT_EQ(int(cuda_devices().size()), n);
@@ -47,7 +51,7 @@ TEST(CudaRuntime, UnavailableReasonIsConsistent) {
   }
 }
 
-TEST(CudaRuntime, DeviceCudaErrorSaysWhy) {
+TEST(cuda_runtime, DeviceCudaErrorSaysWhy) {
   const int n = cuda_device_count();
   if (n == 0) {
     const std::string e = error_of([] { (void)Device::cuda(0); });
@@ -68,7 +72,7 @@ TEST(CudaRuntime, DeviceCudaErrorSaysWhy) {
   EXPECT_FALSE(error_of([] { (void)Device::cuda(-1); }).empty());
 }
 
-TEST(CudaRuntime, DeviceParse) {
+TEST(cuda_runtime, DeviceParse) {
   EXPECT_EQ(Device::parse("cpu"), Device::cpu());
   EXPECT_EQ(Device::cpu().str(), "cpu");
   EXPECT_EQ((Device{DeviceType::cuda, 2}).str(), "cuda:2");
@@ -81,7 +85,7 @@ TEST(CudaRuntime, DeviceParse) {
   }
 }
 
-TEST(CudaRuntime, NoGpuMeansCleanErrorsNotCrashes) {
+TEST(cuda_runtime, NoGpuMeansCleanErrorsNotCrashes) {
   if (cuda_device_count() > 0) GTEST_SKIP() << "a GPU is present: this checks the behaviour without one";
   const Device gpu{DeviceType::cuda, 0};  // built by hand: Device::cuda() would throw first
   const std::string why = cuda_built() ? cuda_unavailable_reason() : "built without CUDA";
@@ -96,7 +100,7 @@ TEST(CudaRuntime, NoGpuMeansCleanErrorsNotCrashes) {
 }
 
 // ---- with a GPU -------------------------------------------------------------------------------------------
-TEST(CudaRuntime, DevicesHaveProperties) {
+TEST(cuda_runtime, DevicesHaveProperties) {
   REQUIRE_GPU();
   for (const auto& d : cuda_devices()) {
     EXPECT_FALSE(d.name.empty());
@@ -110,7 +114,7 @@ TEST(CudaRuntime, DevicesHaveProperties) {
   EXPECT_EQ(Device::cuda(0), (Device{DeviceType::cuda, 0}));
 }
 
-TEST(CudaRuntime, AllocatorReusesFreedBlocksAndTracksPeak) {
+TEST(cuda_runtime, AllocatorReusesFreedBlocksAndTracksPeak) {
   REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
   cuda_synchronize(0);
@@ -138,7 +142,7 @@ TEST(CudaRuntime, AllocatorReusesFreedBlocksAndTracksPeak) {
   EXPECT_EQ(cuda_memory_stats(0).cached_bytes, 0);
 }
 
-TEST(CudaRuntime, ZeroFilledBuffers) {
+TEST(cuda_runtime, ZeroFilledBuffers) {
   REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
   // Dirty a block, free it, and get it back zero-filled (the same size class: the same block).
@@ -149,7 +153,7 @@ TEST(CudaRuntime, ZeroFilledBuffers) {
   for (float v : z.to_vector<float>()) ASSERT_EQ(v, 0.0f);
 }
 
-TEST(CudaRuntime, HostDeviceRoundTrip) {
+TEST(cuda_runtime, HostDeviceRoundTrip) {
   REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
   const std::vector<float> v = ramp(100003);
@@ -175,7 +179,7 @@ TEST(CudaRuntime, HostDeviceRoundTrip) {
   EXPECT_EQ(Tensor::zeros({0, 3}).to(gpu).to(Device::cpu()).numel(), 0);
 }
 
-TEST(CudaRuntime, ComputesOnTheDevice) {
+TEST(cuda_runtime, ComputesOnTheDevice) {
   REQUIRE_GPU();
   const Device gpu = Device::cuda(0);
   const Tensor a = Tensor::from_vector<float>({1, -2, 3, -4}, {2, 2}).to(gpu);
@@ -187,7 +191,7 @@ TEST(CudaRuntime, ComputesOnTheDevice) {
   EXPECT_EQ(cuda_host_fallbacks(), 0);
 }
 
-TEST(CudaRuntime, MixingDevicesIsAClearError) {
+TEST(cuda_runtime, MixingDevicesIsAClearError) {
   REQUIRE_GPU();
   const Tensor cpu = Tensor::from_vector<float>({1, 2, 3});
   const Tensor gpu = cpu.to(Device::cuda(0));
@@ -198,7 +202,7 @@ TEST(CudaRuntime, MixingDevicesIsAClearError) {
   EXPECT_TRUE(contains(m, "cpu") && contains(m, "cuda:0")) << m;
 }
 
-TEST(CudaRuntime, EventTimer) {
+TEST(cuda_runtime, EventTimer) {
   REQUIRE_GPU();
   cuda::Timer t(0);
   t.start();
@@ -210,7 +214,28 @@ TEST(CudaRuntime, EventTimer) {
   EXPECT_LT(ms, 10000.0);
 }
 
-TEST(CudaRuntime, ModuleToMovesParametersAndKeepsThemTrainable) {
+TEST(cuda_runtime, AFenceWaitsOnAnyThreadForTheWorkQueuedBeforeIt) {
+  REQUIRE_GPU();
+#if AETHER_HAS_CUDA
+  // (4096, 4096) @ (4096, 4096) of ones: every element 4096, a few milliseconds of queued work.
+  const Device gpu = Device::cuda(0);
+  const Tensor a = Tensor::ones({4096, 4096}, DType::float32, gpu);
+  const Tensor y = matmul(a, a).realize();
+  cuda::Fence fence(0);
+  float last = -1;
+  std::thread other([&] {
+    fence.wait();
+    // A copy on the legacy stream, which does not wait for aether's: right only after the fence.
+    const NodePtr& n = y.node();
+    const float* p = static_cast<const float*>(n->buffer->data()) + n->view.offset + 4096 * 4096 - 1;
+    last = cudaMemcpy(&last, p, sizeof(float), cudaMemcpyDeviceToHost) == cudaSuccess ? last : -2;
+  });
+  other.join();
+  EXPECT_EQ(last, 4096.0f);
+#endif
+}
+
+TEST(cuda_runtime, ModuleToMovesParametersAndKeepsThemTrainable) {
   REQUIRE_GPU();
   manual_seed(3);
   nn::Linear lin(4, 3);
@@ -241,7 +266,7 @@ TEST(CudaRuntime, ModuleToMovesParametersAndKeepsThemTrainable) {
 #include "backend/cuda/ptx_cache.h"
 #include "core/config.h"
 
-TEST(CudaRuntime, PtxIsCompiledOnceThenLoadedFromTheDiskCache) {
+TEST(cuda_runtime, PtxIsCompiledOnceThenLoadedFromTheDiskCache) {
   // The cache directory is chosen on first use; this test is the first user in this process.
   const std::string dir = ::testing::TempDir() + "aether-ptx-" + std::to_string(getpid());
   std::filesystem::remove_all(dir);
