@@ -276,88 +276,61 @@ class CudaRenderer {
       os_ << "  }\n}\n";
       return;
     }
-    if (col_mode_) {
-      column_phase1(init_vars);
-      return;
-    }
-    os_ << "  // block (o_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
-        << ") of output o_ (" << chunks_ << " chunks): thread t the points t, t + " << kThreads
-        << ", ..., then a tree in shared memory\n";
+    block_phase1(init_vars);
+  }
+
+  // Phase 1 with blocks: block (g_, c_) reduces points [c_ * chunk, (c_ + 1) * chunk) of the
+  // outputs [g_ * cols, g_ * cols + cols); thread (row r_, column l_) the points r_, r_ + rows, ... of
+  // output g_ * cols + l_, then a fixed tree over the rows in shared memory, sh[r_ * cols + l_].
+  // One output per block (cols 1, rows kThreads), or in column mode a tile of kCols neighbouring
+  // outputs (rows kRows), so that a warp reads kCols neighbouring elements of one point at once.
+  void block_phase1(const std::string& init_vars) {
+    const size_t nr = k_.reductions.size();
+    const int cols = col_mode_ ? kCols : 1, rows = kThreads / cols;
+    const std::string in = cols > 1 ? "      " : "    ";  // the accumulation's indent
+    os_ << "  // block (g_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
+        << ") of outputs [g_ * " << cols << ", g_ * " << cols << " + " << cols << ") (" << tiles_
+        << " blocks of " << cols << " output(s), " << chunks_
+        << " chunks): thread (r_, l_) the points r_, r_ + " << rows << ", ... of output g_ * " << cols
+        << " + l_, then a tree over the " << rows << " rows\n";
     for (size_t r = 0; r < nr; ++r)
       os_ << "  __shared__ " << Acc{k_.reductions[r], kLang}.type() << " sh" << r << "[" << kThreads
-          << "];\n";
-    os_ << "  const int tid_ = threadIdx.x;\n";
-    os_ << "  for (i64 blk_ = blockIdx.x; blk_ < " << out_n_ * chunks_ << "LL; blk_ += gridDim.x) {\n";
-    os_ << "    const i64 o_ = blk_ / " << chunks_ << ", c_ = blk_ % " << chunks_ << ";\n";
-    decompose(out_dims_, k_.full, "o_", "    ");
+          << "];  // [" << rows << " rows][" << cols << " columns]\n";
+    if (cols > 1)
+      os_ << "  const int tid_ = threadIdx.x, l_ = tid_ % " << cols << ", r_ = tid_ / " << cols << ";\n";
+    else
+      os_ << "  const int tid_ = threadIdx.x, r_ = tid_;\n";
+    os_ << "  for (i64 blk_ = blockIdx.x; blk_ < " << tiles_ * chunks_ << "LL; blk_ += gridDim.x) {\n";
+    os_ << "    const i64 g_ = blk_ / " << chunks_ << ", c_ = blk_ % " << chunks_ << ";\n";
+    os_ << "    const i64 o_ = " << (cols > 1 ? detail::cat("g_ * ", cols, " + l_") : "g_") << ";\n";
     os_ << "    " << init_vars << "\n";
-    os_ << "    const i64 hi_ = c_ * " << chunk_ << " + " << chunk_ << " < " << red_n_ << "LL ? c_ * "
+    if (cols > 1) os_ << "    if (o_ < " << out_n_ << "LL) {  // the last tile's columns past the end idle\n";
+    decompose(out_dims_, k_.full, "o_", in);
+    os_ << in << "const i64 hi_ = c_ * " << chunk_ << " + " << chunk_ << " < " << red_n_ << "LL ? c_ * "
         << chunk_ << " + " << chunk_ << " : " << red_n_ << "LL;\n";
-    os_ << "    for (i64 s_ = c_ * " << chunk_ << " + tid_; s_ < hi_; s_ += " << kThreads << ") {\n";
-    decompose(red_dims_, k_.full, "s_", "      ");
-    statements(k_.body, "b", k_.full, "      ");
-    accumulate("      ");
-    os_ << "    }\n";
+    os_ << in << "for (i64 s_ = c_ * " << chunk_ << " + r_; s_ < hi_; s_ += " << rows << ") {\n";
+    decompose(red_dims_, k_.full, "s_", in + "  ");
+    statements(k_.body, "b", k_.full, in + "  ");
+    accumulate(in + "  ");
+    os_ << in << "}\n";
+    if (cols > 1) os_ << "    }\n";
     for (size_t r = 0; r < nr; ++r) os_ << "    sh" << r << "[tid_] = v" << r << ";\n";
     os_ << "    __syncthreads();\n";
-    os_ << "    for (int w_ = " << kThreads / 2 << "; w_ > 0; w_ >>= 1) {\n";
-    os_ << "      if (tid_ < w_) {\n";
+    os_ << "    for (int w_ = " << rows / 2 << "; w_ > 0; w_ >>= 1) {\n";
+    os_ << "      if (r_ < w_) {\n";
+    const std::string partner =
+        cols > 1 ? detail::cat("[tid_ + w_ * ", cols, "]") : std::string("[tid_ + w_]");
     for (size_t r = 0; r < nr; ++r) {
       const Acc acc{k_.reductions[r], kLang};
       os_ << "        sh" << r
-          << "[tid_] = " << acc.combine(detail::cat("sh", r, "[tid_]"), detail::cat("sh", r, "[tid_ + w_]"))
+          << "[tid_] = " << acc.combine(detail::cat("sh", r, "[tid_]"), detail::cat("sh", r, partner))
           << ";\n";
     }
     os_ << "      }\n      __syncthreads();\n    }\n";
-    os_ << "    if (tid_ == 0) {\n";
-    for (size_t r = 0; r < nr; ++r) os_ << "      " << finish(r, detail::cat("sh", r, "[0]")) << "\n";
-    os_ << "    }\n";
-    os_ << "    __syncthreads();  // sh* are reused by this block's next output\n";
-    os_ << "  }\n}\n";
-  }
-
-  // Phase 1 in column mode: block (g_, c_) reduces points [c_ * chunk, (c_ + 1) * chunk) of the
-  // outputs [g_ * kCols, g_ * kCols + kCols); thread (row r_, column l_) the points r_, r_ + kRows, ...
-  // of output g_ * kCols + l_; then a tree over the rows in shared memory, sh[r_ * kCols + l_].
-  void column_phase1(const std::string& init_vars) {
-    const size_t nr = k_.reductions.size();
-    os_ << "  // block (g_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
-        << ") of outputs [g_ * " << kCols << ", g_ * " << kCols << " + " << kCols << ") (" << tiles_
-        << " tiles, " << chunks_ << " chunks): thread (r_, l_) the points r_, r_ + " << kRows
-        << ", ... of output g_ * " << kCols << " + l_ (a warp reads " << kCols
-        << " neighbouring outputs), then a tree over the " << kRows << " rows\n";
-    for (size_t r = 0; r < nr; ++r)
-      os_ << "  __shared__ " << Acc{k_.reductions[r], kLang}.type() << " sh" << r << "[" << kThreads
-          << "];  // [" << kRows << " rows][" << kCols << " columns]\n";
-    os_ << "  const int tid_ = threadIdx.x, l_ = tid_ % " << kCols << ", r_ = tid_ / " << kCols << ";\n";
-    os_ << "  for (i64 blk_ = blockIdx.x; blk_ < " << tiles_ * chunks_ << "LL; blk_ += gridDim.x) {\n";
-    os_ << "    const i64 g_ = blk_ / " << chunks_ << ", c_ = blk_ % " << chunks_ << ";\n";
-    os_ << "    const i64 o_ = g_ * " << kCols << " + l_;\n";
-    os_ << "    " << init_vars << "\n";
-    os_ << "    if (o_ < " << out_n_ << "LL) {  // the last tile's columns past the end idle\n";
-    decompose(out_dims_, k_.full, "o_", "      ");
-    os_ << "      const i64 hi_ = c_ * " << chunk_ << " + " << chunk_ << " < " << red_n_ << "LL ? c_ * "
-        << chunk_ << " + " << chunk_ << " : " << red_n_ << "LL;\n";
-    os_ << "      for (i64 s_ = c_ * " << chunk_ << " + r_; s_ < hi_; s_ += " << kRows << ") {\n";
-    decompose(red_dims_, k_.full, "s_", "        ");
-    statements(k_.body, "b", k_.full, "        ");
-    accumulate("        ");
-    os_ << "      }\n    }\n";
-    for (size_t r = 0; r < nr; ++r) os_ << "    sh" << r << "[tid_] = v" << r << ";\n";
-    os_ << "    __syncthreads();\n";
-    os_ << "    for (int w_ = " << kRows / 2 << "; w_ > 0; w_ >>= 1) {\n";
-    os_ << "      if (r_ < w_) {\n";
-    for (size_t r = 0; r < nr; ++r) {
-      const Acc acc{k_.reductions[r], kLang};
-      os_ << "        sh" << r << "[tid_] = "
-          << acc.combine(detail::cat("sh", r, "[tid_]"), detail::cat("sh", r, "[tid_ + w_ * ", kCols, "]"))
-          << ";\n";
-    }
-    os_ << "      }\n      __syncthreads();\n    }\n";
-    os_ << "    if (r_ == 0 && o_ < " << out_n_ << "LL) {\n";
+    os_ << "    if (" << (cols > 1 ? detail::cat("r_ == 0 && o_ < ", out_n_, "LL") : "tid_ == 0") << ") {\n";
     for (size_t r = 0; r < nr; ++r) os_ << "      " << finish(r, detail::cat("sh", r, "[tid_]")) << "\n";
     os_ << "    }\n";
-    os_ << "    __syncthreads();  // sh* are reused by this block's next tile\n";
+    os_ << "    __syncthreads();  // sh* are reused by this block's next outputs\n";
     os_ << "  }\n}\n";
   }
 
