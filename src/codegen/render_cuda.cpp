@@ -20,7 +20,7 @@
 //    addresses (BatchNorm's per-channel sums over (N,H,W,C)), and a block instead takes a tile of
 //    kCols consecutive outputs times a range of points: thread t is column t % kCols and row
 //    t / kCols, so a warp reads kCols consecutive elements of one point at once (coalesced) rather
-//    than kCols points of one output C elements apart; the kRows rows then meet in a shared-memory
+//    than kCols points of one output C elements apart; the kThreads / kCols rows then meet in a shared-memory
 //    tree. Phase 2 (aether_combine, only when chunks > 1) combines an output's partials in chunk
 //    order. Launching a second kernel rather than combining with atomics (or a last-block-done
 //    counter) keeps the order of every addition fixed by the shapes alone - never by the device, the
@@ -53,7 +53,6 @@ constexpr int64_t kTargetBlocks = 528;    // phase-1 blocks aimed at (4 per SM o
 constexpr int64_t kMinPerThread = 4;      // points per thread below which an output is not split more
 constexpr size_t kMaxSharedSlots = 16;    // reductions per kernel with a shared-memory tree (2 KiB each)
 constexpr int kCols = 32;                 // column mode: consecutive outputs per block (a warp)
-constexpr int kRows = kThreads / kCols;   // column mode: rows of points per block
 constexpr int64_t kMinColExtent = 8;      // column mode needs a last dim of at least 32 bytes of floats
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -184,14 +183,14 @@ class CudaRenderer {
     red_n_ = 1;
     for (int d : red_dims_) red_n_ *= k_.full[size_t(d)];
     block_mode_ = red_n_ >= kBlockReduceMin && k_.reductions.size() <= kMaxSharedSlots;
-    col_mode_ = block_mode_ && n_ > 0 && !red[size_t(n_ - 1)] && k_.full[size_t(n_ - 1)] >= kMinColExtent;
-    // Blocks of outputs (one output per block, or a tile of kCols), and threads along the points.
-    tiles_ = col_mode_ ? ceil_div(out_n_, kCols) : out_n_;
-    const int64_t lanes = col_mode_ ? kRows : kThreads;
+    // Column mode: the last dim kept, so a block takes a tile of kCols neighbouring outputs.
+    cols_ =
+        block_mode_ && n_ > 0 && !red[size_t(n_ - 1)] && k_.full[size_t(n_ - 1)] >= kMinColExtent ? kCols : 1;
+    tiles_ = ceil_div(out_n_, cols_);
     chunks_ = 1;
     if (block_mode_ && out_n_ > 0)
       chunks_ = std::clamp<int64_t>(ceil_div(kTargetBlocks, tiles_), 1,
-                                    std::max<int64_t>(1, red_n_ / (lanes * kMinPerThread)));
+                                    std::max<int64_t>(1, red_n_ / (kThreads / cols_ * kMinPerThread)));
     chunk_ = chunks_ > 0 ? ceil_div(red_n_, chunks_) : 0;
     int64_t off = 0;
     for (const ir::Reduction& r : k_.reductions) {
@@ -283,10 +282,10 @@ class CudaRenderer {
   // outputs [g_ * cols, g_ * cols + cols); thread (row r_, column l_) the points r_, r_ + rows, ... of
   // output g_ * cols + l_, then a fixed tree over the rows in shared memory, sh[r_ * cols + l_].
   // One output per block (cols 1, rows kThreads), or in column mode a tile of kCols neighbouring
-  // outputs (rows kRows), so that a warp reads kCols neighbouring elements of one point at once.
+  // outputs (kThreads / kCols rows), so that a warp reads kCols neighbouring elements of one point at once.
   void block_phase1(const std::string& init_vars) {
     const size_t nr = k_.reductions.size();
-    const int cols = col_mode_ ? kCols : 1, rows = kThreads / cols;
+    const int cols = cols_, rows = kThreads / cols;
     const std::string in = cols > 1 ? "      " : "    ";  // the accumulation's indent
     os_ << "  // block (g_, c_) reduces points [c_ * " << chunk_ << ", (c_ + 1) * " << chunk_
         << ") of outputs [g_ * " << cols << ", g_ * " << cols << " + " << cols << ") (" << tiles_
@@ -356,8 +355,10 @@ class CudaRenderer {
   std::ostringstream os_;
   CudaPlan plan_;
   std::vector<int> out_dims_, red_dims_;
-  int64_t out_n_ = 1, red_n_ = 1, chunks_ = 1, chunk_ = 1, tiles_ = 1;
-  bool block_mode_ = false, col_mode_ = false;
+  int64_t out_n_ = 1, red_n_ = 1, chunks_ = 1, chunk_ = 1;
+  int cols_ = 1;       // outputs per phase-1 block: 1, or kCols in column mode
+  int64_t tiles_ = 1;  // phase-1 blocks per chunk: out_n_ / cols_, rounded up
+  bool block_mode_ = false;
   std::vector<int64_t> part_off_, res_off_;
 };
 
