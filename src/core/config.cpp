@@ -53,6 +53,7 @@ const Variable kVariables[] = {
     flag("AETHER_POSTOPS", &Config::postops),
     flag("AETHER_PLAN_CACHE", &Config::plan_cache),
     flag("AETHER_CONV_WEIGHT_CACHE", &Config::conv_weight_cache),
+    flag("AETHER_CONV_BWD_WEIGHT_AVX2", &Config::conv_bwd_weight_avx2),
     number("AETHER_NUM_THREADS", &Config::num_threads, 1, 1024, "a thread count", "to use OpenMP's default"),
     choice("AETHER_CPU_ISA", &Config::cpu_isa, kIsaWords),
     flag("AETHER_PROFILE", &Config::profile),

@@ -64,9 +64,10 @@ struct Config {
   std::atomic<bool> postops{true};            // AETHER_POSTOPS: merge epilogues into oneDNN convs
   std::atomic<bool> plan_cache{true};         // AETHER_PLAN_CACHE: reuse plans of equal graphs
   std::atomic<bool> conv_weight_cache{true};  // AETHER_CONV_WEIGHT_CACHE
-  std::atomic<bool> profile{false};           // AETHER_PROFILE
-  std::atomic<bool> cuda_graphs{false};       // AETHER_CUDA_GRAPHS
-  std::atomic<bool> cuda_verbose{false};      // AETHER_CUDA_VERBOSE
+  std::atomic<bool> conv_bwd_weight_avx2{true};  // AETHER_CONV_BWD_WEIGHT_AVX2
+  std::atomic<bool> profile{false};              // AETHER_PROFILE
+  std::atomic<bool> cuda_graphs{false};          // AETHER_CUDA_GRAPHS
+  std::atomic<bool> cuda_verbose{false};         // AETHER_CUDA_VERBOSE
   // Whole numbers.
   std::atomic<int> debug{0};        // AETHER_DEBUG, 0 to 4
   std::atomic<int> num_threads{0};  // AETHER_NUM_THREADS, 1 to 1024; 0: unset (OpenMP's default)

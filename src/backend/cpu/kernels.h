@@ -62,6 +62,14 @@ bool conv2d_bwd_data_onednn(DType dtype, const void* dy, const void* w, void* dx
                             const std::shared_ptr<const Buffer>& w_owner = nullptr);
 // dw is computed in the primitive's layout and reordered to OHWI.
 bool conv2d_bwd_weight_onednn(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
+// Backward-weights in AVX2 + FMA (conv_bwd_weight_avx2.cpp): float32, stride 1, dilation 1, one group,
+// C % 8 == 0. False (and nothing done) when the CPU lacks AVX2 or FMA, or for anything else.
+bool conv2d_bwd_weight_avx2(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
+int64_t conv_bwd_weight_avx2_calls();  // calls conv2d_bwd_weight_avx2 took (process-wide)
+// The fused executor's backward-weights: conv2d_bwd_weight_avx2 where oneDNN's kernels are AVX2 ones
+// (onednn_isa() avx2*: no AVX-512, or AETHER_CPU_ISA=avx2) and AETHER_CONV_BWD_WEIGHT_AVX2 is on (the
+// default), else oneDNN's; false when neither takes it.
+bool conv2d_bwd_weight_library(DType dtype, const void* x, const void* dy, void* dw, const ConvGeom& g);
 
 // One post-op of a fused forward convolution, applied to y (N,OH,OW,O) in order.
 struct ConvPostOp {

@@ -536,7 +536,7 @@ void library(Node& n, bool fast) {
     case Op::Conv2dBwdWeight: {  // srcs: x, dy; node shape = w shape
       const auto g = conv_geom(n.srcs[0]->shape, n.shape, n.srcs[1]->shape, std::get<Conv2dArg>(n.arg));
       auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
-      if (!(use_onednn && cpu::conv2d_bwd_weight_onednn(t, x.ptr, dy.ptr, out->data(), g)))
+      if (!(use_onednn && cpu::conv2d_bwd_weight_library(t, x.ptr, dy.ptr, out->data(), g)))
         cpu::conv2d_bwd_weight_naive(t, x.ptr, dy.ptr, out->data(), g);
       break;
     }
