@@ -1,10 +1,11 @@
 // Backward-weights of a float32 convolution in AVX2 + FMA, for the CPUs where oneDNN runs its AVX2
 // kernels (no AVX-512, or AETHER_CPU_ISA=avx2). There oneDNN 3.2's backward-weights (jit:avx2, the
-// kernel PyTorch runs too) reaches about 66% of the FMA peak on cifarnet's layers against 97-98% for
-// its forward; this loop nest reaches 85-95% on the same layers (README, "Performance").
+// kernel PyTorch runs too) ran cifarnet's batch-64 step's layers at 65-71% of the FMA peak against
+// 96-99% for its forward; this loop nest runs them at 91-98% (48-51 ms instead of 66-72 ms on a
+// Zen 4 capped at AVX2; README, "Results so far").
 //
-//   dw[o, kh, kw, c] = sum over n, oh, ow of dy[n, oh, ow, o] * x[n, oh - pad_top + kh, ow - pad_left + kw,
-//   c]
+//   dw[o, kh, kw, c] = sum over (n, oh, ow) of dy[n, oh, ow, o] * x[n, ih, iw, c],
+//   ih = oh - pad_top + kh, iw = ow - pad_left + kw,
 //
 // over the input pixels inside the image (padding contributes 0). Layouts: x (N,H,W,C) NHWC,
 // dy (N,OH,OW,O) NHWC, dw (O,KH,KW,C) OHWI, all float32. Handled: stride 1, dilation 1, one group,
@@ -18,7 +19,7 @@
 // block of 16 channels is every C-th float: those lines crowd a few L1 sets):
 //   xp  (C/16 blocks, images, input rows, W, 16): the input rows the chunk's windows touch; when
 //       C % 16 == 8 the last block is 8 wide.
-//   dyp (ceil(O/6) blocks, positions, 6): the last block is O - 6*(blocks-1) wide.
+//   dyp (ceil(O/6) blocks, positions, 6): in the last block the lanes past O are 0.
 // A tile is <= 6 output channels x 16 input channels of one kernel offset (kh, kw): 12 ymm
 // accumulators (per position 6 broadcasts of dy times 2 vectors of x), loaded from dw, summed over
 // the chunk's runs of positions whose input pixel exists, and stored back. A run is one (image,
