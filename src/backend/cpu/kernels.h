@@ -3,7 +3,8 @@
 // Each op has a naive loop version, `*_naive` (reference_conv.cpp, reference_matmul.cpp,
 // reference_pool.cpp): the oracle, the only version the reference backend (AETHER_FUSE=0) runs.
 // The fused executor's library kernels run the fast versions: oneDNN for matmul and conv where it
-// supports the dtype (library_impl() picks it; else the naive loop) and pool.cpp's loops.
+// supports the dtype (library_impl() picks it; else the naive loop), conv_bwd_weight_avx2.cpp for
+// float32 conv backward-weights where oneDNN's kernels are AVX2 ones, and pool.cpp's loops.
 #pragma once
 
 #include <cstdint>
