@@ -114,20 +114,28 @@ TEST(ConvBwdWeightAvx2, MatchesNaiveOnEveryGeometryItTakes) {
   }
 }
 
-// One, two and three threads (the chunks split three ways unevenly): each within the bound, and a
-// repeated call with the same thread count gives the same bits.
+// One to four threads on geometries that split them differently: over chunks of positions (one copy
+// of dw per group, added at the end), over blocks of output channels, and both (four threads on
+// 2048 positions: two copies, each written by two threads). Each within the bound, and a repeated
+// call with the same thread count gives the same bits.
 TEST(ConvBwdWeightAvx2, ThreadCountsAgreeAndRepeatBitwise) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "this CPU has no AVX2 and FMA";
-  const Geo c = taken().back();
-  const ConvGeom g = geom(c);
-  const Operands op = operands(g, 7);
-  const auto want = oracle(g, op, false), scale = oracle(g, op, true);
-  for (int threads : {1, 2, 3}) {
-    const Threads t(threads);
-    const auto a = run_avx2(g, op), b = run_avx2(g, op);
-    oracle_test::expect_within_sum_bound(a, want, scale, g.N * g.OH * g.OW,
-                                         describe(c) + " threads " + std::to_string(threads));
-    EXPECT_EQ(a, b) << threads << " threads: two calls differ";
+  const std::vector<Geo> geos = {
+      taken().back(),                                             // 2048 positions: 2 copies at most
+      {"few_positions", 4, 8, 8, 64, 200, 3, 3, 1, 1, 1, 1},      // 256 positions: one copy, channels split
+      {"many_positions", 16, 16, 16, 16, 20, 3, 3, 1, 1, 1, 1}};  // 4096: a copy per thread
+  uint64_t seed = 7;
+  for (const Geo& c : geos) {
+    const ConvGeom g = geom(c);
+    const Operands op = operands(g, seed += 2);
+    const auto want = oracle(g, op, false), scale = oracle(g, op, true);
+    for (int threads : {1, 2, 3, 4}) {
+      const Threads t(threads);
+      const auto a = run_avx2(g, op), b = run_avx2(g, op);
+      oracle_test::expect_within_sum_bound(a, want, scale, g.N * g.OH * g.OW,
+                                           describe(c) + " threads " + std::to_string(threads));
+      EXPECT_EQ(a, b) << describe(c) << ", " << threads << " threads: two calls differ";
+    }
   }
 }
 

@@ -46,6 +46,7 @@ namespace {
 constexpr int64_t kChunkPositions = 256;  // output positions per chunk (packed: at most 256 x (C + O) floats)
 constexpr int kTileO = 6;                 // output channels per tile (broadcasts)
 constexpr int kBlockC = 16;               // input channels per tile (two ymm vectors)
+constexpr int64_t kPositionsPerCopy = 1024;  // least output positions per copy of dw (conv2d_bwd_weight_avx2)
 std::atomic<int64_t> g_calls{0};
 
 // Output positions [n0, n1) x [oh0, oh1) (every ow), which read input rows [ih0, ih1).
@@ -197,14 +198,15 @@ AETHER_AVX2 void pack_x(const float* x, const ConvGeom& g, const Chunk& ch, floa
     }
 }
 
-// dyp (ceil(O/6) blocks, positions, 6) <- the chunk's `positions` rows of dy (consecutive in dy);
-// in the last block the lanes past O are 0. Each row is written 8 wide, the 2 extra lanes landing
-// on the next row, written after it; the block's last row is written with a mask.
-AETHER_AVX2 void pack_dy(const float* dy, const ConvGeom& g, int64_t positions, float* dyp) {
+// dyp (blocks of output channels [o_lo, o_hi), positions, 6) <- the chunk's `positions` rows of dy
+// (consecutive in dy); in the last block the lanes past O are 0. Each row is written 8 wide, the 2
+// extra lanes landing on the next row, written after it; the block's last row is written with a mask.
+AETHER_AVX2 void pack_dy(const float* dy, const ConvGeom& g, int64_t positions, int64_t o_lo, int64_t o_hi,
+                         float* dyp) {
   const __m256i six = first_lanes(kTileO);
-  for (int64_t o0 = 0; o0 < g.O; o0 += kTileO) {
+  for (int64_t o0 = o_lo; o0 < o_hi; o0 += kTileO) {
     const __m256i m = first_lanes(int(std::min<int64_t>(kTileO, g.O - o0)));  // masked lanes load 0
-    float* dst = dyp + o0 * positions;
+    float* dst = dyp + (o0 - o_lo) * positions;
     const float* src = dy + o0;
     for (int64_t p = 0; p + 1 < positions; ++p)
       _mm256_storeu_ps(dst + p * kTileO, _mm256_maskload_ps(src + p * g.O, m));
@@ -235,22 +237,23 @@ void make_runs(const ConvGeom& g, const Chunk& ch, Run* runs, int64_t* first) {
   first[g.KH * g.KW] = n;
 }
 
-// acc (O,KH,KW,C) += the contributions of chunks [c0, c1).
+// Rows [o_lo, o_hi) of acc (O,KH,KW,C) += the contributions of chunks [c0, c1).
 AETHER_AVX2 void run_chunks(const float* x, const float* dy, float* acc, const ConvGeom& g,
-                            const std::vector<Chunk>& chunks, size_t c0, size_t c1, const ThreadSpace& ws) {
+                            const std::vector<Chunk>& chunks, size_t c0, size_t c1, int64_t o_lo,
+                            int64_t o_hi, const ThreadSpace& ws) {
   const int64_t ostride = g.KH * g.KW * g.C;  // floats between two output channels of dw
   for (size_t ci = c0; ci < c1; ++ci) {
     const Chunk& ch = chunks[ci];
     const int64_t pixels = ch.images() * ch.in_rows() * g.W, positions = ch.images() * ch.out_rows() * g.OW;
     pack_x(x, g, ch, ws.xp);
-    pack_dy(dy + (ch.n0 * g.OH + ch.oh0) * g.OW * g.O, g, positions, ws.dyp);
+    pack_dy(dy + (ch.n0 * g.OH + ch.oh0) * g.OW * g.O, g, positions, o_lo, o_hi, ws.dyp);
     make_runs(g, ch, ws.runs, ws.first);
     for (int64_t c = 0; c < g.C; c += kBlockC) {
       const bool half = c + kBlockC > g.C;  // the last block is 8 wide
       const float* xb = ws.xp + c * pixels;
-      for (int64_t o0 = 0; o0 < g.O; o0 += kTileO) {
+      for (int64_t o0 = o_lo; o0 < o_hi; o0 += kTileO) {
         const int ro = int(std::min<int64_t>(kTileO, g.O - o0));
-        const float* db = ws.dyp + o0 * positions;
+        const float* db = ws.dyp + (o0 - o_lo) * positions;
         for (int64_t k = 0; k < g.KH * g.KW; ++k) {
           float* out = acc + (o0 * g.KH * g.KW + k) * g.C + c;
           const Run* r = ws.runs + ws.first[k];
@@ -283,10 +286,18 @@ bool conv2d_bwd_weight_avx2(DType dtype, const void* x, const void* dy, void* dw
   auto* dwf = static_cast<float*>(dw);
   const size_t nw = size_t(g.O * g.KH * g.KW * g.C);
   const std::vector<Chunk> chunks = make_chunks(g);
-  // One thread below about 2^22 multiply-adds (waking a team costs more); never more than chunks.
-  const double macs = double(g.N * g.OH * g.OW) * double(g.O * g.KH * g.KW * g.C);
-  const int threads =
-      macs < double(1 << 22) ? 1 : std::max(1, std::min(omp_get_max_threads(), int(chunks.size())));
+  // Threads: P groups over the chunks, each summing into its own copy of dw (thread group 0 into dw),
+  // times Q groups over the 6-wide blocks of output channels (disjoint rows of the same copy). A copy
+  // costs a zeroing and an addition per element, memory-bound, about what 50 multiply-adds per
+  // element cost at the FMA peak; each output position adds one multiply-add to every element, so P
+  // keeps at least kPositionsPerCopy positions per copy (the copies under 5% of the work), and the
+  // other threads split the output channels, each packing its chunks' x itself. One thread below
+  // 2^22 multiply-adds (waking a team costs more).
+  const int64_t positions_all = g.N * g.OH * g.OW, blocks = (g.O + kTileO - 1) / kTileO;
+  const double macs = double(positions_all) * double(g.O * g.KH * g.KW * g.C);
+  const int threads = macs < double(1 << 22) ? 1 : std::max(1, omp_get_max_threads());
+  const int p_most = int(std::clamp<int64_t>(positions_all / kPositionsPerCopy, 1,
+                                             std::min<int64_t>(threads, int64_t(chunks.size()))));
   // Every buffer the threads use, allocated here (the parallel region neither allocates nor throws).
   int64_t pixels_max = 0, positions_max = 0, rows_max = 0;
   for (const Chunk& ch : chunks) {
@@ -297,12 +308,12 @@ bool conv2d_bwd_weight_avx2(DType dtype, const void* x, const void* dy, void* dw
   const int64_t offsets = g.KH * g.KW;
   // per thread: xp, dyp, then the runs and `first` stored as int64 words (a Run is 3 of them)
   const size_t xp_n = size_t(pixels_max * g.C + 16) / 16 * 16,
-               dyp_n = size_t(positions_max * ((g.O + kTileO - 1) / kTileO * kTileO) + 8 + 15) / 16 * 16;
+               dyp_n = size_t(positions_max * blocks * kTileO + 8 + 15) / 16 * 16;
   const size_t runs_words = size_t(offsets * rows_max * 3 + offsets + 1);
   const size_t per_thread = xp_n + dyp_n + (runs_words * 2 + 15) / 16 * 16;  // in floats
-  thread_local Aligned work, copies;  // copies: (threads - 1, O, KH, KW, C), the partial sums of threads 1..
+  thread_local Aligned work, copies;  // copies: (p_most - 1, O, KH, KW, C), the sums of groups 1..
   float* const base = work.get(per_thread * size_t(threads));
-  float* const parts = copies.get(std::max<size_t>(1, nw * size_t(threads - 1)));
+  float* const parts = copies.get(std::max<size_t>(1, nw * size_t(p_most - 1)));
   auto space = [&](int t) {
     float* b = base + per_thread * size_t(t);
     auto* words = reinterpret_cast<int64_t*>(b + xp_n + dyp_n);
@@ -310,15 +321,23 @@ bool conv2d_bwd_weight_avx2(DType dtype, const void* x, const void* dy, void* dw
   };
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    float* acc = t == 0 ? dwf : parts + size_t(t - 1) * nw;
-    std::memset(acc, 0, nw * sizeof(float));
-    run_chunks(xf, dyf, acc, g, chunks, chunks.size() * size_t(t) / size_t(nt),
-               chunks.size() * size_t(t + 1) / size_t(nt), space(t));
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();  // nt <= threads
+    const int P = std::min(p_most, nt), Q = int(std::min<int64_t>(nt / P, blocks));
+    if (t < P * Q) {
+      const int p = t / Q, q = t % Q;
+      const int64_t o_lo = blocks * q / Q * kTileO, o_hi = std::min(g.O, blocks * (q + 1) / Q * kTileO);
+      float* acc = p == 0 ? dwf : parts + size_t(p - 1) * nw;
+      const size_t row = size_t(g.KH * g.KW * g.C);  // floats of one output channel
+      std::memset(acc + size_t(o_lo) * row, 0, size_t(o_hi - o_lo) * row * sizeof(float));
+      run_chunks(xf, dyf, acc, g, chunks, chunks.size() * size_t(p) / size_t(P),
+                 chunks.size() * size_t(p + 1) / size_t(P), o_lo, o_hi, space(t));
+    }
 #pragma omp barrier
+    if (P > 1) {
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < int64_t(nw); ++i)
-      for (int k = 0; k + 1 < nt; ++k) dwf[i] += parts[size_t(k) * nw + size_t(i)];
+      for (int64_t i = 0; i < int64_t(nw); ++i)
+        for (int k = 0; k + 1 < P; ++k) dwf[i] += parts[size_t(k) * nw + size_t(i)];
+    }
   }
   return true;
 }
