@@ -12,9 +12,10 @@
 // C % 8 == 0, any kernel size, padding, O and N (conv2d_bwd_weight_avx2 declines the rest).
 //
 // Work: the output positions are cut into chunks of about kChunkPositions (a few output rows of one
-// image, or whole images when they are small). Each thread takes a contiguous range of chunks and
-// sums into its own copy of dw (thread 0 into dw itself); the copies are added at the end in thread
-// order, so for a given thread count every run gives the same bits.
+// image, or whole images when they are small). The threads form P groups over contiguous ranges of
+// chunks, each group summing into its own copy of dw (group 0 into dw itself), times Q groups over
+// blocks of output channels (disjoint rows of the same copy); the copies are added at the end in
+// group order, so for a given thread count every run gives the same bits.
 // Per chunk the operands are packed so that the innermost loop reads consecutive memory (in NHWC a
 // block of 16 channels is every C-th float: those lines crowd a few L1 sets):
 //   xp  (C/16 blocks, images, input rows, W, 16): the input rows the chunk's windows touch; when
