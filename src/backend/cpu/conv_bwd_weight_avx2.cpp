@@ -30,7 +30,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -83,35 +82,13 @@ struct Run {
   int x, d, len;
 };
 
-// A 64-byte aligned float buffer, grown on demand and kept for the next call.
-struct Aligned {
-  float* p = nullptr;
-  size_t cap = 0;
-  Aligned() = default;
-  Aligned(const Aligned&) = delete;
-  Aligned& operator=(const Aligned&) = delete;
-  ~Aligned() { std::free(p); }
-  float* get(size_t n) {
-    if (n > cap) {
-      std::free(p);
-      p = nullptr;
-      cap = 0;
-      const size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
-      p = static_cast<float*>(std::aligned_alloc(64, bytes));
-      if (p == nullptr) throw Error("conv2d backward-weights: out of memory for the packing buffers");
-      cap = bytes / sizeof(float);
-    }
-    return p;
-  }
-};
-
 // What one thread works in, carved out of buffers the calling thread allocates before the parallel
 // region (nothing inside it allocates or throws).
 struct ThreadSpace {
-  float* xp;       // (pixels_max * C): packed x
-  float* dyp;      // (positions_max * O rounded up to 6, + 8): packed dy
-  Run* runs;       // (KH*KW * runs_max): the chunk's runs
-  int64_t* first;  // (KH*KW + 1): runs of offset k are runs[first[k] .. first[k+1])
+  float* xp;   // (pixels_max * C): packed x
+  float* dyp;  // (positions_max * O rounded up to 6, + 8): packed dy
+  Run* runs;   // (KH*KW * rows_max): the chunk's runs
+  int* first;  // (KH*KW + 1): runs of offset k are runs[first[k] .. first[k+1])
 };
 
 // lane i of the result is on (all bits) for i < k
@@ -218,8 +195,8 @@ AETHER_AVX2 void pack_dy(const float* dy, const ConvGeom& g, int64_t positions, 
 
 // The runs of every kernel offset (kh, kw) in a chunk: runs[first[k] .. first[k+1]) for k = kh*KW+kw;
 // at most images * out_rows per offset.
-void make_runs(const ConvGeom& g, const Chunk& ch, Run* runs, int64_t* first) {
-  int64_t n = 0;
+void make_runs(const ConvGeom& g, const Chunk& ch, Run* runs, int* first) {
+  int n = 0;
   for (int64_t kh = 0; kh < g.KH; ++kh)
     for (int64_t kw = 0; kw < g.KW; ++kw) {
       first[kh * g.KW + kw] = n;
@@ -258,7 +235,7 @@ AETHER_AVX2 void run_chunks(const float* x, const float* dy, float* acc, const C
         for (int64_t k = 0; k < g.KH * g.KW; ++k) {
           float* out = acc + (o0 * g.KH * g.KW + k) * g.C + c;
           const Run* r = ws.runs + ws.first[k];
-          const int nr = int(ws.first[k + 1] - ws.first[k]);
+          const int nr = ws.first[k + 1] - ws.first[k];
           if (half)
             tile<1>(xb, db, out, ostride, ro, r, nr);
           else
@@ -307,18 +284,21 @@ bool conv2d_bwd_weight_avx2(DType dtype, const void* x, const void* dy, void* dw
     rows_max = std::max(rows_max, ch.images() * ch.out_rows());
   }
   const int64_t offsets = g.KH * g.KW;
-  // per thread: xp, dyp, then the runs and `first` stored as int64 words (a Run is 3 of them)
-  const size_t xp_n = size_t(pixels_max * g.C + 16) / 16 * 16,
-               dyp_n = size_t(positions_max * blocks * kTileO + 8 + 15) / 16 * 16;
-  const size_t runs_words = size_t(offsets * rows_max * 3 + offsets + 1);
-  const size_t per_thread = xp_n + dyp_n + (runs_words * 2 + 15) / 16 * 16;  // in floats
-  thread_local Aligned work, copies;  // copies: (p_most - 1, O, KH, KW, C), the sums of groups 1..
-  float* const base = work.get(per_thread * size_t(threads));
-  float* const parts = copies.get(std::max<size_t>(1, nw * size_t(p_most - 1)));
+  // per thread: xp and dyp (floats, each rounded to 64 bytes), the runs and `first` (ints)
+  const int64_t xp_n = (pixels_max * g.C + 15) / 16 * 16,
+                dyp_n = (positions_max * blocks * kTileO + 8 + 15) / 16 * 16;
+  const int64_t run_ints = offsets * rows_max * 3 + offsets + 1;  // a Run is 3 ints
+  Buffer work(Device::cpu(), DType::float32, (xp_n + dyp_n) * threads, /*zero_fill=*/false);
+  Buffer run_work(Device::cpu(), DType::int32, run_ints * threads, /*zero_fill=*/false);
+  Buffer copies(Device::cpu(), DType::float32, int64_t(nw) * (p_most - 1),
+                /*zero_fill=*/false);  // groups 1..
+  float* const base = static_cast<float*>(work.data());
+  int* const run_base = static_cast<int*>(run_work.data());
+  float* const parts = static_cast<float*>(copies.data());  // (p_most - 1, O, KH, KW, C)
   auto space = [&](int t) {
-    float* b = base + per_thread * size_t(t);
-    auto* words = reinterpret_cast<int64_t*>(b + xp_n + dyp_n);
-    return ThreadSpace{b, b + xp_n, reinterpret_cast<Run*>(words), words + offsets * rows_max * 3};
+    float* b = base + (xp_n + dyp_n) * t;
+    int* r = run_base + run_ints * t;
+    return ThreadSpace{b, b + xp_n, reinterpret_cast<Run*>(r), r + offsets * rows_max * 3};
   };
 #pragma omp parallel num_threads(threads)
   {
