@@ -112,7 +112,8 @@ data::Dataset tiny() {
   return d;
 }
 // 0 Conv2d (weight, bias), 1 BatchNorm2d, 2 ReLU, 3 Flatten, 4 Linear, 5 Scale.
-Model make(const std::vector<ParamGroup>& groups, int64_t lookahead_every = 0, int64_t lookahead_start = 0) {
+Model make(const std::vector<ParamGroup>& groups, int64_t lookahead_every = 0, int64_t lookahead_start = 0,
+           bool falling_lr = false) {
   manual_seed(7);
   Model m;
   m.add(std::make_shared<nn::Conv2d>(1, 3, 3, Conv2dOptions{.padding = "same"}))
@@ -131,6 +132,11 @@ Model make(const std::vector<ParamGroup>& groups, int64_t lookahead_every = 0, i
   c.lookahead_every = lookahead_every;
   c.lookahead_decay = 0.5;
   c.lookahead_start_epoch = lookahead_start;
+  if (falling_lr) {  // lr (1 - step / steps), airbench94_muon's
+    c.schedule = "triangle";
+    c.warmup_fraction = 0;
+    c.lr_start_factor = 1;
+  }
   m.configure(c).finalize({6, 6, 1});
   return m;
 }
@@ -198,6 +204,57 @@ TEST(ParamGroups, TrainEpochsFreezeAParameterAfterItsEpochs) {
   fs::remove_all(dir);
   EXPECT_THROW(make({{.match = "0.bias", .frozen = true, .train_epochs = 2}}), Error);
   EXPECT_THROW(make({{.match = "0.bias", .train_epochs = -1}}), Error);
+}
+
+// schedule_over_train_epochs: the head's weight, trained for 2 of 4 epochs, follows the falling
+// schedule over its own 2 epochs: what 2 epochs of training give it (and not what it gets without
+// the setting, with the schedule over 4); then it stays put. Everything else is frozen but the conv's
+// bias, which trains every epoch (an epoch must train something) and which the BatchNorm after it
+// cancels, so the head's gradients are the same in both runs up to rounding. A run stopped after
+// epoch 1 resumes onto the same values.
+TEST(ParamGroups, ScheduleOverTrainEpochsRunsTheScheduleOverTheGroupsOwnEpochs) {
+  const ParamGroup bias{.match = "0.bias"}, rest{.match = "*", .frozen = true};
+  const std::vector<ParamGroup> own = {
+      {.match = "4.weight", .train_epochs = 2, .schedule_over_train_epochs = true}, bias, rest};
+  Model a = make(own, 0, 0, true);
+  std::vector<std::vector<double>> head_after;
+  TrainOptions oa = options(4);
+  oa.on_epoch = [&](const EpochStats&) { head_after.push_back(values(a, "4.weight")); };
+  a.train(tiny(), oa);
+  ASSERT_EQ(head_after.size(), 4u);
+  auto expect_near = [](const std::vector<double>& got, const std::vector<double>& want, const char* what) {
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t j = 0; j < got.size(); ++j) ASSERT_NEAR(got[j], want[j], 1e-5) << what << " [" << j << "]";
+  };
+  Model b = make({{.match = "4.weight"}, bias, rest}, 0, 0, true);
+  b.train(tiny(), options(2));
+  expect_near(head_after[1], values(b, "4.weight"), "2 epochs of its own schedule");
+  EXPECT_EQ(head_after[2], head_after[1]);
+  EXPECT_EQ(head_after[3], head_after[1]);
+  Model c = make({{.match = "4.weight", .train_epochs = 2}, bias, rest}, 0, 0, true);
+  c.train(tiny(), options(4));
+  double gap = 0;  // without the setting the rate falls over 4 epochs, not 2: a different weight
+  const auto wc = values(c, "4.weight");
+  for (size_t j = 0; j < wc.size(); ++j) gap = std::max(gap, std::abs(wc[j] - head_after[1][j]));
+  EXPECT_GT(gap, 1e-3);
+  // Stopped after epoch 1, resumed from its checkpoint: the setting is saved, the rate recomputed.
+  const fs::path dir = fs::temp_directory_path() / ("aether_own_schedule_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string ckpt = (dir / "m.aether").string();
+  Model d = make(own, 0, 0, true);
+  TrainOptions od = options(4);
+  od.checkpoint_path = ckpt;
+  od.on_epoch = [](const EpochStats& e) {
+    if (e.epoch == 0) throw std::runtime_error("stop");
+  };
+  EXPECT_THROW(d.train(tiny(), od), std::runtime_error);
+  Model e = Model::load(ckpt);
+  EXPECT_TRUE(e.config().param_groups.at(0).schedule_over_train_epochs);
+  e.train(tiny(), options(4));
+  EXPECT_EQ(values(e, "4.weight"), head_after[3]);
+  fs::remove_all(dir);
+  // It needs the epochs it spans.
+  EXPECT_THROW(make({{.match = "0.bias", .schedule_over_train_epochs = true}}), Error);
 }
 
 // Lookahead from epoch 1: epoch 0 keeps no slow weights; from epoch 1 they exist, and every epoch

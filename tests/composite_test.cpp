@@ -51,8 +51,9 @@ std::unique_ptr<optim::Composite> composite(const std::vector<Tensor>& ps) {
 
 }  // namespace
 
-// Four steps with changing learning rates, per-parameter options and lookahead every 2 steps: the
-// Composite's parameters equal those of a Muon and an SGD that each train their own copies.
+// Four steps with changing learning rates, per-parameter options, per-parameter learning rates and
+// lookahead every 2 steps: the Composite's parameters equal those of a Muon and an SGD that each
+// train their own copies.
 TEST(Composite, StepsEachParameterAsItsPartWould) {
   const std::vector<Tensor> ps = make_params(kShapes), qs = make_params(kShapes);
   auto opt = composite(ps);
@@ -70,6 +71,12 @@ TEST(Composite, StepsEachParameterAsItsPartWould) {
     opt->set_lr(lr);
     muon.set_lr(lr);
     sgd.set_lr(lr);
+    // Own learning rates (set_param_lr) for one parameter of each part, from step 2.
+    const double own = t >= 2 ? 0.3 * (1 - 0.3 * t) : -1;
+    opt->set_param_lr(1, own);  // SGD's first
+    sgd.set_param_lr(0, own);
+    opt->set_param_lr(2, own / 2);  // Muon's second
+    muon.set_param_lr(1, own / 2);
     for (size_t k = 0; k < ps.size(); ++k) {
       const Tensor g = Tensor::from_vector<double>(wave(numel(kShapes[k]), 1.7 * t + double(k)), kShapes[k]);
       const_cast<Tensor&>(ps[k]).set_grad(g);

@@ -199,6 +199,38 @@ TEST(SGD, LrChangesApplyToTheNextStepAndMissingGradsAreSkipped) {
   EXPECT_NEAR(now[3], before[3] - 0.5 * 2, 1e-14);
 }
 
+// A parameter's own learning rate (set_param_lr) replaces lr() for it alone, still x its lr_scale;
+// a negative one gives it lr() again; bad indices and values are errors.
+TEST(SGD, ParamLrReplacesTheScheduleForOneParameter) {
+  Params p;
+  optim::SGD opt(p.ts, {.lr = 0.1});
+  opt.set_param_options(1, {.lr_scale = 2});
+  opt.set_param_lr(1, 0.03);
+  EXPECT_EQ(opt.param_lr(1), 0.03);
+  EXPECT_LT(opt.param_lr(0), 0);
+  const auto before = p.flat();
+  p.ts[0].set_grad(Tensor::from_vector<double>({1, 2, 3}, {3}));
+  p.ts[1].set_grad(Tensor::from_vector<double>({1, 1, 2, 2}, {2, 2}));
+  opt.step();
+  auto now = p.flat();
+  EXPECT_NEAR(now[0], before[0] - 0.1 * 1, 1e-15);       // lr()
+  EXPECT_NEAR(now[3], before[3] - 0.03 * 2 * 1, 1e-15);  // its own x lr_scale
+  EXPECT_NEAR(now[6], before[6] - 0.03 * 2 * 2, 1e-15);
+  opt.set_param_lr(1, -1);  // back on lr()
+  opt.set_lr(0.2);
+  opt.step();
+  const auto after = p.flat();
+  EXPECT_NEAR(after[3], now[3] - 0.2 * 2 * 1, 1e-15);
+  EXPECT_NEAR(after[0], now[0] - 0.2 * 1, 1e-15);
+  EXPECT_THROW(opt.set_param_lr(2, 0.1), Error);
+  EXPECT_THROW(opt.set_param_lr(0, std::nan("")), Error);
+  // Not part of the description: a run sets it before every step, as it does lr().
+  opt.set_param_lr(1, 0.03);
+  optim::SGD same(p.ts, {.lr = 0.2});
+  same.set_param_options(1, {.lr_scale = 2});
+  EXPECT_EQ(opt.config(), same.config());
+}
+
 // ---- Adam / AdamW
 // ----------------------------------------------------------------------------------------------
 TEST(Adam, ThreeSteps) {

@@ -99,7 +99,9 @@ class Model:
         whose glob `match` matches its name ("3.bias": layer index and parameter; "*" by default)
         and whose `layer` (a layer type, "" any) holds it; `lr_scale` multiplies the learning rate,
         `weight_decay` replaces the optimizer's, `frozen` parameters are not trained.
-        A group's `train_epochs` n > 0 trains its parameters in the first n epochs only.
+        A group's `train_epochs` n > 0 trains its parameters in the first n epochs only; with
+        `schedule_over_train_epochs` True its learning rate runs the schedule over those n epochs
+        instead of the whole training (airbench94_muon's whitening bias).
         A group's `optimizer` trains it with another optimizer: an instance (its lr, momentum and
         weight decay become the group's; e.g. Muon(lr=0.24, momentum=0.6, ns_steps=3) for the conv
         filters, as airbench94_muon) or a name ("sgd", "adam", "adamw", "muon") with the main

@@ -97,16 +97,17 @@ ModelConfig config_from(const nb::dict& d) {
             g.frozen = nb::cast<bool>(gv);
           else if (name == "train_epochs")
             g.train_epochs = nb::cast<int64_t>(gv);
+          else if (name == "schedule_over_train_epochs")
+            g.schedule_over_train_epochs = nb::cast<bool>(gv);
           else if (name == "optimizer")
             g.optimizer = nb::cast<std::string>(gv);
           else if (name == "momentum")
             g.momentum = nb::cast<double>(gv);
           else
-            throw nb::value_error(
-                ("configure: unknown param_groups key '" + name +
-                 "' (match, layer, lr_scale, weight_decay, frozen, train_epochs, optimizer, "
-                 "momentum)")
-                    .c_str());
+            throw nb::value_error(("configure: unknown param_groups key '" + name +
+                                   "' (match, layer, lr_scale, weight_decay, frozen, train_epochs, "
+                                   "schedule_over_train_epochs, optimizer, momentum)")
+                                      .c_str());
         }
         c.param_groups.push_back(g);
       }
@@ -150,6 +151,7 @@ nb::dict config_dict(const ModelConfig& c) {
     gd["weight_decay"] = g.weight_decay;
     gd["frozen"] = g.frozen;
     gd["train_epochs"] = g.train_epochs;
+    gd["schedule_over_train_epochs"] = g.schedule_over_train_epochs;
     gd["optimizer"] = g.optimizer;
     gd["momentum"] = g.momentum;
     groups.append(gd);

@@ -225,6 +225,26 @@ def test_param_groups_freeze_and_scale_parameters(fmnist):
                              param_groups=[{"match": "*", "lr": 2}])
 
 
+def test_param_group_schedule_over_its_train_epochs(fmnist):
+    # The bias trains in epoch 1 of 2 with the falling schedule run over that epoch: the setting is
+    # kept in the config; it needs train_epochs.
+    x, y, _, _ = fmnist
+    m = ae.Model()
+    m.manual_seed(3)
+    m.add(ae.Conv2d(1, 4, (3, 3), (1, 1), padding="same"))
+    m.add(ae.ReLU())
+    m.add(ae.GlobalAvgPool())
+    m.add(ae.Dense(4, 10))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05),
+                param_groups=[{"match": "0.bias", "train_epochs": 1, "schedule_over_train_epochs": True}])
+    m.finalize((28, 28, 1))
+    assert m._cpp.config["param_groups"][0]["schedule_over_train_epochs"] is True
+    m.train(x[:128], y[:128], epochs=2, batch_size=64, verbose=False)
+    with pytest.raises(ValueError, match="schedule_over_train_epochs needs train_epochs"):
+        ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05),
+                             param_groups=[{"match": "*", "schedule_over_train_epochs": True}])
+
+
 def muon_cnn(conv_optimizer):
     m = ae.Model()
     m.manual_seed(4)

@@ -33,6 +33,7 @@ nlohmann::json param_groups_to_json(const std::vector<ParamGroup>& groups) {
                  {"weight_decay", g.weight_decay},
                  {"frozen", g.frozen},
                  {"train_epochs", g.train_epochs},
+                 {"schedule_over_train_epochs", g.schedule_over_train_epochs},
                  {"optimizer", g.optimizer},
                  {"momentum", g.momentum}});
   return a;
@@ -96,6 +97,7 @@ ModelConfig config_from_json(const nlohmann::json& j) {
     p.weight_decay = g.at("weight_decay");
     p.frozen = g.at("frozen");
     p.train_epochs = g.value("train_epochs", int64_t(0));
+    p.schedule_over_train_epochs = g.value("schedule_over_train_epochs", false);
     p.optimizer = g.value("optimizer", std::string());
     p.momentum = g.value("momentum", -1.0);
     c.param_groups.push_back(p);
@@ -162,6 +164,8 @@ void check_config(const ModelConfig& c) {
                  "]: train_epochs must be >= 0 (0: every epoch), got ", g.train_epochs);
     AETHER_CHECK(!(g.frozen && g.train_epochs > 0), "configure", "param_groups[", k,
                  "]: frozen and train_epochs ", g.train_epochs, " contradict each other");
+    AETHER_CHECK(!g.schedule_over_train_epochs || g.train_epochs > 0, "configure", "param_groups[", k,
+                 "]: schedule_over_train_epochs needs train_epochs > 0 (the epochs its schedule spans)");
     AETHER_CHECK(g.optimizer.empty() || known_optimizer(g.optimizer), "configure", "param_groups[", k,
                  "]: unknown optimizer '", g.optimizer,
                  "' (expected \"\" for the config's, sgd, adam, adamw or muon)");
@@ -349,6 +353,7 @@ Model& Model::finalize(const Shape& input_shape) {
   std::vector<bool> used(c.param_groups.size(), false);
   m.trained_names.clear();
   m.epoch_limited.clear();
+  m.own_schedule.clear();
   for (const ParamInfo& p : infos) {
     const ParamGroup* group = nullptr;
     for (size_t k = 0; k < c.param_groups.size() && group == nullptr; ++k) {
@@ -362,6 +367,8 @@ Model& Model::finalize(const Shape& input_shape) {
     if (group != nullptr && group->frozen) continue;
     if (group != nullptr && group->train_epochs > 0)
       m.epoch_limited.emplace_back(p.tensor, group->train_epochs);
+    if (group != nullptr && group->schedule_over_train_epochs)
+      m.own_schedule.emplace_back(params.size(), group->train_epochs);
     params.push_back(*p.tensor);
     m.trained_names.push_back(p.name);
     popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
@@ -570,6 +577,10 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   int64_t per_epoch = loader.num_batches();
   if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
   const auto schedule = m.schedule(o.epochs * per_epoch);
+  // ParamGroup::schedule_over_train_epochs: the same schedule over the group's own epochs.
+  std::vector<std::pair<size_t, std::unique_ptr<optim::LRSchedule>>> own_schedules;
+  for (const auto& [i, epochs] : m.own_schedule)
+    own_schedules.emplace_back(i, m.schedule(epochs * per_epoch));
   History history;
   // AETHER_CUDA_GRAPHS=1 on a GPU: each step's kernels (the one realize of opt->step) are captured
   // into a CUDA graph and replayed (see cuda::GraphStep); the graph building before it, which may
@@ -608,6 +619,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       if (!b) break;
       const double lr = schedule->lr(m.steps_done);
       m.opt->set_lr(lr);
+      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done));
       if (lookahead) {  // alpha = 1 - decay (t / T)^power, t counting this step
         const double t = double(m.steps_done + 1) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
         m.opt->set_lookahead_alpha(std::clamp(

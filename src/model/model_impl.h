@@ -54,6 +54,9 @@ struct Model::Impl {
   std::vector<std::vector<std::string>> state_slots;
   // Parameters trained for their first epochs only (ParamGroup::train_epochs): frozen from then on.
   std::vector<std::pair<Tensor*, int64_t>> epoch_limited;
+  // Trained parameters (the optimizer's index) whose schedule spans their own first epochs
+  // (ParamGroup::schedule_over_train_epochs): index, epochs.
+  std::vector<std::pair<size_t, int64_t>> own_schedule;
   // The epoch's parameters that train (train() calls it before every epoch).
   void set_trained_for_epoch(int64_t epoch) {
     for (auto& [t, n] : epoch_limited) t->set_requires_grad(epoch < n);

@@ -119,7 +119,8 @@ void airbench_recipe(Preset& p, int64_t epochs) {
 //   SGD, Nesterov momentum 0.85: the whitening bias and BatchNorm biases lr 0.053, the head lr 0.67,
 //   each with weight decay 2e-6 * 2000 / its lr (on the sum: / 2000 on the mean);
 //   Muon, Nesterov momentum 0.6, 3 Newton-Schulz steps, normalised weights: the conv filters lr 0.24;
-//   every rate falls linearly, lr (1 - step / 200) (triangle with no rising part, ending at 0).
+//   every rate falls linearly, lr (1 - step / 200) (triangle with no rising part, ending at 0), the
+//   whitening bias's over its 3 epochs: lr (1 - step / 75).
 void airbench_muon_recipe(Preset& p) {
   const double batch = 2000, bias_lr = 0.053, head_lr = 0.67, filter_lr = 0.24, wd = 2e-6 * batch;
   p.config = {.loss = "cross_entropy",
@@ -137,8 +138,9 @@ void airbench_muon_recipe(Preset& p) {
               .lr_end_factor = 0};
   p.config.param_groups = {
       {.match = "*.weight", .layer = "BatchNorm2d", .frozen = true},
-      {.match = "0.weight", .frozen = true},   // the whitening filters
-      {.match = "0.bias", .train_epochs = 3},  // its bias: the first 3 epochs
+      {.match = "0.weight", .frozen = true},  // the whitening filters
+      // its bias: the first 3 epochs, its rate falling to 0 over them (1 - step / 75)
+      {.match = "0.bias", .train_epochs = 3, .schedule_over_train_epochs = true},
       {.match = "*.weight",
        .layer = "Conv2d",
        .lr_scale = filter_lr / (bias_lr * batch),

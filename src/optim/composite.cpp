@@ -40,7 +40,8 @@ Composite::Composite(std::vector<Tensor> params, double lr, std::vector<Part> pa
 Tensor Composite::update(size_t i, const Tensor& p, const Tensor& g, int64_t t) {
   const auto [k, j] = where_[i];
   Optimizer& part = *parts_[k].optimizer;
-  part.lr_ = lr_;              // the schedule's learning rate...
+  part.lr_ = lr_;  // the schedule's learning rate (or the parameter's own)...
+  part.own_lr_[j] = own_lr_[i];
   part.popts_[j] = popts_[i];  // ...x this parameter's scale, with its weight decay
   return part.update(j, p, g, t);
 }

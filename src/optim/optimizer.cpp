@@ -13,6 +13,7 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
                  " does not require grad");
   state_.resize(params_.size());
   popts_.resize(params_.size());
+  own_lr_.assign(params_.size(), -1.0);
 }
 
 void Optimizer::set_param_options(size_t i, ParamOptions o) {
@@ -23,6 +24,13 @@ void Optimizer::set_param_options(size_t i, ParamOptions o) {
   AETHER_CHECK(std::isfinite(o.weight_decay), "optimizer", "parameter ", i,
                ": weight_decay must be finite, got ", o.weight_decay);
   popts_[i] = o;
+}
+
+void Optimizer::set_param_lr(size_t i, double lr) {
+  AETHER_CHECK(i < params_.size(), "optimizer", "learning rate for parameter ", i, " but there are ",
+               params_.size());
+  AETHER_CHECK(std::isfinite(lr), "optimizer", "parameter ", i, ": learning rate must be finite, got ", lr);
+  own_lr_[i] = lr;
 }
 
 void Optimizer::set_lookahead(int64_t every, double alpha) {

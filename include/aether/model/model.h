@@ -72,6 +72,10 @@ struct ParamGroup {
   // > 0: trained in the first train_epochs epochs only, then frozen (airbench's whitening bias, 3);
   // the optimizer holds it and keeps its state. 0: every epoch.
   int64_t train_epochs = 0;
+  // With train_epochs > 0: the group's learning rate follows the config's schedule run over its own
+  // train_epochs instead of the whole training (airbench94_muon's whitening bias: lr (1 - step / 75)
+  // over its 3 epochs of 25 steps, where the others' is (1 - step / 200) over 8 epochs).
+  bool schedule_over_train_epochs = false;
   // The optimizer that trains the group: "" (ModelConfig::optimizer) | sgd | adam | adamw | muon,
   // with the config's hyperparameters except the group's own (learning rate scale, weight decay,
   // momentum). Parameters under different optimizers or momenta are trained by an

@@ -3,8 +3,9 @@
 //
 // A Composite is an Optimizer over every parameter: one step(), one schedule, one state (named
 // "<index>.<slot>" over the Composite's parameter indices, as for any optimizer), lookahead and
-// set_param_options over all of them. Each part computes the updates of its own parameters with
-// the Composite's learning rate x the parameter's lr_scale; a part's own lr, parameter options and
+// set_param_options / set_param_lr over all of them. Each part computes the updates of its own
+// parameters with the Composite's learning rate (or the parameter's set_param_lr) x its lr_scale; a
+// part's own lr, parameter options and
 // lookahead are not used. A part's hyperparameters (momentum, Muon's ns_steps...) are its own.
 #pragma once
 

@@ -52,6 +52,12 @@ class Optimizer {
   // aether::Error for an index out of range, a scale that is not finite and > 0, or a non-finite decay.
   void set_param_options(size_t i, ParamOptions o);
   const ParamOptions& param_options(size_t i) const { return popts_.at(i); }
+  // Parameter i's own learning rate in place of lr(), still x its lr_scale: a schedule of its own
+  // (ModelConfig's ParamGroup::schedule_over_train_epochs), set before each step like set_lr; < 0:
+  // lr() again (the default). Not part of config(). Throws aether::Error for an index out of range or
+  // a value that is not finite.
+  void set_param_lr(size_t i, double lr);
+  double param_lr(size_t i) const { return own_lr_.at(i); }
 
   // Lookahead (Zhang et al. 2019, as airbench uses it): every parameter keeps slow weights (state
   // slot "lookahead", the parameter's value after the first step that is a multiple of `every`,
@@ -92,7 +98,7 @@ class Optimizer {
   // The update of parameter i (grad g) at 1-based step t: returns the new value; updates state.
   virtual Tensor update(size_t i, const Tensor& p, const Tensor& g, int64_t t) = 0;
   // Parameter i's learning rate, and its weight decay (`fallback`: the optimizer's own).
-  double lr_of(size_t i) const { return lr_ * popts_[i].lr_scale; }
+  double lr_of(size_t i) const { return (own_lr_[i] >= 0 ? own_lr_[i] : lr_) * popts_[i].lr_scale; }
   double weight_decay_of(size_t i, double fallback) const {
     return popts_[i].weight_decay >= 0 ? popts_[i].weight_decay : fallback;
   }
@@ -118,6 +124,7 @@ class Optimizer {
   std::vector<std::deque<std::pair<std::string, Tensor>>> state_;
   std::vector<Tensor> la_buffers_;
   std::vector<ParamOptions> popts_;  // per parameter
+  std::vector<double> own_lr_;       // per parameter: set_param_lr's (< 0: lr_)
   // A part of a Composite: the state of parameter i is slot (host_index_[i], name) of host_.
   Optimizer* host_ = nullptr;
   std::vector<size_t> host_index_;
