@@ -257,6 +257,25 @@ TEST(ParamGroups, ScheduleOverTrainEpochsRunsTheScheduleOverTheGroupsOwnEpochs) 
   EXPECT_THROW(make({{.match = "0.bias", .schedule_over_train_epochs = true}}), Error);
 }
 
+// An epoch in which nothing would train (every parameter frozen, or past its train_epochs) is an
+// error that says so, raised before the epoch's first step: the parameters keep their values.
+TEST(ParamGroups, AnEpochWithNothingToTrainIsAClearError) {
+  Model a = make({{.match = "4.weight", .train_epochs = 1}, {.match = "*", .frozen = true}});
+  std::vector<std::vector<double>> after;
+  TrainOptions o = options(2);
+  o.on_epoch = [&](const EpochStats&) { after.push_back(values(a, "4.weight")); };
+  try {
+    a.train(tiny(), o);
+    ADD_FAILURE() << "an epoch with every parameter frozen trained";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("epoch 2 would train no parameter"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(values(a, "4.weight"), after[0]);
+  Model b = make({{.match = "*", .frozen = true}});
+  EXPECT_THROW(b.train(tiny(), options(1)), Error);
+}
+
 // Lookahead from epoch 1: epoch 0 keeps no slow weights; from epoch 1 they exist, and every epoch
 // ends with the parameters equal to them.
 TEST(Lookahead, StartsAtItsEpochAndEveryEpochEndsOnTheSlowWeights) {

@@ -607,6 +607,11 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     m.set_trained_for_epoch(epoch);
+    const auto& ps = m.opt->params();
+    AETHER_CHECK(std::any_of(ps.begin(), ps.end(), [](const Tensor& p) { return p.requires_grad(); }),
+                 "train", "epoch ", epoch + 1,
+                 " would train no parameter: every one is frozen (ParamGroup::frozen) or past ",
+                 "its ParamGroup::train_epochs; train fewer epochs or leave a parameter to train");
     // Lookahead from its start epoch (the slow weights begin at its first multiple of every).
     m.opt->pause_lookahead(epoch < m.config.lookahead_start_epoch);
     loader.begin_epoch(epoch);
