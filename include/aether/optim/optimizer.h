@@ -20,8 +20,8 @@
 
 namespace aether::optim {
 
-// One parameter's own hyperparameters (torch's param groups): its learning rate is the optimizer's
-// lr() x lr_scale; its weight decay `weight_decay`, or the optimizer's own when negative.
+// One parameter's own hyperparameters (torch's param groups): learning rate lr() (or its own, set by
+// set_param_lr) x lr_scale; weight decay `weight_decay`, or the optimizer's own when negative.
 struct ParamOptions {
   double lr_scale = 1;
   double weight_decay = -1;
