@@ -33,6 +33,20 @@ void BM_ReluBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_ReluBackward)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
+// GELU forward (erf form) as airbench's layers use it after a conv: (n, 31, 31, 24) float32, and the
+// same count of elements as (n, 16, 16, 64) -> arg 0 / 1. Compute-bound: erfc's approximation and an
+// exp per element.
+void BM_Gelu(benchmark::State& state) {
+  const Shape s = state.range(1) ? Shape{state.range(0), 16, 16, 64} : Shape{state.range(0), 31, 31, 24};
+  Tensor x = realized_randn(s);
+  for (auto _ : state) {
+    Tensor y = gelu(x).realize();
+    benchmark::DoNotOptimize(y.node()->buffer->data());
+  }
+  state.SetItemsProcessed(state.iterations() * x.numel());
+}
+BENCHMARK(BM_Gelu)->Args({128, 0})->Args({128, 1})->Unit(benchmark::kMillisecond);
+
 // Sum over rows: (n, 256) -> (256)
 void BM_SumAxis0(benchmark::State& state) {
   const int64_t n = state.range(0);

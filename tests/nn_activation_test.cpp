@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(All, ActivationTest, ::testing::Range<size_t>(0, activa
                            return activations()[info.param].name;
                          });
 
-// erf and erfc on a dense grid in float64 and float32: the error bounds stated in nn.h.
+// erf, erfc and gelu on a dense grid in float64 and float32: the error bounds stated in nn.h.
 TEST(Erf, DenseGridErrorBounds) {
   std::vector<double> xs;
   for (int i = -1200; i <= 1200; ++i) xs.push_back(i * 0.005);  // [-6, 6]
@@ -158,20 +158,25 @@ TEST(Erf, DenseGridErrorBounds) {
     const Tensor x = make(xs, {int64_t(xs.size())}, t);
     const auto e = aether::erf(x).to_vector<double>();
     const auto c = aether::erfc(x).to_vector<double>();
-    double max_abs = 0, max_rel_erfc = 0;
+    const auto g = gelu(x).to_vector<double>();
+    double max_abs = 0, max_rel_erfc = 0, max_rel_gelu = 0;
     for (size_t i = 0; i < xs.size(); ++i) {
       max_abs = std::max(max_abs, std::abs(e[i] - std::erf(xr[i])));
-      if (xr[i] > 0) max_rel_erfc = std::max(max_rel_erfc, std::abs(c[i] / std::erfc(xr[i]) - 1));
+      max_rel_erfc = std::max(max_rel_erfc, std::abs(c[i] / std::erfc(xr[i]) - 1));
+      if (xr[i] != 0) max_rel_gelu = std::max(max_rel_gelu, std::abs(g[i] / ref_gelu(xr[i]) - 1));
     }
     if (t == DType::float64) {
       EXPECT_LT(max_abs, 3e-16);
       EXPECT_LT(max_rel_erfc, 1e-14);
+      EXPECT_LT(max_rel_gelu, 3e-14);  // -x / sqrt 2 and its square round: about x^2 ulp at x < 0
     } else {
       EXPECT_LT(max_abs, 1.5e-7);
       EXPECT_LT(max_rel_erfc, 1e-5);  // x^2 rounds in float32: relative error grows like x^2 * 6e-8
+      EXPECT_LT(max_rel_gelu, 1e-5);  // the same, for erfc(-x / sqrt 2) on the negative side
     }
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3g abs (erf), %.3g rel (erfc, x > 0)", max_abs, max_rel_erfc);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%.3g abs (erf), %.3g rel (erfc), %.3g rel (gelu)", max_abs, max_rel_erfc,
+                  max_rel_gelu);
     RecordProperty(std::string("max_err_") + dtype_name(t), buf);
   }
 }

@@ -5,7 +5,9 @@
 #include <array>
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <span>
+#include <vector>
 
 #include "aether/core/random.h"
 #include "aether/graph/collective.h"
@@ -21,11 +23,30 @@ using ops_detail::in_compute;
 // |x| as one select (NaN stays NaN; d|x|/dx = 1 at 0).
 Tensor abs_of(const Tensor& x) { return where(x < 0.0, -x, x); }
 
-// c[0] + u (c[1] + u (c[2] + ...)), Horner's rule.
-Tensor horner(const Tensor& u, std::span<const double> c) {
-  Tensor acc = u * c.back();
-  for (size_t i = c.size() - 1; i-- > 1;) acc = (acc + c[i]) * u;
-  return acc + c[0];
+// c[0] + c[1] u + ... + c[n-1] u^(n-1) (n >= 2) by Estrin's scheme: pairs c[2i] + c[2i+1] u, then
+// pairs of those joined with u^2, then with u^4, ... A chain of about 2 log2(n) dependent operations
+// instead of Horner's 2 n, so a vector unit works on several of its steps at once (gelu's forward is
+// latency-bound with Horner) for log2(n) more multiplications (the powers of u). For |u| <= 1 and
+// coefficients that fall with the degree (our fits) as accurate as Horner.
+Tensor polynomial(const Tensor& u, std::span<const double> c) {
+  std::vector<Tensor> terms;  // terms[i]: coefficients [2^(level+1) i, ...) as a polynomial in u
+  for (size_t i = 0; i + 1 < c.size(); i += 2) terms.push_back(u * c[i + 1] + c[i]);
+  std::optional<double> last;  // c.back() for an odd n: a constant term after `terms`
+  if (c.size() % 2 == 1) last = c.back();
+  const auto count = [&] { return terms.size() + (last ? 1 : 0); };
+  Tensor power = count() > 1 ? u * u : u;  // u^(2^(level+1))
+  while (count() > 1) {
+    std::vector<Tensor> next;
+    size_t i = 0;
+    for (; i + 1 < terms.size(); i += 2) next.push_back(terms[i] + terms[i + 1] * power);
+    if (i < terms.size()) {  // one left over: it takes the constant, or passes on as it is
+      next.push_back(last ? terms[i] + power * *last : terms[i]);
+      last.reset();
+    }
+    terms = std::move(next);
+    if (count() > 1) power = power * power;
+  }
+  return terms[0];
 }
 
 // sigmoid(x) from e = e^(-|x|) <= 1: x >= 0 ? 1 / (1 + e) : e / (1 + e). Finite value and gradient
@@ -37,69 +58,61 @@ Tensor stable_sigmoid(const Tensor& x) {
 }
 
 // ---- erf / erfc ------------------------------------------------------------------------------------
-// Our own fits: interpolation at the n Chebyshev nodes (first kind) of the interval, computed with
-// mpmath at 50 digits, converted from the Chebyshev basis to monomials in u on [-1, 1] (the monomial
-// coefficients stay small, so Horner's rule in u is stable):
-//   |x| < 1:          erf(x) / x            = P(u),  u = 2 x^2 - 1
-//   1 <= |x| <= cap:  ln(erfc(x) e^(x^2) / t) = Q(u),  t = 2 / (2 + x),  u = (2 t - t1 - tcap) / (t1 - tcap)
-// float64: P 12 terms (8e-18 relative), Q 21 terms (2e-17 absolute), cap 27.
-// float32: P 7 terms (1.3e-9), Q 10 terms (6e-10), cap 10. Both tables are exact enough that the
-// rounding of the evaluation itself (a few ulp) dominates.
+// Our own fits (scripts/fit-erfc.py): interpolation at the n Chebyshev nodes (first kind) of the
+// interval, computed with mpmath at 50 digits, converted from the Chebyshev basis to monomials in u
+// on [-1, 1] (the monomial coefficients stay small, so evaluating them in u is stable):
+//   |x| < 1:          erf(x) / x               = P(u),  u = 2 x^2 - 1
+//   0 <= a <= cap:    ln(erfc(a) e^(a^2) / t)  = Q(u),  t = 2 / (2 + a),  u = (2 t - 1 - tcap) / (1 - tcap)
+// float64: P 12 terms, Q 26 terms (6e-17 absolute with the coefficients rounded to double), cap 27.
+// float32: P 7 terms (1.3e-9), Q 12 terms (2.7e-9), cap 10. Both tables are exact enough that the
+// rounding of the evaluation itself (a few ulp) dominates. Q covers all of [0, cap], so erfc (and
+// gelu, which needs only erfc) is one branch: a division, a polynomial and an exp per element.
 struct ErfTable {
   double cap;                    // erfc(x) is taken as 0 for |x| > cap (it underflows there)
   std::span<const double> p, q;  // monomial coefficients, lowest degree first
 };
-constexpr double kErfSplit = 1.0;
-constexpr double kT1 = 2.0 / 3.0;  // t at |x| = 1
+constexpr double kErfSplit = 1.0;  // erf uses P below it (relative accuracy near 0), 1 - erfc above
 
 constexpr std::array<double, 12> kErfP64 = {
     0.9654687386698673,     -0.1405360890227171,    0.019852496688984218,   -0.0022854855611440855,
     0.00021751715603563488, -1.75371694412802e-05,  1.2233827638093572e-06, -7.51156925108609e-08,
     4.115751500265885e-09,  -2.035231956483527e-10, 9.21125018742823e-12,   -3.80659122412214e-13};
-constexpr std::array<double, 21> kErfQ64 = {
-    -0.8455028018717617,     0.38175452953754496,    0.028206285857118294,  -0.00668523097423089,
-    -0.0023403066225928678,  0.00024083348403712543, 0.0002184694755781296, -1.2545916892125417e-05,
-    -2.3141438231242518e-05, 1.3669950894402497e-06, 2.636753998513983e-06, -2.7353889498792514e-07,
-    -3.0107095068439234e-07, 5.801987453023239e-08,  3.105925497757867e-08, -1.0684482688126113e-08,
-    -2.339481473050682e-09,  1.5280770404749969e-09, 3.577625903162021e-11, -1.2722323470132986e-10,
-    1.3308831160037814e-11};
+constexpr std::array<double, 26> kErfcQ64 = {
+    -0.625195311888113,      0.631699684589737,       0.032409287681125366,   -0.03969826023071336,
+    -0.005057692508171907,   0.006518319888087174,    0.00040707167075892963, -0.0014044549493216554,
+    0.00013733781501740227,  0.0002990967404586564,   -9.848997527643425e-05, -4.874481025702123e-05,
+    3.696625021997361e-05,   1.6051414269200752e-06,  -9.518494714633033e-06, 2.552205683983489e-06,
+    1.4532401481321865e-06,  -1.0764638251203817e-06, 3.2907001247694055e-08, 2.2725815926617947e-07,
+    -8.574503849945431e-08,  -1.758027222726927e-08,  2.2042194402082773e-08, -3.2970698215084516e-09,
+    -2.2305921413217236e-09, 7.433472873673129e-10};
 constexpr std::array<double, 7> kErfP32 = {
     0.9654687386698673,     -0.14053609727754268,    0.019852497140907616,  -0.0022854195448728494,
     0.00021751354165582579, -1.7669068026125697e-05, 1.2306054785446075e-06};
-constexpr std::array<double, 10> kErfQ32 = {
-    -0.7823777931861284,    0.3265846634888766,     0.01719088029031026,   -0.004760789002426267,
-    -0.0010081043934015903, 0.00018125576093455092, 6.375893470894812e-05, -1.1347515363151492e-05,
-    -3.720828553605058e-06, 7.943030939091572e-07};
+constexpr std::array<double, 12> kErfcQ32 = {
+    -0.5585953538290563,    0.570307152431131,     0.015745079095756093,    -0.02947132709314119,
+    -0.001045591842272853,  0.003713026486709018,  -0.00027584950916913095, -0.0005470131720092379,
+    0.00012974093790604874, 6.755849375676225e-05, -2.280496015665509e-05,  -4.619178592358127e-06};
 
 const ErfTable& erf_table(DType t) {
-  static const ErfTable k64{27.0, kErfP64, kErfQ64};
-  static const ErfTable k32{10.0, kErfP32, kErfQ32};
+  static const ErfTable k64{27.0, kErfP64, kErfcQ64};
+  static const ErfTable k32{10.0, kErfP32, kErfcQ32};
   return t == DType::float64 ? k64 : k32;
 }
 
-// The two branches of erf for x of a compute dtype. Each branch only sees inputs of its own range
-// (others are replaced by a constant inside it), so neither overflows and the branch where() does
-// not select gets a finite local gradient times 0.
-struct ErfParts {
-  Tensor small;       // bool: |x| < 1
-  Tensor erf_small;   // erf(x) where small
-  Tensor erfc_large;  // erfc(|x|) where !small (0 past the cap); NaN where x is NaN
-};
-ErfParts erf_parts(const Tensor& x) {
-  const ErfTable& k = erf_table(x.dtype());
-  const Tensor ax = abs_of(x);
-  const Tensor small = ax < kErfSplit;
-  const Tensor beyond = ax > k.cap;
-  // erf(x) = x P(2 x^2 - 1) for |x| < 1.
+// erf(x) for |x| < 1 (x of a compute dtype; other inputs are replaced by 0 inside, so it stays
+// finite everywhere).
+Tensor erf_small(const Tensor& x, const Tensor& small, const ErfTable& k) {
   const Tensor xs = where(small, x, 0.0);
-  const Tensor erf_small = xs * horner(xs * xs * 2.0 - 1.0, k.p);
-  // erfc(a) = t exp(Q(u) - a^2) for 1 <= a <= cap (a NaN goes through this branch).
-  const Tensor a = where(small, kErfSplit, where(beyond, k.cap, ax));
+  return xs * polynomial(xs * xs * 2.0 - 1.0, k.p);
+}
+// erfc(a) for a = |x| >= 0: t exp(Q(u) - a^2) up to the cap, 0 past it; NaN where a is NaN.
+Tensor erfc_of_abs(const Tensor& ax, const ErfTable& k) {
+  const Tensor beyond = ax > k.cap;
+  const Tensor a = where(beyond, k.cap, ax);
   const double tcap = 2.0 / (2.0 + k.cap);
   const Tensor t = 2.0 / (a + 2.0);
-  const Tensor u = (t * 2.0 - (kT1 + tcap)) / (kT1 - tcap);
-  const Tensor erfc_large = where(beyond, 0.0, t * (horner(u, k.q) - a * a).exp());
-  return {small, erf_small, erfc_large};
+  const Tensor u = t * (2.0 / (1.0 - tcap)) - (1.0 + tcap) / (1.0 - tcap);  // t in [tcap, 1] -> u in [-1, 1]
+  return where(beyond, 0.0, t * (polynomial(u, k.q) - a * a).exp());
 }
 
 // `value`, a function of x computed without history (from x.detach()), with the gradient
@@ -192,13 +205,15 @@ Tensor elu(const Tensor& x, double alpha) {
 namespace {
 // erf and erfc of x (compute dtype, no history).
 Tensor erf_value(const Tensor& x) {
-  const ErfParts e = erf_parts(x);
+  const ErfTable& k = erf_table(x.dtype());
+  const Tensor ax = abs_of(x);
+  const Tensor small = ax < kErfSplit;
   const Tensor sign = where(x < 0.0, -1.0, Tensor::ones({}, x.dtype()));
-  return where(e.small, e.erf_small, sign * (1.0 - e.erfc_large));
+  return where(small, erf_small(x, small, k), sign * (1.0 - erfc_of_abs(ax, k)));
 }
 Tensor erfc_value(const Tensor& x) {
-  const ErfParts e = erf_parts(x);
-  return where(e.small, 1.0 - e.erf_small, where(x < 0.0, 2.0 - e.erfc_large, e.erfc_large));
+  const Tensor c = erfc_of_abs(abs_of(x), erf_table(x.dtype()));
+  return where(x < 0.0, 2.0 - c, c);
 }
 }  // namespace
 

@@ -32,18 +32,18 @@ Tensor leaky_relu(const Tensor& x, double slope = 0.01);
 // elu(x) = x > 0 ? x : alpha * (e^x - 1)   (the negative side uses expm1).
 Tensor elu(const Tensor& x, double alpha = 1.0);
 
-// erf(x) = 2/sqrt(pi) * integral_0^x e^(-t^2) dt, as a composite (piecewise polynomials of our own
-// Chebyshev fits, see nn.cpp):
-//   |x| < 1:   erf(x)  = x * P(2 x^2 - 1)
-//   |x| >= 1:  erfc(|x|) = t * exp(Q(u) - x^2),  t = 2 / (2 + |x|),  u linear in t on [-1, 1]
-//              (erfc is taken as 0 past |x| = 27 in float64, 10 in float32, where it underflows)
+// erf(x) = 2/sqrt(pi) * integral_0^x e^(-t^2) dt, as a composite (polynomials of our own Chebyshev
+// fits, scripts/fit-erfc.py, evaluated in nn.cpp):
+//   |x| < 1:   erf(x) = x * P(2 x^2 - 1)
+//   else:      erf(x) = sign(x) (1 - erfc(|x|)),  erfc(a) = t * exp(Q(u) - a^2),  t = 2 / (2 + a)
+//              (u linear in t on [-1, 1]; erfc is taken as 0 past 27 in float64, 10 in float32)
 // Measured error (tests/nn_activation_test.cpp, against std::erf on [-6, 6]): float64 1.1e-16
-// absolute for erf; float32 (and float16/bfloat16, computed in float32) 6.7e-8 absolute. erfc's
+// absolute for erf; float32 (and float16/bfloat16, computed in float32) 9.2e-8 absolute. erfc's
 // relative error for x > 1 is dominated by the rounding of x^2 in exp(-x^2): about x^2 ulp
 // (6e-15 at x = 6 in float64, 3.4e-6 in float32).
 Tensor erf(const Tensor& x);
-// erfc(x) = 1 - erf(x), with the large-|x| branch computed directly, so erfc(x) for x > 1 keeps
-// its relative accuracy (erfc(5) = 1.5e-12 is not lost to cancellation).
+// erfc(x): erfc(|x|) as above for x >= 0, 2 - erfc(|x|) below; one branch for every x, which keeps
+// the relative accuracy for large x (erfc(5) = 1.5e-12 is not lost to cancellation).
 Tensor erfc(const Tensor& x);
 
 // gelu(x) = x * Phi(x) = 0.5 x (1 + erf(x / sqrt 2))   (computed as 0.5 x erfc(-x / sqrt 2), which
