@@ -27,7 +27,7 @@ Tensor abs_of(const Tensor& x) { return where(x < 0.0, -x, x); }
 // pairs of those joined with u^2, then with u^4, ... A chain of about 2 log2(n) dependent operations
 // instead of Horner's 2 n, so a vector unit works on several of its steps at once (gelu's forward is
 // latency-bound with Horner) for log2(n) more multiplications (the powers of u). For |u| <= 1 and
-// coefficients that fall with the degree (our fits) as accurate as Horner.
+// coefficients that fall with the degree (our fits) about as accurate (float32 erf: 1.5 ulp, not 1.1).
 Tensor polynomial(const Tensor& u, std::span<const double> c) {
   std::vector<Tensor> terms;  // terms[i]: coefficients [2^(level+1) i, ...) as a polynomial in u
   for (size_t i = 0; i + 1 < c.size(); i += 2) terms.push_back(u * c[i + 1] + c[i]);
