@@ -33,9 +33,9 @@ void BM_ReluBackward(benchmark::State& state) {
 }
 BENCHMARK(BM_ReluBackward)->Arg(1 << 20)->Unit(benchmark::kMillisecond);
 
-// GELU forward (erf form) as airbench's layers use it after a conv: (n, 31, 31, 24) float32, and the
-// same count of elements as (n, 16, 16, 64) -> arg 0 / 1. Compute-bound: erfc's approximation and an
-// exp per element.
+// GELU forward (erf form) on the shapes airbench's layers give it: (n, 31, 31, 24) float32 after the
+// whitening conv (arg 0; a short channel loop) and (n, 16, 16, 64) (arg 1). Compute-bound: erfc's
+// approximation and an exp per element.
 void BM_Gelu(benchmark::State& state) {
   const Shape s = state.range(1) ? Shape{state.range(0), 16, 16, 64} : Shape{state.range(0), 31, 31, 24};
   Tensor x = realized_randn(s);
