@@ -45,7 +45,7 @@ void BM_Gelu(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations() * x.numel());
 }
-BENCHMARK(BM_Gelu)->Args({128, 0})->Args({128, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Gelu)->Args({128, 0})->Args({128, 1})->Args({1024, 1})->Unit(benchmark::kMillisecond);
 
 // Sum over rows: (n, 256) -> (256)
 void BM_SumAxis0(benchmark::State& state) {

@@ -591,6 +591,32 @@ TEST(Codegen, MaxPoolBackwardComputesEachWindowsMaximumOnce) {
   for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(fused[i], ref[i]) << i;
 }
 
+// Hoisting (render_cpp.cpp): BatchNorm-like per-channel values are computed once per channel into
+// arrays before the loops, and the constants (on no loop variable) once, as scalars in the
+// function's scope: every fp_[] parameter is read before the first loop, none inside the
+// vectorised one (as arrays, GELU's forward with BatchNorm applied loaded 20 of them per vector).
+// The kernel matches the reference (within ae_expf's 1 ulp: GELU's erfc calls exp).
+TEST(Codegen, ConstantsHoistAsScalarsPerChannelValuesAsArrays) {
+  const Tensor x = input({8, 16, 16, 32}, 51), m = input({32}, 52), v = input({32}, 53);  // (N,H,W,C), (C)
+  auto make = [&] { return std::vector<Tensor>{gelu((x - m) * (v * v + 1e-5).rsqrt() * 0.5 + 0.25)}; };
+  const std::vector<ir::Kernel> ks = lowered_kernels(make(), KernelKind::Elementwise);
+  ASSERT_EQ(ks.size(), 1u);
+  const std::string body = kernel_body(codegen::render_cpp(ks[0]));
+  const size_t first_loop = body.find("for (");
+  ASSERT_NE(first_loop, std::string::npos) << body;
+  EXPECT_NE(body.find("[32];"), std::string::npos) << "no per-channel array\n" << body;
+  EXPECT_NE(body.find("fp_["), std::string::npos) << body;
+  EXPECT_EQ(body.find("fp_[", first_loop), std::string::npos) << "a constant read inside the loops\n" << body;
+  const bool was = fusion_enabled();
+  set_fusion(true);
+  const std::vector<double> fused = make()[0].to_vector<double>();
+  set_fusion(false);
+  const std::vector<double> ref = make()[0].to_vector<double>();
+  set_fusion(was);
+  ASSERT_EQ(fused.size(), ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_NEAR(fused[i], ref[i], 1e-6 * (1 + std::abs(ref[i]))) << i;
+}
+
 // Max-pool forward (a ReduceMax over the windows) gives each task a small block of outputs; their
 // accumulators and results live in the task (in L1), not in scratch arrays the size of the whole
 // output that would be written back to memory: the kernel asks for no scratch, and matches the
