@@ -2,7 +2,6 @@
 // plus the Schedule's JSON form.
 #include "schedule/schedule.h"
 
-#include <atomic>
 #include <cstdlib>
 #include <iterator>
 #include <sstream>
@@ -20,17 +19,6 @@ const char* kernel_kind_name(KernelKind k) {
     case KernelKind::ViewOnly: return "view";
   }
   return "?";
-}
-
-namespace {
-std::atomic<LibraryCaps (*)(Device)> g_caps_source{nullptr};
-}  // namespace
-
-void set_library_caps_source(LibraryCaps (*source)(Device)) { g_caps_source.store(source); }
-
-LibraryCaps library_caps(Device device) {
-  auto* source = g_caps_source.load();
-  return source ? source(device) : LibraryCaps{};
 }
 
 Schedule schedule(const std::vector<NodePtr>& outputs, const ScheduleOptions& options) {

@@ -35,6 +35,7 @@
 
 #include "aether/graph/node.h"
 #include "aether/graph/tensor.h"
+#include "graph/library_caps.h"
 
 namespace aether {
 
@@ -59,20 +60,6 @@ struct EpilogueOp {
   // vector broadcast over the other dims, or (Add only) a dense value of y's shape, a residual.
   NodePtr operand;  // null for Relu
 };
-
-// What a device's library calls can absorb (the device runtime's capabilities): the dtypes in which
-// a convolution runs an epilogue of per-channel adds / subtracts / multiplies, one residual add and
-// ReLUs as one call (oneDNN post-ops: {float32}); empty: none.
-struct LibraryCaps {
-  std::vector<DType> conv_epilogue;
-  bool conv_epilogue_in(DType t) const {
-    return std::find(conv_epilogue.begin(), conv_epilogue.end(), t) != conv_epilogue.end();
-  }
-};
-// The capabilities of `device`'s library calls, from its runtime (the backends register the source
-// of this answer at start-up; none registered: no capabilities).
-LibraryCaps library_caps(Device device);
-void set_library_caps_source(LibraryCaps (*source)(Device));
 
 // One distinct load of a kernel: a buffer seen through one view.
 struct KernelInput {
