@@ -491,16 +491,22 @@ TEST(Conv2d, SamePaddingLikeTensorFlow) {
 // ---- finite-difference gradients (float64)
 // ---------------------------------------------------------------------
 namespace {
-// loss = sum(conv2d(x, w, b) * r); checks d loss / d {x, w, b} by central differences.
-void check_conv_grads(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, uint64_t seed) {
+// loss = sum(crop(conv2d(x, w, b)) * r), crop dropping the output's last `crop_h` rows and `crop_w`
+// columns; checks d loss / d {x, w, b} by central differences.
+void check_conv_grads(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, uint64_t seed,
+                      int64_t crop_h = 0, int64_t crop_w = 0) {
   ImplGuard impl(LibraryImpl::naive);
   std::vector<double> xv = random_vec(size_t(numel(xs)), seed), wv = random_vec(size_t(numel(ws)), seed + 1),
                       bv = random_vec(size_t(ws[0]), seed + 2);
+  auto crop = [&](const Tensor& y) {
+    return y.slice(1, 0, y.shape()[1] - crop_h).slice(2, 0, y.shape()[2] - crop_w);
+  };
   const Shape ys =
-      conv2d(Tensor::zeros(xs, DType::float64), Tensor::zeros(ws, DType::float64), Tensor(), opt).shape();
+      crop(conv2d(Tensor::zeros(xs, DType::float64), Tensor::zeros(ws, DType::float64), Tensor(), opt))
+          .shape();
   const Tensor r = Tensor::from_vector(random_vec(size_t(numel(ys)), seed + 3), ys);
   auto loss = [&](const Tensor& x, const Tensor& w, const Tensor& b) {
-    return (conv2d(x, w, b, opt) * r).sum();
+    return (crop(conv2d(x, w, b, opt)) * r).sum();
   };
 
   Tensor x = Tensor::from_vector(xv, xs).set_requires_grad();
@@ -547,6 +553,66 @@ TEST(Conv2dGrad, FiniteDifferencesStrideDilationGroupsAsymmetric) {
 
 TEST(Conv2dGrad, FiniteDifferencesSameDepthwise) {
   check_conv_grads({1, 5, 6, 3}, {3, 3, 3, 1}, {.stride = 2, .padding = "same", .groups = 3}, 300);
+}
+
+// A crop of a conv's output (a max-pool over an odd size drops the last row and column) has a zero
+// pad as its gradient. The backward calls run over the gradient before the pad instead, with the
+// padding after reduced by the rows and columns dropped (times the stride): no Pad in the backward
+// graph, conv2d_bwd_data and conv2d_bwd_weight over the kept outputs (N, OH - crop_h, OW - crop_w, O),
+// and the same gradients (by finite differences). A crop bigger than the padding after keeps the pad.
+namespace {
+// The nodes reachable from `t` (its graph), by op.
+std::vector<NodePtr> graph_nodes(const Tensor& t, Op op) {
+  std::vector<NodePtr> found, stack{t.node()};
+  std::vector<const Node*> seen;
+  while (!stack.empty()) {
+    const NodePtr n = stack.back();
+    stack.pop_back();
+    if (std::find(seen.begin(), seen.end(), n.get()) != seen.end()) continue;
+    seen.push_back(n.get());
+    if (n->op == op) found.push_back(n);
+    for (const NodePtr& s : n->srcs) stack.push_back(s);
+  }
+  return found;
+}
+// The backward calls of loss = sum(crop(conv2d(x, w)) * r) (float64): their dy and padding.
+void expect_backward_calls(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, int64_t crop_h,
+                           int64_t crop_w, const Shape& dy_shape, int64_t pad_bottom, int64_t pad_right,
+                           size_t pads) {
+  Tensor x = Tensor::from_vector(random_vec(size_t(numel(xs)), 7), xs).set_requires_grad();
+  Tensor w = Tensor::from_vector(random_vec(size_t(numel(ws)), 8), ws).set_requires_grad();
+  const Tensor y = conv2d(x, w, Tensor(), opt);
+  const Tensor c = y.slice(1, 0, y.shape()[1] - crop_h).slice(2, 0, y.shape()[2] - crop_w);
+  const auto g = gradients((c * c).sum(), {x, w});
+  for (const Tensor& gi : g) {
+    EXPECT_EQ(graph_nodes(gi, Op::Pad).size(), pads);
+    for (Op op : {Op::Conv2dBwdData, Op::Conv2dBwdWeight}) {
+      const std::vector<NodePtr> calls = graph_nodes(gi, op);
+      for (const NodePtr& n : calls) {
+        const auto& a = std::get<Conv2dArg>(n->arg);
+        EXPECT_EQ(a.pad_bottom, pad_bottom) << op_name(op);
+        EXPECT_EQ(a.pad_right, pad_right) << op_name(op);
+        EXPECT_EQ(n->srcs[op == Op::Conv2dBwdData ? 0 : 1]->shape, dy_shape) << op_name(op);
+      }
+    }
+  }
+  EXPECT_EQ(graph_nodes(g[0], Op::Conv2dBwdData).size(), 1u);
+  EXPECT_EQ(graph_nodes(g[1], Op::Conv2dBwdWeight).size(), 1u);
+}
+}  // namespace
+
+TEST(Conv2dGrad, ACropsZeroPadGradientRunsTheBackwardOverTheKeptOutputs) {
+  // airbench's case: 3x3, padding 1, the last row and column dropped -> padding after 0.
+  expect_backward_calls({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 1, 1, {2, 6, 6, 4}, 0, 0, 0);
+  check_conv_grads({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 400, 1, 1);
+  // Stride 2 over rows (a dropped output row is 2 rows of padding), dilation, groups, uneven padding
+  // {top 1, bottom 3, left 0, right 1}: OH = (9 + 4 - 5) / 2 + 1 = 5, OW = 6 + 1 - 2 + 1 = 6.
+  const Conv2dOptions opt{.stride = {2, 1}, .padding = {1, 3, 0, 1}, .dilation = {2, 1}, .groups = 2};
+  expect_backward_calls({1, 9, 6, 4}, {4, 3, 2, 2}, opt, 1, 1, {1, 4, 5, 4}, 1, 0, 0);
+  check_conv_grads({1, 9, 6, 4}, {4, 3, 2, 2}, opt, 500, 1, 1);
+  // Two columns dropped where the padding after is 1: the pad stays, and the gradients are right.
+  expect_backward_calls({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 0, 2, {2, 7, 7, 4}, 1, 1, 1);
+  check_conv_grads({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 600, 0, 2);
 }
 
 // The gradient through backward() and .grad() agrees with gradients() and reaches the bias as a sum.

@@ -12,9 +12,9 @@
 
 namespace aether {
 
-// The dtypes in which a convolution runs an epilogue of per-channel adds / subtracts / multiplies, one
-// residual add and ReLUs as one call (oneDNN post-ops: {float32}); empty: none.
 struct LibraryCaps {
+  // The dtypes in which a convolution runs an epilogue of per-channel adds / subtracts / multiplies,
+  // one residual add and ReLUs as one call (oneDNN post-ops: {float32}); empty: none.
   std::vector<DType> conv_epilogue;
   // Convs take their padding per side as they are (oneDNN and the naive loops); cuDNN pads
   // symmetrically, so an uneven conv there first copies its input into a padded buffer.

@@ -124,7 +124,10 @@ class CpuRuntime final : public DeviceRuntime {
   bool run_epilogue(const Kernel& k) override { return run_conv_postops(k); }
   // oneDNN's post-ops, in float32, unless the naive loops were chosen (AETHER_ONEDNN=0).
   LibraryCaps capabilities() const override {
-    return library_impl() == LibraryImpl::onednn ? LibraryCaps{{DType::float32}} : LibraryCaps{};
+    LibraryCaps caps;
+    if (library_impl() == LibraryImpl::onednn) caps.conv_epilogue = {DType::float32};
+    caps.conv_pads_each_side = true;  // oneDNN and the naive loops both
+    return caps;
   }
 };
 
