@@ -15,11 +15,13 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aether/aether.h"
 #include "aether/core/random.h"
 #include "io/checkpoint.h"
+#include "model/progress.h"
 
 using namespace aether;
 namespace fs = std::filesystem;
@@ -518,4 +520,17 @@ TEST(ModelSaveLoad, RegisteredModuleTypesRoundTrip) {
   Model back = Model::load(dir.file("t.aether"));
   const Tensor x = Tensor::ones({3, 4});
   EXPECT_TRUE(bit_equal(back.predict(x), m.predict(x)));
+}
+
+// The progress bar's clock stops at stop(): an epoch's seconds and its final line's rate and time
+// cover its training, not the validation after it (the final line used to count the validation).
+TEST(ProgressBar, StopFreezesTheClock) {
+  ProgressBar bar(0, 1, 10, false);
+  bar.update(10, 1000, 0.5, 0.5);
+  bar.stop();
+  const double t = bar.seconds();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a validation, say
+  EXPECT_EQ(bar.seconds(), t);
+  bar.stop();  // a second stop keeps the first time
+  EXPECT_EQ(bar.seconds(), t);
 }

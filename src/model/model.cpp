@@ -686,6 +686,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     st.train_loss = seen ? loss_sum / double(seen) : 0;
     st.train_accuracy = seen ? correct_sum / double(seen) : 0;
     st.lr = m.opt->lr();
+    bar.stop();  // the epoch's time and rate: its training, not the validation below
     st.seconds = bar.seconds();
     st.images_per_second = st.seconds > 0 ? double(seen) / st.seconds : 0;
     st.comm_wait_seconds = m.comm_wait - comm_wait_before;

@@ -27,7 +27,11 @@ ProgressBar::ProgressBar(int64_t epoch, int64_t epochs, int64_t total, bool enab
       last_draw_(start_) {}
 
 double ProgressBar::seconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return std::chrono::duration<double>(stop_.value_or(std::chrono::steady_clock::now()) - start_).count();
+}
+
+void ProgressBar::stop() {
+  if (!stop_) stop_ = std::chrono::steady_clock::now();
 }
 
 std::string ProgressBar::line(int64_t done, int64_t images, double loss, double acc, bool final) const {
