@@ -16,6 +16,7 @@
 #include "aether/graph/primitives.h"
 #include "backend/cpu/kernels.h"
 #include "device_guard.h"
+#include "graph_util.h"
 #include "oracle_util.h"
 
 using namespace aether;
@@ -561,20 +562,6 @@ TEST(Conv2dGrad, FiniteDifferencesSameDepthwise) {
 // graph, conv2d_bwd_data and conv2d_bwd_weight over the kept outputs (N, OH - crop_h, OW - crop_w, O),
 // and the same gradients (by finite differences). A crop bigger than the padding after keeps the pad.
 namespace {
-// The nodes reachable from `t` (its graph), by op.
-std::vector<NodePtr> graph_nodes(const Tensor& t, Op op) {
-  std::vector<NodePtr> found, stack{t.node()};
-  std::vector<const Node*> seen;
-  while (!stack.empty()) {
-    const NodePtr n = stack.back();
-    stack.pop_back();
-    if (std::find(seen.begin(), seen.end(), n.get()) != seen.end()) continue;
-    seen.push_back(n.get());
-    if (n->op == op) found.push_back(n);
-    for (const NodePtr& s : n->srcs) stack.push_back(s);
-  }
-  return found;
-}
 // The backward calls of loss = sum(crop(conv2d(x, w)) * r) (float64): their dy and padding.
 void expect_backward_calls(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, int64_t crop_h,
                            int64_t crop_w, const Shape& dy_shape, int64_t pad_bottom, int64_t pad_right,
@@ -585,9 +572,9 @@ void expect_backward_calls(const Shape& xs, const Shape& ws, const Conv2dOptions
   const Tensor c = y.slice(1, 0, y.shape()[1] - crop_h).slice(2, 0, y.shape()[2] - crop_w);
   const auto g = gradients((c * c).sum(), {x, w});
   for (const Tensor& gi : g) {
-    EXPECT_EQ(graph_nodes(gi, Op::Pad).size(), pads);
+    EXPECT_EQ(testing_graph::nodes_of(gi, Op::Pad).size(), pads);
     for (Op op : {Op::Conv2dBwdData, Op::Conv2dBwdWeight}) {
-      const std::vector<NodePtr> calls = graph_nodes(gi, op);
+      const std::vector<NodePtr> calls = testing_graph::nodes_of(gi, op);
       for (const NodePtr& n : calls) {
         const auto& a = std::get<Conv2dArg>(n->arg);
         EXPECT_EQ(a.pad_bottom, pad_bottom) << op_name(op);
@@ -596,8 +583,8 @@ void expect_backward_calls(const Shape& xs, const Shape& ws, const Conv2dOptions
       }
     }
   }
-  EXPECT_EQ(graph_nodes(g[0], Op::Conv2dBwdData).size(), 1u);
-  EXPECT_EQ(graph_nodes(g[1], Op::Conv2dBwdWeight).size(), 1u);
+  EXPECT_EQ(testing_graph::nodes_of(g[0], Op::Conv2dBwdData).size(), 1u);
+  EXPECT_EQ(testing_graph::nodes_of(g[1], Op::Conv2dBwdWeight).size(), 1u);
 }
 }  // namespace
 

@@ -7,10 +7,10 @@
 #include <cmath>
 #include <functional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
 #include "aether/aether.h"
+#include "graph_util.h"
 
 using namespace aether;
 
@@ -79,19 +79,7 @@ Input in(const Shape& s, double lo = -2, double hi = 2, int seed = 0) {
 }
 
 // Ops in the (unrealized) graph of t, counted by kind.
-int count_ops(const Tensor& t, Op op) {
-  int n = 0;
-  std::unordered_set<const Node*> seen;
-  std::vector<const Node*> stack{t.node().get()};
-  while (!stack.empty()) {
-    const Node* x = stack.back();
-    stack.pop_back();
-    if (!seen.insert(x).second) continue;
-    n += x->op == op;
-    for (const auto& s : x->srcs) stack.push_back(s.get());
-  }
-  return n;
-}
+int count_ops(const Tensor& t, Op op) { return int(testing_graph::nodes_of(t, op).size()); }
 
 }  // namespace
 

@@ -10,12 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "aether/aether.h"
 #include "aether/core/random.h"
+#include "graph_util.h"
 
 using namespace aether;
 namespace fs = std::filesystem;
@@ -163,21 +163,6 @@ TEST(MixedPrecision, LayersKeepSixteenBitActivationsAndFloat32Parameters) {
   }
 }
 
-// The same seed, data and epochs in each precision: the per-epoch losses stay close to float32's,
-// every run learns the task, and the weights and optimizer state stay float32.
-// The nodes of op `op` in the graph under n (not yet realized).
-void collect(const NodePtr& n, Op op, std::vector<NodePtr>& out, std::set<const Node*>& seen) {
-  if (!n || !seen.insert(n.get()).second) return;
-  if (n->op == op) out.push_back(n);
-  for (const NodePtr& s : n->srcs) collect(s, op, out, seen);
-}
-std::vector<NodePtr> nodes_of(const Tensor& t, Op op) {
-  std::vector<NodePtr> out;
-  std::set<const Node*> seen;
-  collect(t.node(), op, out, seen);
-  return out;
-}
-
 // A 16-bit conv or matmul is differentiated in its own 16-bit type (the float32 upstream gradient is
 // rounded to it, as under PyTorch's autocast, so the library's 16-bit kernels run), and the
 // gradients still come back in float32 (docs/mixed-precision.md, "Dtype rules"), close to the
@@ -201,7 +186,7 @@ TEST(MixedPrecision, ConvAndMatmulBackwardRunInTheForwardsSixteenBitType) {
     for (Op op : {Op::Conv2dBwdData, Op::Conv2dBwdWeight, Op::Matmul}) {
       std::vector<NodePtr> found;
       for (const Tensor& g : g16)
-        for (const NodePtr& n : nodes_of(g, op)) found.push_back(n);
+        for (const NodePtr& n : testing_graph::nodes_of(g, op)) found.push_back(n);
       ASSERT_FALSE(found.empty()) << op_name(op);
       for (const NodePtr& n : found) EXPECT_EQ(n->dtype, t) << op_name(op);
     }
@@ -215,6 +200,8 @@ TEST(MixedPrecision, ConvAndMatmulBackwardRunInTheForwardsSixteenBitType) {
   }
 }
 
+// The same seed, data and epochs in each precision: the per-epoch losses stay close to float32's,
+// every run learns the task, and the weights and optimizer state stay float32.
 TEST(MixedPrecision, ShortTrainingRunsTrackFloat32) {
   const data::Dataset d = tiny_dataset();
   std::vector<std::vector<double>> losses;
