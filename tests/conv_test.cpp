@@ -602,6 +602,72 @@ TEST(Conv2dGrad, ACropsZeroPadGradientRunsTheBackwardOverTheKeptOutputs) {
   check_conv_grads({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 600, 0, 2);
 }
 
+// A max-pool whose windows leave the conv's last rows and columns out (airbench's pools over 31x31,
+// 15x15 and 7x7) reads a conv that computes only the kept outputs: its padding after reduced by the
+// dropped rows and columns times the stride (graph/conv_crop.h), one conv in the graph, no slice. The
+// pooled values are those of the whole conv's output, realized and then pooled; the gradients match
+// finite differences. A crop bigger than the padding after slices the whole conv's output instead.
+namespace {
+void expect_pooled_conv(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, int64_t pool,
+                        const Shape& conv_shape, int64_t pad_bottom, int64_t pad_right, size_t slices,
+                        uint64_t seed) {
+  SCOPED_TRACE(::testing::Message() << "x " << to_string(xs) << " pool " << pool);
+  ImplGuard impl(LibraryImpl::naive);
+  std::vector<double> xv = random_vec(size_t(numel(xs)), seed), wv = random_vec(size_t(numel(ws)), seed + 1);
+  auto head = [&](const Tensor& x, const Tensor& w) { return max_pool2d(conv2d(x, w, Tensor(), opt), pool); };
+  {
+    NoGradGuard no_grad;
+    const Tensor y = head(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws));
+    const std::vector<NodePtr> convs = testing_graph::nodes_of(y, Op::Conv2d);
+    ASSERT_EQ(convs.size(), 1u);
+    EXPECT_EQ(convs[0]->shape, conv_shape);
+    const auto& a = std::get<Conv2dArg>(convs[0]->arg);
+    EXPECT_EQ(a.pad_bottom, pad_bottom);
+    EXPECT_EQ(a.pad_right, pad_right);
+    EXPECT_EQ(testing_graph::nodes_of(y, Op::Slice).size(), slices);
+    const Tensor whole =
+        conv2d(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws), Tensor(), opt).realize();
+    EXPECT_EQ(y.to_vector<double>(), max_pool2d(whole, pool).to_vector<double>());
+  }
+  const Shape ys = head(Tensor::zeros(xs, DType::float64), Tensor::zeros(ws, DType::float64)).shape();
+  const Tensor r = Tensor::from_vector(random_vec(size_t(numel(ys)), seed + 2), ys);
+  auto loss = [&](const Tensor& x, const Tensor& w) { return (head(x, w) * r).sum(); };
+  Tensor x = Tensor::from_vector(xv, xs).set_requires_grad(),
+         w = Tensor::from_vector(wv, ws).set_requires_grad();
+  const auto g = gradients(loss(x, w), {x, w});
+  EXPECT_EQ(testing_graph::nodes_of(g[1], Op::Conv2d).size(), 1u) << "the backward recomputes the conv";
+  constexpr double kEps = 1e-6;
+  auto fd = [&](std::vector<double>& v) {
+    std::vector<double> out(v.size());
+    NoGradGuard no_grad;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const double keep = v[i];
+      v[i] = keep + kEps;
+      const double fp = loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws)).item<double>();
+      v[i] = keep - kEps;
+      const double fm = loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws)).item<double>();
+      v[i] = keep;
+      out[i] = (fp - fm) / (2 * kEps);
+    }
+    return out;
+  };
+  expect_close(g[0].to_vector<double>(), fd(xv), 1e-6, 1e-6, "d/dx");
+  expect_close(g[1].to_vector<double>(), fd(wv), 1e-6, 1e-6, "d/dw");
+}
+}  // namespace
+
+TEST(Conv2d, APooledConvComputesOnlyTheKeptOutputs) {
+  // airbench's case: 3x3, padding 1, a 7x7 output pooled by 2 -> the conv computes 6x6, padding after 0.
+  expect_pooled_conv({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 2, {2, 6, 6, 4}, 0, 0, 0, 700);
+  // Stride 2 over rows, dilation, groups, uneven padding {top 1, bottom 3, left 0, right 1}: the output
+  // (5, 6) pooled by 2 keeps (4, 6): one row dropped is 2 rows of padding after, the columns all kept.
+  expect_pooled_conv({1, 9, 6, 4}, {4, 3, 2, 2},
+                     {.stride = {2, 1}, .padding = {1, 3, 0, 1}, .dilation = {2, 1}, .groups = 2}, 2,
+                     {1, 4, 6, 4}, 1, 1, 0, 800);
+  // No padding to take from: the 6x6 output pooled by 4 drops 2 rows and columns -> a slice.
+  expect_pooled_conv({1, 8, 8, 2}, {3, 3, 3, 2}, {}, 4, {1, 6, 6, 3}, 0, 0, 2, 900);
+}
+
 // The gradient through backward() and .grad() agrees with gradients() and reaches the bias as a sum.
 TEST(Conv2dGrad, BackwardFillsGrad) {
   Tensor x = Tensor::ones({2, 3, 3, 1}, DType::float64).set_requires_grad();

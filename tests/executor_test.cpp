@@ -162,10 +162,10 @@ TEST(Executor, ConvEpilogueIsTheSchedulersRecord) {
   EXPECT_EQ(without.launches, 1) << "bias and ReLU should be one generated kernel after the conv";
 }
 
-// A max-pool over an odd size drops the last row and column; its gradient would be padded back to
-// the conv's output for the conv's backward passes (library calls). The gradient rule runs them
-// over the unpadded gradient instead (graph/grad.cpp, unpad_conv_grad): no library call reads a pad,
-// no kernel writes one, and the values are the reference backend's.
+// A max-pool over an odd size drops the last row and column. The conv computes only the kept outputs
+// (graph/conv_crop.h: one forward call, its padding after 0), and the pool's gradient, padded back
+// to the conv's output, is taken unpadded into the conv's backward calls (unpad_conv_grad): no
+// library call reads a pad, no kernel writes one, and the values are the reference backend's.
 TEST(Executor, ACroppedConvsBackwardReadsNoPad) {
   if (!cpu_runtime().can_compile()) GTEST_SKIP() << "no working C++ compiler for generated kernels";
   const Tensor x = input({2, 7, 7, 3}, 1.0), w = input({4, 3, 3, 3}, 0.5);
@@ -181,18 +181,20 @@ TEST(Executor, ACroppedConvsBackwardReadsNoPad) {
   expect_near(on(rt, f), want);
   const Tensor t = f();
   const Schedule s = schedule({t.node()});
-  int unpadded_calls = 0, pads_read = 0;
+  int unpadded_calls = 0, pads_read = 0, convs = 0;
   for (const Kernel& k : s.kernels) {
     if (k.kind != KernelKind::Library) continue;
     for (const KernelInput& i : k.inputs) pads_read += i.base->op == Op::Pad;
     for (const NodePtr& n : k.nodes)
-      if (n->op == Op::Conv2dBwdData || n->op == Op::Conv2dBwdWeight) {
+      if (n->op == Op::Conv2d || n->op == Op::Conv2dBwdData || n->op == Op::Conv2dBwdWeight) {
         const auto& a = std::get<Conv2dArg>(n->arg);
         unpadded_calls += a.pad_bottom == 0 && a.pad_right == 0 && a.pad_top == 1 && a.pad_left == 1;
+        convs += n->op == Op::Conv2d;
       }
   }
   EXPECT_EQ(pads_read, 0) << "a library call reads a pad";
-  EXPECT_EQ(unpadded_calls, 2) << "conv2d_bwd_data and conv2d_bwd_weight should run over the kept outputs";
+  EXPECT_EQ(convs, 1) << "the conv the pool's backward reads ran more than once";
+  EXPECT_EQ(unpadded_calls, 3) << "the conv and its backward calls should run over the kept outputs";
 }
 
 // The registered runtimes: the CPU's always; another device's only when this build has it, and

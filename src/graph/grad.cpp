@@ -8,7 +8,7 @@
 #include "aether/graph/autograd.h"
 #include "aether/graph/collective.h"
 #include "aether/graph/primitives.h"
-#include "graph/library_caps.h"
+#include "graph/conv_crop.h"
 
 namespace aether {
 namespace {
@@ -28,34 +28,6 @@ DType grad_dtype(DType dy, DType in) { return is_float(in) ? promote(dy, in) : d
 // kernels: on a CPU with native bfloat16 these are the fast ones), else the gradient's dtype t.
 // Their results are cast to t, so the gradient's dtype follows the rule above either way.
 DType library_dtype(DType t, DType in) { return is_16bit_float(in) ? in : t; }
-// A conv's output gradient that is a zero pad after its rows and columns (N,OH,OW,O): the gradient
-// of a crop of the output, e.g. a max-pool over an odd size dropping the last row and column. The
-// padded positions are outputs whose gradient is 0; they add nothing to dx or dw. Where the device's
-// library pads each side on its own (LibraryCaps::conv_pads_each_side), the backward calls run over
-// the gradient before the pad, with `arg`'s padding after reduced by the rows and columns dropped
-// (times the stride): the conv that produces only the kept outputs. The same sums, without the
-// pad's copy or the dropped outputs' FLOPs (airbench94's three pooled convs: 11% of a backward
-// pass's FLOPs). Nested pads (crops of crops) are taken off one by one while the padding after
-// lasts; a Cast on a pad is looked through (a cast of 0 is 0). Returns dy as it is otherwise.
-Tensor unpad_conv_grad(const Tensor& dy, Conv2dArg& arg) {
-  if (!library_caps(dy.device()).conv_pads_each_side) return dy;
-  Tensor g = dy;
-  for (;;) {
-    const NodePtr& n = g.node();
-    const bool cast = n->op == Op::Cast && !n->realized() && n->srcs[0]->op == Op::Pad;
-    const NodePtr pad = cast ? n->srcs[0] : n;
-    if (pad->op != Op::Pad || pad->realized() || pad->shape.size() != 4) return g;
-    const auto& p = std::get<PadArg>(pad->arg);
-    const int64_t drop_h = p.after[1] * arg.stride_h, drop_w = p.after[2] * arg.stride_w;
-    if (p.before != std::vector<int64_t>(4, 0) || p.after[0] != 0 || p.after[3] != 0 ||
-        drop_h > arg.pad_bottom || drop_w > arg.pad_right)
-      return g;
-    arg.pad_bottom -= drop_h;
-    arg.pad_right -= drop_w;
-    const Tensor kept(pad->srcs[0]);  // (N, OH - after[1], OW - after[2], O)
-    g = cast ? kept.cast(n->dtype) : kept;
-  }
-}
 // Inverse of a permutation.
 Axes inverse(const Axes& p) {
   Axes inv(p.size());
@@ -179,14 +151,21 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       // dx = conv2d_bwd_data(dy, w), dw = conv2d_bwd_weight(x, dy): as matmul
       Conv2dArg arg = std::get<Conv2dArg>(fn.arg);
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]), c = library_dtype(t, fn.input_dtypes[0]);
-      const Tensor xx = x(0).cast(c), w = x(1).cast(c), d = unpad_conv_grad(dy, arg).cast(c);
+      const Tensor xx = x(0).cast(c), w = x(1).cast(c), d = prim::unpad_conv_grad(dy, arg).cast(c);
       return {prim::conv2d_bwd_data(d, w, xx.shape(), arg).cast(t),
               prim::conv2d_bwd_weight(xx, d, w.shape(), arg).cast(t)};
     }
     case Op::MaxPool2d: {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
       const auto& arg = std::get<Pool2dArg>(fn.arg);
-      if (prim::pool_windows_tile(arg)) return {prim::maxpool2d_windows_bwd(x(0).cast(t), dy.cast(t), arg)};
+      if (prim::pool_windows_tile(arg)) {
+        // x(0) is the pooled part of the input (max_pool2d saves prim::pool_windows_input): the rows
+        // and columns past it, in no window, get 0.
+        const Tensor dx = prim::maxpool2d_windows_bwd(x(0).cast(t), dy.cast(t), arg);  // (N,OH*KH,OW*KW,C)
+        const Shape& xs = fn.input_shapes[0];                                          // (N,H,W,C)
+        if (dx.shape() == xs) return {dx};
+        return {dx.pad({{0, 0}, {0, xs[1] - dx.shape()[1]}, {0, xs[2] - dx.shape()[2]}, {0, 0}})};
+      }
       return {prim::maxpool2d_bwd(x(0).cast(t), dy.cast(t), arg)};
     }
     case Op::AvgPool2d: {

@@ -13,6 +13,7 @@
 
 #include "aether/graph/primitives.h"
 #include "core/config.h"
+#include "graph/conv_crop.h"
 
 namespace aether::prim {
 namespace {
@@ -37,6 +38,13 @@ Tensor windows(const Tensor& x, const Tile& t) {
 bool pool_windows_tile(const Pool2dArg& a) {
   return !config().pool_library && a.stride_h == a.kernel_h && a.stride_w == a.kernel_w && a.pad_top == 0 &&
          a.pad_left == 0 && a.pad_bottom == 0 && a.pad_right == 0;
+}
+
+Tensor pool_windows_input(const Tensor& x, const Pool2dArg& arg) {
+  pool2d_shape("max_pool2d", x, arg);  // the library op's checks and messages
+  NoGradGuard no_grad;
+  const Tile t = tile_of(x.shape(), arg);
+  return keep_first(x, t.oh * t.kh, t.ow * t.kw);  // (N,OH*KH,OW*KW,C)
 }
 
 Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg) {

@@ -112,7 +112,10 @@ Tensor max_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding) {
   const Pool2dArg arg = pool_arg(kernel, stride, padding, false);
   if (!prim::pool_windows_tile(arg)) return prim::maxpool2d(x, arg);  // overlapping or padded: library op
   // Tiling windows: primitives the scheduler fuses, with the library op's gradient (first maximum).
-  return prim::record_grad(prim::maxpool2d_windows(x, arg), Op::MaxPool2d, {x}, {x.node()}, arg);
+  // Rows and columns past the last window are dropped first: a conv producing x computes only the
+  // kept ones (graph/conv_crop.h), and the gradient rule reads that part (its rest gets 0).
+  const Tensor kept = prim::pool_windows_input(x, arg);  // (N,OH*KH,OW*KW,C)
+  return prim::record_grad(prim::maxpool2d_windows(kept, arg), Op::MaxPool2d, {x}, {kept.node()}, arg);
 }
 
 Tensor avg_pool2d(const Tensor& x, Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {

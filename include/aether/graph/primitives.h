@@ -47,6 +47,10 @@ Tensor maxpool2d_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);
 // maxpool2d_bwd (the library op, their reference). pool_windows_tile says whether `arg` qualifies;
 // AETHER_POOL_LIBRARY=1 turns it off (always the library op), for measuring.
 bool pool_windows_tile(const Pool2dArg& arg);
+// The rows and columns of x (N,H,W,C) that some window covers, (N,OH*KH,OW*KW,C): the pool's input
+// and what its gradient rule reads. Where x is a conv's output, a conv that computes only those
+// (graph/conv_crop.h); else a slice of x.
+Tensor pool_windows_input(const Tensor& x, const Pool2dArg& arg);                       // no history
 Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                        // no history
 Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);  // no history
 Tensor avgpool2d(const Tensor& x, const Pool2dArg& arg);
