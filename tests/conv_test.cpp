@@ -492,6 +492,23 @@ TEST(Conv2d, SamePaddingLikeTensorFlow) {
 // ---- finite-difference gradients (float64)
 // ---------------------------------------------------------------------
 namespace {
+// d f / d v[i] by central differences (eps 1e-6) for every element of v, which f() reads.
+std::vector<double> central_differences(std::vector<double>& v, const std::function<double()>& f) {
+  constexpr double kEps = 1e-6;
+  std::vector<double> out(v.size());
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double keep = v[i];
+    v[i] = keep + kEps;
+    const double fp = f();
+    v[i] = keep - kEps;
+    const double fm = f();
+    v[i] = keep;
+    out[i] = (fp - fm) / (2 * kEps);
+  }
+  return out;
+}
+
 // loss = sum(crop(conv2d(x, w, b)) * r), crop dropping the output's last `crop_h` rows and `crop_w`
 // columns; checks d loss / d {x, w, b} by central differences.
 void check_conv_grads(const Shape& xs, const Shape& ws, const Conv2dOptions& opt, uint64_t seed,
@@ -519,23 +536,11 @@ void check_conv_grads(const Shape& xs, const Shape& ws, const Conv2dOptions& opt
   EXPECT_EQ(g[1].shape(), ws);
   EXPECT_EQ(g[2].shape(), (Shape{ws[0]}));
 
-  constexpr double kEps = 1e-6;
   auto fd = [&](std::vector<double>& v) {
-    std::vector<double> out(v.size());
-    NoGradGuard no_grad;
-    for (size_t i = 0; i < v.size(); ++i) {
-      const double keep = v[i];
-      double f[2];
-      for (int s = 0; s < 2; ++s) {
-        v[i] = keep + (s == 0 ? kEps : -kEps);
-        f[s] =
-            loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws), Tensor::from_vector(bv, {ws[0]}))
-                .item<double>();
-      }
-      v[i] = keep;
-      out[i] = (f[0] - f[1]) / (2 * kEps);
-    }
-    return out;
+    return central_differences(v, [&] {
+      return loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws), Tensor::from_vector(bv, {ws[0]}))
+          .item<double>();
+    });
   };
   expect_close(g[0].to_vector<double>(), fd(xv), 1e-6, 1e-6, "d/dx");
   expect_close(g[1].to_vector<double>(), fd(wv), 1e-6, 1e-6, "d/dw");
@@ -636,20 +641,9 @@ void expect_pooled_conv(const Shape& xs, const Shape& ws, const Conv2dOptions& o
          w = Tensor::from_vector(wv, ws).set_requires_grad();
   const auto g = gradients(loss(x, w), {x, w});
   EXPECT_EQ(testing_graph::nodes_of(g[1], Op::Conv2d).size(), 1u) << "the backward recomputes the conv";
-  constexpr double kEps = 1e-6;
   auto fd = [&](std::vector<double>& v) {
-    std::vector<double> out(v.size());
-    NoGradGuard no_grad;
-    for (size_t i = 0; i < v.size(); ++i) {
-      const double keep = v[i];
-      v[i] = keep + kEps;
-      const double fp = loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws)).item<double>();
-      v[i] = keep - kEps;
-      const double fm = loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws)).item<double>();
-      v[i] = keep;
-      out[i] = (fp - fm) / (2 * kEps);
-    }
-    return out;
+    return central_differences(
+        v, [&] { return loss(Tensor::from_vector(xv, xs), Tensor::from_vector(wv, ws)).item<double>(); });
   };
   expect_close(g[0].to_vector<double>(), fd(xv), 1e-6, 1e-6, "d/dx");
   expect_close(g[1].to_vector<double>(), fd(wv), 1e-6, 1e-6, "d/dw");
