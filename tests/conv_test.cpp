@@ -16,6 +16,7 @@
 #include "aether/graph/primitives.h"
 #include "backend/cpu/kernels.h"
 #include "device_guard.h"
+#include "graph/library_caps.h"
 #include "graph_util.h"
 #include "oracle_util.h"
 
@@ -660,6 +661,20 @@ TEST(Conv2d, APooledConvComputesOnlyTheKeptOutputs) {
                      {1, 4, 6, 4}, 1, 1, 0, 800);
   // No padding to take from: the 6x6 output pooled by 4 drops 2 rows and columns -> a slice.
   expect_pooled_conv({1, 8, 8, 2}, {3, 3, 3, 2}, {}, 4, {1, 6, 6, 3}, 0, 0, 2, 900);
+}
+
+// Where the device's library pads symmetrically (cuDNN: LibraryCaps::conv_pads_each_side false), a
+// conv with less padding after would cost a padded copy of its input: the pool reads a slice of the
+// whole conv's output, and the backward calls run over the padded gradient.
+TEST(Conv2d, WhereTheLibraryPadsSymmetricallyThePoolSlicesTheWholeConv) {
+  struct SymmetricPads {
+    LibraryCapsSource prev = set_library_caps_source([](Device) { return LibraryCaps{}; });
+    ~SymmetricPads() { set_library_caps_source(prev); }
+  } guard;
+  EXPECT_FALSE(library_caps(Device::cpu()).conv_pads_each_side);
+  expect_pooled_conv({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 2, {2, 7, 7, 4}, 1, 1, 2, 1000);
+  // the crop of rows and the crop of columns: a pad each
+  expect_backward_calls({2, 7, 7, 3}, {4, 3, 3, 3}, {.padding = 1}, 1, 1, {2, 7, 7, 4}, 1, 1, 2);
 }
 
 // The gradient through backward() and .grad() agrees with gradients() and reaches the bias as a sum.

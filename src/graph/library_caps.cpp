@@ -5,10 +5,10 @@
 
 namespace aether {
 namespace {
-std::atomic<LibraryCaps (*)(Device)> g_caps_source{nullptr};
+std::atomic<LibraryCapsSource> g_caps_source{nullptr};
 }  // namespace
 
-void set_library_caps_source(LibraryCaps (*source)(Device)) { g_caps_source.store(source); }
+LibraryCapsSource set_library_caps_source(LibraryCapsSource source) { return g_caps_source.exchange(source); }
 
 LibraryCaps library_caps(Device device) {
   auto* source = g_caps_source.load();

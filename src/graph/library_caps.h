@@ -24,8 +24,10 @@ struct LibraryCaps {
   }
 };
 // The capabilities of `device`'s library calls, from its runtime (the backends register the source
-// of this answer at start-up; none registered: no capabilities).
+// of this answer at start-up; none registered: no capabilities). Setting a source returns the one
+// it replaces (tests put it back).
+using LibraryCapsSource = LibraryCaps (*)(Device);
 LibraryCaps library_caps(Device device);
-void set_library_caps_source(LibraryCaps (*source)(Device));
+LibraryCapsSource set_library_caps_source(LibraryCapsSource source);
 
 }  // namespace aether
