@@ -4,6 +4,24 @@
 #include "graph/library_caps.h"
 
 namespace aether::prim {
+namespace {
+
+// n, or the source of n where n is an unrealized Cast of an `op` node (the op a cast hides).
+NodePtr through_cast(const NodePtr& n, Op op) {
+  return n->op == Op::Cast && !n->realized() && n->srcs[0]->op == op ? n->srcs[0] : n;
+}
+
+// Makes `arg` the conv that computes only its first OH - rows, OW - cols outputs: the padding after
+// less rows (cols) times the stride, where that padding covers them; else false, `arg` unchanged.
+bool drop_last(Conv2dArg& arg, int64_t rows, int64_t cols) {
+  const int64_t h = rows * arg.stride_h, w = cols * arg.stride_w;
+  if (h > arg.pad_bottom || w > arg.pad_right) return false;
+  arg.pad_bottom -= h;
+  arg.pad_right -= w;
+  return true;
+}
+
+}  // namespace
 
 Tensor keep_first(const Tensor& y, int64_t rows, int64_t cols) {
   AETHER_CHECK(y.ndim() == 4 && rows >= 0 && rows <= y.shape()[1] && cols >= 0 && cols <= y.shape()[2],
@@ -11,16 +29,13 @@ Tensor keep_first(const Tensor& y, int64_t rows, int64_t cols) {
   const int64_t drop_h = y.shape()[1] - rows, drop_w = y.shape()[2] - cols;
   if (drop_h == 0 && drop_w == 0) return y;
   const NodePtr& n = y.node();
-  const bool cast = n->op == Op::Cast && !n->realized() && n->srcs[0]->op == Op::Conv2d;
-  const NodePtr conv = cast ? n->srcs[0] : n;
+  const NodePtr conv = through_cast(n, Op::Conv2d);
   if (conv->op == Op::Conv2d && !conv->realized() && library_caps(y.device()).conv_pads_each_side) {
     Conv2dArg arg = std::get<Conv2dArg>(conv->arg);
-    if (drop_h * arg.stride_h <= arg.pad_bottom && drop_w * arg.stride_w <= arg.pad_right) {
-      arg.pad_bottom -= drop_h * arg.stride_h;
-      arg.pad_right -= drop_w * arg.stride_w;
+    if (drop_last(arg, drop_h, drop_w)) {
       NoGradGuard no_grad;
       const Tensor kept = conv2d(Tensor(conv->srcs[0]), Tensor(conv->srcs[1]), arg);  // (N, rows, cols, O)
-      return cast ? kept.cast(n->dtype) : kept;
+      return conv != n ? kept.cast(n->dtype) : kept;
     }
   }
   return y.slice(1, 0, rows).slice(2, 0, cols);
@@ -31,18 +46,14 @@ Tensor unpad_conv_grad(const Tensor& dy, Conv2dArg& arg) {
   Tensor g = dy;
   for (;;) {
     const NodePtr& n = g.node();
-    const bool cast = n->op == Op::Cast && !n->realized() && n->srcs[0]->op == Op::Pad;
-    const NodePtr pad = cast ? n->srcs[0] : n;
+    const NodePtr pad = through_cast(n, Op::Pad);
     if (pad->op != Op::Pad || pad->realized() || pad->shape.size() != 4) return g;
     const auto& p = std::get<PadArg>(pad->arg);
-    const int64_t drop_h = p.after[1] * arg.stride_h, drop_w = p.after[2] * arg.stride_w;
     if (p.before != std::vector<int64_t>(4, 0) || p.after[0] != 0 || p.after[3] != 0 ||
-        drop_h > arg.pad_bottom || drop_w > arg.pad_right)
+        !drop_last(arg, p.after[1], p.after[2]))
       return g;
-    arg.pad_bottom -= drop_h;
-    arg.pad_right -= drop_w;
     const Tensor kept(pad->srcs[0]);  // (N, OH - after[1], OW - after[2], O)
-    g = cast ? kept.cast(n->dtype) : kept;
+    g = pad != n ? kept.cast(n->dtype) : kept;
   }
 }
 
