@@ -242,20 +242,6 @@ dnnl::memory blocked_weights(const CachedConv& c, dnnl::memory user_w, const voi
   return slot->mem;
 }
 
-std::optional<dnnl::memory::data_type> onednn_type(DType dtype) {
-  switch (dtype) {
-    case DType::float32: return dnnl::memory::data_type::f32;
-    case DType::bfloat16: return dnnl::memory::data_type::bf16;
-    case DType::float16:
-    case DType::float64:
-    case DType::int32:
-    case DType::int64:
-    case DType::uint8:
-    case DType::boolean: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 // The cached primitive for these arguments (made on first use; entries live as long as the process).
 CachedConv& cached_conv(Pass pass, DType dtype, dnnl::memory::data_type dt, const ConvGeom& g,
                         const std::vector<ConvPostOp>& ops) {

@@ -14,24 +14,10 @@
 namespace aether::cpu {
 
 namespace {
-std::optional<dnnl::memory::data_type> dnnl_type(DType t) {
-  switch (t) {
-    case DType::float32: return dnnl::memory::data_type::f32;
-    case DType::bfloat16: return dnnl::memory::data_type::bf16;
-    case DType::float16:
-    case DType::float64:
-    case DType::int32:
-    case DType::int64:
-    case DType::uint8:
-    case DType::boolean: return std::nullopt;
-  }
-  return std::nullopt;
-}
-
 std::atomic<int64_t> g_widened_calls{0};
 bool matmul_native(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                    int64_t N) {
-  const auto dt = dnnl_type(dtype);
+  const auto dt = onednn_type(dtype);
   if (!dt) return false;
   using tag = dnnl::memory::format_tag;
   // Primitives are created once per (dtype, shape) and cached.

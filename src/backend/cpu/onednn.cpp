@@ -1,5 +1,5 @@
-// The process's one oneDNN CPU engine, created under the ISA cap of AETHER_CPU_ISA, and the count of
-// calls into oneDNN.
+// The process's one oneDNN CPU engine, created under the ISA cap of AETHER_CPU_ISA, the count of
+// calls into oneDNN, and aether's dtypes as oneDNN's.
 #include "onednn.h"
 
 #include <atomic>
@@ -37,6 +37,20 @@ dnnl::engine& onednn_engine() {
     return new dnnl::engine(dnnl::engine::kind::cpu, 0);
   }();
   return *eng;
+}
+
+std::optional<dnnl::memory::data_type> onednn_type(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return dnnl::memory::data_type::f32;
+    case DType::bfloat16: return dnnl::memory::data_type::bf16;
+    case DType::float16:
+    case DType::float64:
+    case DType::int32:
+    case DType::int64:
+    case DType::uint8:
+    case DType::boolean: return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 std::string onednn_isa() {
