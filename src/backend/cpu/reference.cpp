@@ -167,45 +167,48 @@ void cast(Node& n) {
   set_dense(n, std::move(out));
 }
 
-// out[i] = f(a[i], b[i]); a and b share a dtype; out is that dtype, or bool for comparisons.
-template <typename F>
+// out[i] = f(a[i], b[i]); a and b share a dtype; out is that dtype, or bool for the comparisons
+// (kBoolResult: graph/primitives.cpp gives their nodes that dtype). Only those two output types are
+// instantiated: 8 per op, not the 64 of every (source, output) pair.
+template <bool kBoolOut, typename F>
 void binary(Node& n, F f) {
   auto out = new_buffer(n);
   const Node &na = *n.srcs[0], &nb = *n.srcs[1];
+  AETHER_CHECK(n.dtype == (kBoolOut ? DType::boolean : na.dtype) && nb.dtype == na.dtype, "reference",
+               op_name(n.op), " of ", dtype_name(na.dtype), " and ", dtype_name(nb.dtype), " cannot give ",
+               dtype_name(n.dtype));
   const std::array<const View*, 2> views{&na.view, &nb.view};
   dispatch_dtype(na.dtype, [&](auto tag) {
     using T = decltype(tag);
-    dispatch_dtype(n.dtype, [&](auto otag) {
-      using O = decltype(otag);
-      O* o = out->as<O>();
-      if (!cpu::any_masked(views)) {
-        const auto plan = cpu::plan_rows(n.shape, views);
-        const T *sa = na.buffer->as<T>(), *sb = nb.buffer->as<T>();
-        const int64_t ta = plan.inner_stride(0), tb = plan.inner_stride(1);
-        cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 2>& off) {
-          const T *pa = sa + off[0], *pb = sb + off[1];
-          O* q = o + o0;
-          // The common layouts get loops the compiler vectorises: both dense, or one broadcast.
-          if (ta == 1 && tb == 1) {
-            for (int64_t j = 0; j < len; ++j)
-              q[j] = convert<O>(f(load_as_compute(pa[j]), load_as_compute(pb[j])));
-          } else if (ta == 1 && tb == 0) {
-            const auto vb = load_as_compute(pb[0]);
-            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), vb));
-          } else if (ta == 0 && tb == 1) {
-            const auto va = load_as_compute(pa[0]);
-            for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(va, load_as_compute(pb[j])));
-          } else {
-            for (int64_t j = 0; j < len; ++j)
-              q[j] = convert<O>(f(load_as_compute(pa[j * ta]), load_as_compute(pb[j * tb])));
-          }
-        });
-        return;
-      }
-      auto a = reader<T>(na);
-      auto b = reader<T>(nb);
-      for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(f(a(idx), b(idx))); });
-    });
+    using O = std::conditional_t<kBoolOut, bool, T>;
+    O* o = out->as<O>();
+    if (!cpu::any_masked(views)) {
+      const auto plan = cpu::plan_rows(n.shape, views);
+      const T *sa = na.buffer->as<T>(), *sb = nb.buffer->as<T>();
+      const int64_t ta = plan.inner_stride(0), tb = plan.inner_stride(1);
+      cpu::for_each_row(plan, [&](int64_t o0, int64_t len, const std::array<int64_t, 2>& off) {
+        const T *pa = sa + off[0], *pb = sb + off[1];
+        O* q = o + o0;
+        // The common layouts get loops the compiler vectorises: both dense, or one broadcast.
+        if (ta == 1 && tb == 1) {
+          for (int64_t j = 0; j < len; ++j)
+            q[j] = convert<O>(f(load_as_compute(pa[j]), load_as_compute(pb[j])));
+        } else if (ta == 1 && tb == 0) {
+          const auto vb = load_as_compute(pb[0]);
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(load_as_compute(pa[j]), vb));
+        } else if (ta == 0 && tb == 1) {
+          const auto va = load_as_compute(pa[0]);
+          for (int64_t j = 0; j < len; ++j) q[j] = convert<O>(f(va, load_as_compute(pb[j])));
+        } else {
+          for (int64_t j = 0; j < len; ++j)
+            q[j] = convert<O>(f(load_as_compute(pa[j * ta]), load_as_compute(pb[j * tb])));
+        }
+      });
+      return;
+    }
+    auto a = reader<T>(na);
+    auto b = reader<T>(nb);
+    for_each_index(n.shape, [&](int64_t i, const int64_t* idx) { o[i] = convert<O>(f(a(idx), b(idx))); });
   });
   set_dense(n, std::move(out));
 }
@@ -607,7 +610,7 @@ void execute_node(Node& n, bool fast) {
       AETHER_UNARY_OPS(AETHER_X)
 #undef AETHER_X
 #define AETHER_X(name, kind, nsrc, props, ref, ...) \
-  case Op::name: return binary(n, [](auto a, auto b) { return ref; });
+  case Op::name: return binary<((props)&kBoolResult) != 0>(n, [](auto a, auto b) { return ref; });
       AETHER_BINARY_OPS(AETHER_X)
 #undef AETHER_X
     case Op::Where: return where(n);
