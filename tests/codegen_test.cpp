@@ -25,9 +25,11 @@
 #include "codegen/ir.h"
 #include "codegen/lower.h"
 #include "codegen/render.h"
+#include "temp_dir.h"
 #include "test_values.h"
 
 using namespace aether;
+using aether::test::TempDir;
 using namespace aether::optim;
 namespace fs = std::filesystem;
 
@@ -312,14 +314,6 @@ ChildResult child(const std::string& env) {
                 &r.disk_hits, &r.failures);
   return r;
 }
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/aether-cache-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 int count_ext(const fs::path& dir, const std::string& ext) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ext;
@@ -329,8 +323,8 @@ int count_ext(const fs::path& dir, const std::string& ext) {
 }  // namespace
 
 TEST(CodegenCache, WarmCacheMeansTheSecondProcessCompilesNothing) {
-  TempDir t;
-  const std::string dir = (t.path / "new" / "kernels").string();  // created by aether
+  TempDir t("aether-cache-test", "/tmp");
+  const std::string dir = (t.path() / "new" / "kernels").string();  // created by aether
   const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(first.passed) << first.out;
   EXPECT_GE(first.compiled, 1);
@@ -345,21 +339,21 @@ TEST(CodegenCache, WarmCacheMeansTheSecondProcessCompilesNothing) {
 }
 
 TEST(CodegenCache, AnObjectWhoseKeyDoesNotMatchIsNotLoaded) {
-  TempDir t;
-  const std::string dir = t.path.string();
+  TempDir t("aether-cache-test", "/tmp");
+  const std::string dir = t.path().string();
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
   const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(first.passed) << first.out;
-  ASSERT_GE(count_ext(t.path, ".key"), 1);
+  ASSERT_GE(count_ext(t.path(), ".key"), 1);
   // A key that no longer matches (another compiler, flags or source): the object is rebuilt.
-  for (const auto& e : fs::directory_iterator(t.path))
+  for (const auto& e : fs::directory_iterator(t.path()))
     if (e.path().extension() == ".key") std::ofstream(e.path(), std::ios::app) << "tampered";
   const ChildResult second = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(second.passed) << second.out;
   EXPECT_EQ(second.compiled, first.compiled);
   EXPECT_EQ(second.disk_hits, 0);
   // A damaged object under a valid key fails to load and is rebuilt, never run.
-  for (const auto& e : fs::directory_iterator(t.path))
+  for (const auto& e : fs::directory_iterator(t.path()))
     if (e.path().extension() == ".so") std::ofstream(e.path(), std::ios::trunc) << "not an object file";
   const ChildResult third = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(third.passed) << third.out;
@@ -367,14 +361,14 @@ TEST(CodegenCache, AnObjectWhoseKeyDoesNotMatchIsNotLoaded) {
 }
 
 TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t;
-  const std::string dir = t.path.string();
+  TempDir t("aether-cache-test", "/tmp");
+  const std::string dir = t.path().string();
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   const ChildResult r = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(r.passed) << r.out;
   EXPECT_NE(r.out.find("not using the kernel cache"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("others can write"), std::string::npos) << r.out;
-  EXPECT_EQ(count_ext(t.path, ".so"), 0) << "nothing was written to or loaded from it";
+  EXPECT_EQ(count_ext(t.path(), ".so"), 0) << "nothing was written to or loaded from it";
   // The private directory used instead held the kernels, and went with the process.
   const std::string keeping = "keeping compiled kernels in ";
   const auto at = r.out.find(keeping);
@@ -387,9 +381,9 @@ TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
 }
 
 TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {
-  TempDir t;
-  ASSERT_EQ(chmod(t.path.c_str(), 0700), 0);
-  const ChildResult r = child("AETHER_CACHE_DIR=" + t.path.string() + " AETHER_CXX=/nonexistent/c++");
+  TempDir t("aether-cache-test", "/tmp");
+  ASSERT_EQ(chmod(t.path().c_str(), 0700), 0);
+  const ChildResult r = child("AETHER_CACHE_DIR=" + t.path().string() + " AETHER_CXX=/nonexistent/c++");
   ASSERT_TRUE(r.passed) << r.out;  // the results are still right
   const std::string msg = "no working C++ compiler";
   const auto first = r.out.find(msg);

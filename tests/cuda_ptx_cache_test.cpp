@@ -35,30 +35,18 @@ TEST(cuda_ptx_cache, Skipped) {
 #include "backend/cuda/lazy_libs.h"
 #include "backend/cuda/ptx_cache.h"
 #include "codegen/disk_cache.h"
+#include "temp_dir.h"
 
 extern char** environ;
 
 using namespace aether;
+using aether::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr uid_t kOtherUid = 12345;  // "another user" (files are chowned to it: needs root)
 constexpr const char* kArch = "compute_90";
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/aether-ptx-test-XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    path = p ? p : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
 
 unsigned mode_of(const fs::path& p) {
   struct stat st {};
@@ -194,8 +182,8 @@ void fill(const TempDir& t, std::string* a, std::string* b) {
   const ChildResult r = run_child(t.str());
   ASSERT_TRUE(r.passed()) << r.out;
   ASSERT_EQ(r.summary(), "0 0 1 1") << r.out;
-  *a = base_of_kernel(t.path, 1);
-  *b = base_of_kernel(t.path, 2);
+  *a = base_of_kernel(t.path(), 1);
+  *b = base_of_kernel(t.path(), 2);
   ASSERT_FALSE(a->empty() || b->empty()) << r.out;
 }
 
@@ -224,8 +212,8 @@ pid_t dead_pid() {
 // ---- the shared helpers with the PTX cache's file names ---------------------------------------------
 TEST(cuda_ptx_cache, TheDiskHelpersPublishAndVerifyPtxEntriesAndReturnTheVerifiedBytes) {
   namespace disk = codegen::disk;
-  TempDir t;
-  const std::string base = (t.path / "0123456789abcdef").string(), tmp = disk::temp_base(base) + ".ptx";
+  TempDir t("aether-ptx-test", "/tmp");
+  const std::string base = (t.path() / "0123456789abcdef").string(), tmp = disk::temp_base(base) + ".ptx";
   ASSERT_TRUE(disk::write_file(tmp, "ptx bytes"));
   std::string why;
   ASSERT_TRUE(disk::publish_object(tmp, base, "the key", &why, disk::kPtxFiles)) << why;
@@ -247,7 +235,7 @@ TEST(cuda_ptx_cache, TheDiskHelpersPublishAndVerifyPtxEntriesAndReturnTheVerifie
 
 // ---- the key file: the PTX's SHA-256, the NVRTC version, the architecture ---------------------------
 TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture) {
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   std::string a, b;
   fill(t, &a, &b);
   int major = 0, minor = 0;
@@ -272,12 +260,12 @@ TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitectur
 
 // ---- PTX swapped between entries, or altered ---------------------------------------------------------
 TEST(cuda_ptx_cache, SwappedPtxIsCompiledAgainNotUsed) {
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   std::string a, b;
   fill(t, &a, &b);
-  fs::rename(a + ".ptx", t.path / "x");
+  fs::rename(a + ".ptx", t.path() / "x");
   fs::rename(b + ".ptx", a + ".ptx");
-  fs::rename(t.path / "x", b + ".ptx");
+  fs::rename(t.path() / "x", b + ".ptx");
   const ChildResult second = run_child(t.str());
   ASSERT_TRUE(second.passed()) << second.out;
   EXPECT_EQ(second.summary(), "0 0 1 1") << "compiled again, each kernel its own PTX:\n" << second.out;
@@ -289,7 +277,7 @@ TEST(cuda_ptx_cache, SwappedPtxIsCompiledAgainNotUsed) {
 }
 
 TEST(cuda_ptx_cache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   std::string a, b;
   fill(t, &a, &b);
   // One byte of the PTX changed (its size, owner and mode kept): not the PTX the key vouches for.
@@ -310,13 +298,13 @@ TEST(cuda_ptx_cache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
 
 // ---- the umask ---------------------------------------------------------------------------------------
 TEST(cuda_ptx_cache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
-  TempDir t;
-  const fs::path dir = t.path / "new" / "kernels";  // created by aether
+  TempDir t("aether-ptx-test", "/tmp");
+  const fs::path dir = t.path() / "new" / "kernels";  // created by aether
   const ChildResult r = run_child(dir.string(), "compile-bad", mode_t(0));
   ASSERT_TRUE(r.passed()) << r.out;
   ASSERT_EQ(r.summary(), "0 0 1 1") << r.out;
   EXPECT_NE(r.get("error").find("undeclared_thing"), std::string::npos) << r.out;
-  EXPECT_EQ(mode_of(t.path / "new"), 0700u);
+  EXPECT_EQ(mode_of(t.path() / "new"), 0700u);
   EXPECT_EQ(mode_of(dir), 0700u);
   std::map<std::string, int> by_ext;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -332,7 +320,7 @@ TEST(cuda_ptx_cache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
 // ---- files of another user, writable by others, symlinks, FIFOs -------------------------------------
 TEST(cuda_ptx_cache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
   if (geteuid() != 0) GTEST_SKIP() << "files of another user need root to make (chown)";
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   std::string a, b;
   fill(t, &a, &b);
   ASSERT_EQ(chown((a + ".ptx").c_str(), kOtherUid, kOtherUid), 0);
@@ -345,7 +333,7 @@ TEST(cuda_ptx_cache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
 }
 
 TEST(cuda_ptx_cache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   std::string a, b;
   fill(t, &a, &b);
   for (const char* ext : {".ptx", ".ptxkey"}) {
@@ -376,8 +364,8 @@ TEST(cuda_ptx_cache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
 
 // ---- the directories ---------------------------------------------------------------------------------
 TEST(cuda_ptx_cache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t;
-  const fs::path open = t.path / "open", dir = open / "kernels";
+  TempDir t("aether-ptx-test", "/tmp");
+  const fs::path open = t.path() / "open", dir = open / "kernels";
   fs::create_directories(dir);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
@@ -392,10 +380,10 @@ TEST(cuda_ptx_cache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
 }
 
 TEST(cuda_ptx_cache, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
-  TempDir t;
+  TempDir t("aether-ptx-test", "/tmp");
   // A PTX publication interrupted mid-way: base.PID.TID.ptx and its key's temporary file.
-  const std::string dead = (t.path / "fedcba9876543210").string() + "." + std::to_string(dead_pid()) + ".5";
-  const std::string mine = (t.path / "fedcba9876543210").string() + "." + std::to_string(getpid()) + ".5";
+  const std::string dead = (t.path() / "fedcba9876543210").string() + "." + std::to_string(dead_pid()) + ".5";
+  const std::string mine = (t.path() / "fedcba9876543210").string() + "." + std::to_string(getpid()) + ".5";
   for (const char* ext : {".ptx", ".ptx.ptxkey"}) {
     write_text(dead + ext, "partial");
     write_text(mine + ext, "in progress");

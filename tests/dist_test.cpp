@@ -27,8 +27,10 @@
 #include "aether/dist/communicator.h"
 #include "core/config.h"
 #include "dist/tcp_store.h"  // a store server on an ephemeral port, started by the test
+#include "temp_dir.h"
 
 using namespace aether;
+using aether::test::TempDir;
 using namespace aether::dist;
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -36,22 +38,6 @@ using std::chrono::milliseconds;
 namespace {
 
 enum class Kind { file, tcp };
-
-// A fresh, empty directory, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path = fs::temp_directory_path() /
-           ("aether_dist_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // Where a test's ranks meet: a fresh file store directory, or a TCP store server on a free port.
 struct Meeting {
@@ -69,7 +55,7 @@ struct Meeting {
     o.timeout = timeout;
     if (kind == Kind::file) {
       o.store = StoreKind::file;
-      o.file_store_path = (dir.path / "store").string();
+      o.file_store_path = (dir.path() / "store").string();
     } else {
       o.store = StoreKind::tcp;
       o.master_addr = "127.0.0.1";

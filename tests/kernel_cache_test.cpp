@@ -28,30 +28,18 @@
 #include "codegen/compiler.h"
 #include "codegen/disk_cache.h"
 #include "core/config.h"
+#include "temp_dir.h"
 
 extern char** environ;
 
 using namespace aether;
+using aether::test::TempDir;
 namespace disk = aether::codegen::disk;
 namespace fs = std::filesystem;
 
 namespace {
 
 constexpr uid_t kOtherUid = 12345;  // "another user" (files are chowned to it: needs root)
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/aether-kc-test-XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    path = p ? p : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string str() const { return path.string(); }
-};
 
 unsigned mode_of(const fs::path& p) {
   struct stat st {};
@@ -231,9 +219,9 @@ std::string publish_fake(const fs::path& dir, const std::string& name, const std
 // whom a 0500 directory it owns really is read-only (a read-only mount would need mount privileges).
 // Not as root, the child is this user and the directory is 0500.
 TEST(KernelCache, AReadOnlyCacheDirectoryIsNamedAsSuchAndKernelsStillWork) {
-  TempDir t;
-  ASSERT_EQ(chmod(t.path.c_str(), 0755), 0);  // the other user must get through it
-  const fs::path ro = t.path / "ro";
+  TempDir t("aether-kc-test", "/tmp");
+  ASSERT_EQ(chmod(t.path().c_str(), 0755), 0);  // the other user must get through it
+  const fs::path ro = t.path() / "ro";
   ASSERT_EQ(mkdir(ro.c_str(), 0700), 0);
   std::optional<uid_t> as;
   if (geteuid() == 0) {
@@ -258,24 +246,24 @@ TEST(KernelCache, AReadOnlyCacheDirectoryIsNamedAsSuchAndKernelsStillWork) {
 }
 
 TEST(KernelCacheDisk, WritableDirSaysWhenADirectoryCannotBeWritten) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   std::string why;
   EXPECT_TRUE(disk::writable_dir(t.str(), &why)) << why;
-  EXPECT_TRUE(fs::is_empty(t.path)) << "the probe file is gone";
-  EXPECT_FALSE(disk::writable_dir((t.path / "missing").string(), &why));
+  EXPECT_TRUE(fs::is_empty(t.path())) << "the probe file is gone";
+  EXPECT_FALSE(disk::writable_dir((t.path() / "missing").string(), &why));
   EXPECT_NE(why.find("not writable"), std::string::npos) << why;
 }
 
 // ---- 2. a "compiler" that builds nothing -----------------------------------------------------------
 TEST(KernelCache, ACompilerThatBuildsNothingIsNamedInOneLine) {
-  TempDir t;
-  const fs::path fake = t.path / "fake-c++";  // says it is a compiler, and builds nothing
+  TempDir t("aether-kc-test", "/tmp");
+  const fs::path fake = t.path() / "fake-c++";  // says it is a compiler, and builds nothing
   write_text(fake, "#!/bin/sh\necho 'fake c++ 1.0'\nexit 0\n");
   ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
   for (const std::string& cxx : {std::string("/bin/true"), fake.string()}) {
     SCOPED_TRACE(cxx);
     const ChildResult r =
-        run_child("compile", {"AETHER_CACHE_DIR=" + (t.path / "cache").string(), "AETHER_CXX=" + cxx});
+        run_child("compile", {"AETHER_CACHE_DIR=" + (t.path() / "cache").string(), "AETHER_CXX=" + cxx});
     ASSERT_TRUE(r.passed()) << r.out;
     const std::string named = "AETHER_CXX=" + cxx;
     const size_t at = r.out.find(named);
@@ -292,17 +280,17 @@ TEST(KernelCache, ACompilerThatBuildsNothingIsNamedInOneLine) {
 
 // ---- 3. objects swapped between keys ---------------------------------------------------------------
 TEST(KernelCacheDisk, AnObjectIsVerifiedByItsHash) {
-  TempDir t;
-  const std::string a = publish_fake(t.path, "aaaaaaaaaaaaaaaa", "key a", "object a");
-  const std::string b = publish_fake(t.path, "bbbbbbbbbbbbbbbb", "key b", "object b");
+  TempDir t("aether-kc-test", "/tmp");
+  const std::string a = publish_fake(t.path(), "aaaaaaaaaaaaaaaa", "key a", "object a");
+  const std::string b = publish_fake(t.path(), "bbbbbbbbbbbbbbbb", "key b", "object b");
   std::string why;
   EXPECT_TRUE(disk::verify_object(a, "key a", &why)) << why;
   EXPECT_TRUE(disk::verify_object(b, "key b", &why)) << why;
   EXPECT_FALSE(disk::verify_object(a, "key b", &why));
   EXPECT_NE(read_text(a + ".key").find(disk::sha256_hex("object a")), std::string::npos);
-  fs::rename(a + ".so", t.path / "x");
+  fs::rename(a + ".so", t.path() / "x");
   fs::rename(b + ".so", a + ".so");
-  fs::rename(t.path / "x", b + ".so");
+  fs::rename(t.path() / "x", b + ".so");
   EXPECT_FALSE(disk::verify_object(a, "key a", &why));
   EXPECT_NE(why.find("SHA-256"), std::string::npos) << why;
   EXPECT_FALSE(disk::verify_object(b, "key b", &why));
@@ -311,16 +299,16 @@ TEST(KernelCacheDisk, AnObjectIsVerifiedByItsHash) {
 }
 
 TEST(KernelCache, SwappedObjectsAreRebuiltNotLoaded) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
   ASSERT_EQ(first.get("value1") + first.get("value2"), "12") << first.out;
-  const std::string a = base_of_kernel(t.path, 1), b = base_of_kernel(t.path, 2);
+  const std::string a = base_of_kernel(t.path(), 1), b = base_of_kernel(t.path(), 2);
   ASSERT_FALSE(a.empty() || b.empty()) << first.out;
-  fs::rename(a + ".so", t.path / "x");
+  fs::rename(a + ".so", t.path() / "x");
   fs::rename(b + ".so", a + ".so");
-  fs::rename(t.path / "x", b + ".so");
+  fs::rename(t.path() / "x", b + ".so");
   const ChildResult second = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(second.passed()) << second.out;
   EXPECT_EQ(second.get("value1"), "1") << second.out;
@@ -335,37 +323,37 @@ TEST(KernelCache, SwappedObjectsAreRebuiltNotLoaded) {
 
 // ---- 4. the umask ----------------------------------------------------------------------------------
 TEST(KernelCacheDisk, FilesArePrivateWhateverTheUmask) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const mode_t old = umask(0);  // this test's process makes no other files meanwhile
-  const std::string dirs = (t.path / "a" / "b").string();
+  const std::string dirs = (t.path() / "a" / "b").string();
   const bool made = disk::mkdirs(dirs);
-  const bool wrote = disk::write_file((t.path / "f").string(), "text");
-  const fs::path tmp = t.path / "0000000000000000.1.2.so";  // as a linker makes it: 0777 minus the umask
+  const bool wrote = disk::write_file((t.path() / "f").string(), "text");
+  const fs::path tmp = t.path() / "0000000000000000.1.2.so";  // as a linker makes it: 0777 minus the umask
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0777);
   const bool tmp_ok = fd >= 0 && write(fd, "obj", 3) == 3;
   if (fd >= 0) close(fd);
   umask(old);
   ASSERT_TRUE(made && wrote && tmp_ok);
-  EXPECT_EQ(mode_of(t.path / "a"), 0700u);
+  EXPECT_EQ(mode_of(t.path() / "a"), 0700u);
   EXPECT_EQ(mode_of(dirs), 0700u);
-  EXPECT_EQ(mode_of(t.path / "f"), 0600u);
+  EXPECT_EQ(mode_of(t.path() / "f"), 0600u);
   std::string why;
   const mode_t old2 = umask(0);
   const bool published =
-      disk::publish_object(tmp.string(), (t.path / "0000000000000000").string(), "k", &why);
+      disk::publish_object(tmp.string(), (t.path() / "0000000000000000").string(), "k", &why);
   umask(old2);
   ASSERT_TRUE(published) << why;
-  EXPECT_EQ(mode_of(t.path / "0000000000000000.so"), 0600u);
-  EXPECT_EQ(mode_of(t.path / "0000000000000000.key"), 0600u);
+  EXPECT_EQ(mode_of(t.path() / "0000000000000000.so"), 0600u);
+  EXPECT_EQ(mode_of(t.path() / "0000000000000000.key"), 0600u);
 }
 
 TEST(KernelCache, EveryCacheFileAndDirectoryIsPrivateUnderUmask000) {
-  TempDir t;
-  const fs::path dir = t.path / "new" / "kernels";  // created by aether
+  TempDir t("aether-kc-test", "/tmp");
+  const fs::path dir = t.path() / "new" / "kernels";  // created by aether
   const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + dir.string()}, mode_t(0));
   ASSERT_TRUE(r.passed()) << r.out;
   ASSERT_EQ(r.get("value1") + r.get("value2"), "12") << r.out;
-  EXPECT_EQ(mode_of(t.path / "new"), 0700u);
+  EXPECT_EQ(mode_of(t.path() / "new"), 0700u);
   EXPECT_EQ(mode_of(dir), 0700u);
   int files = 0;
   for (const auto& e : fs::directory_iterator(dir)) {
@@ -377,8 +365,8 @@ TEST(KernelCache, EveryCacheFileAndDirectoryIsPrivateUnderUmask000) {
 
 // ---- 5. files of another user, or that others can write --------------------------------------------
 TEST(KernelCacheDisk, OnlyTheUsersOwnPrivateRegularFilesAreTrusted) {
-  TempDir t;
-  const std::string base = publish_fake(t.path, "cccccccccccccccc", "key", "object");
+  TempDir t("aether-kc-test", "/tmp");
+  const std::string base = publish_fake(t.path(), "cccccccccccccccc", "key", "object");
   std::string why, text;
   ASSERT_TRUE(disk::verify_object(base, "key", &why)) << why;
   for (const char* ext : {".so", ".key"}) {
@@ -404,18 +392,18 @@ TEST(KernelCacheDisk, OnlyTheUsersOwnPrivateRegularFilesAreTrusted) {
       ASSERT_EQ(chown(p.c_str(), 0, 0), 0);
     }
   }
-  const fs::path fifo = t.path / "fifo";  // would block a plain open
+  const fs::path fifo = t.path() / "fifo";  // would block a plain open
   ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_FALSE(disk::read_trusted(fifo.string(), &text, &why));
 }
 
 TEST(KernelCache, AnObjectOfAnotherUserIsRebuiltNotLoaded) {
   if (geteuid() != 0) GTEST_SKIP() << "files of another user need root to make (chown)";
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
-  const std::string a = base_of_kernel(t.path, 1), b = base_of_kernel(t.path, 2);
+  const std::string a = base_of_kernel(t.path(), 1), b = base_of_kernel(t.path(), 2);
   ASSERT_FALSE(a.empty() || b.empty()) << first.out;
   ASSERT_EQ(chown((a + ".so").c_str(), kOtherUid, kOtherUid), 0);
   ASSERT_EQ(chown((b + ".key").c_str(), kOtherUid, kOtherUid), 0);
@@ -430,10 +418,11 @@ TEST(KernelCache, AnObjectOfAnotherUserIsRebuiltNotLoaded) {
 
 // ---- 6. every directory above the cache ------------------------------------------------------------
 TEST(KernelCacheDisk, EveryDirectoryAboveTheCacheIsChecked) {
-  TempDir t;  // /tmp/aether-kc-test-*: under / through /tmp, sticky (not under this user's home)
+  TempDir t("aether-kc-test",
+            "/tmp");  // /tmp/aether-kc-test-*: under / through /tmp, sticky (not under this user's home)
   std::string why;
   const auto make = [&](const std::string& parent, mode_t mode) {
-    const fs::path p = t.path / parent;
+    const fs::path p = t.path() / parent;
     fs::create_directories(p / "kernels");
     chmod(p.c_str(), mode);
     chmod((p / "kernels").c_str(), 0700);
@@ -441,24 +430,24 @@ TEST(KernelCacheDisk, EveryDirectoryAboveTheCacheIsChecked) {
   };
   EXPECT_TRUE(disk::safe_dir(make("private", 0700), &why)) << why;
   EXPECT_FALSE(disk::safe_dir(make("open", 0777), &why));
-  EXPECT_NE(why.find("others can write to the directory " + (t.path / "open").string()), std::string::npos)
+  EXPECT_NE(why.find("others can write to the directory " + (t.path() / "open").string()), std::string::npos)
       << why;
   EXPECT_FALSE(disk::safe_dir(make("group", 0770), &why));
   EXPECT_TRUE(disk::safe_dir(make("sticky", 01777), &why)) << "like /tmp: " << why;
   // Through a symlink: the real path is what counts.
-  fs::create_directory_symlink(t.path / "open", t.path / "link");
-  EXPECT_FALSE(disk::safe_dir((t.path / "link" / "kernels").string(), &why));
+  fs::create_directory_symlink(t.path() / "open", t.path() / "link");
+  EXPECT_FALSE(disk::safe_dir((t.path() / "link" / "kernels").string(), &why));
   if (geteuid() == 0) {
     const std::string foreign = make("foreign", 0755);
-    ASSERT_EQ(chown((t.path / "foreign").c_str(), kOtherUid, kOtherUid), 0);
+    ASSERT_EQ(chown((t.path() / "foreign").c_str(), kOtherUid, kOtherUid), 0);
     EXPECT_FALSE(disk::safe_dir(foreign, &why));
     EXPECT_NE(why.find("owned by another user"), std::string::npos) << why;
   }
 }
 
 TEST(KernelCache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t;
-  const fs::path open = t.path / "open", dir = open / "kernels";
+  TempDir t("aether-kc-test", "/tmp");
+  const fs::path open = t.path() / "open", dir = open / "kernels";
   fs::create_directories(dir);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
@@ -508,10 +497,10 @@ TEST(KernelCache, EveryKeyNamesThisCpusModelAndIsaFlags) {
   }
   if (flags.empty()) GTEST_SKIP() << "no ISA flags in /proc/cpuinfo here";
   EXPECT_NE(disk::cpu_identity().find(flags), std::string::npos);
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + t.str()});
   ASSERT_TRUE(r.passed()) << r.out;
-  const std::string a = base_of_kernel(t.path, 1);
+  const std::string a = base_of_kernel(t.path(), 1);
   ASSERT_FALSE(a.empty()) << r.out;
   const std::string key = read_text(a + ".key");
   EXPECT_NE(key.find(flags + "\n"), std::string::npos) << key;
@@ -573,8 +562,8 @@ TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {
     EXPECT_NE(disk::hex16(disk::fnv1a(k)), disk::hex16(disk::fnv1a(key))) << "another entry name";
   }
   // Written under one identity, the entry is not loaded under another, even under the same name.
-  TempDir t;
-  const std::string base = publish_fake(t.path, "entry", key, "object");
+  TempDir t("aether-kc-test", "/tmp");
+  const std::string base = publish_fake(t.path(), "entry", key, "object");
   std::string why;
   EXPECT_TRUE(disk::verify_object(base, key, &why)) << why;
   EXPECT_FALSE(disk::verify_object(base, disk::kernel_key(other_isa), &why));
@@ -584,11 +573,11 @@ TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {
 }
 
 TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
-  const std::string a = base_of_kernel(t.path, 1);
+  const std::string a = base_of_kernel(t.path(), 1);
   ASSERT_FALSE(a.empty()) << first.out;
   // Kernel 1's entry as another machine (one more ISA extension) would have made it: its key says so,
   // and it is under that key's name. (As if the cache had been copied from there.)
@@ -599,7 +588,7 @@ TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
   foreign.insert(isa - body + 22, "#define __AETHER_TEST_OTHER_ISA__ 1\n");
   fs::remove(a + ".so");
   fs::remove(a + ".key");
-  const std::string elsewhere = publish_fake(t.path, disk::hex16(disk::fnv1a(foreign)), foreign, object);
+  const std::string elsewhere = publish_fake(t.path(), disk::hex16(disk::fnv1a(foreign)), foreign, object);
   const ChildResult second = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(second.passed()) << second.out;
   EXPECT_EQ(second.get("value1") + second.get("value2"), "12") << second.out;
@@ -609,7 +598,7 @@ TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
   // The same foreign entry under this machine's name (a colliding name): not loaded either.
   fs::remove(a + ".so");
   fs::remove(a + ".key");
-  publish_fake(t.path, fs::path(a).filename().string(), foreign, object);
+  publish_fake(t.path(), fs::path(a).filename().string(), foreign, object);
   const ChildResult third = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(third.passed()) << third.out;
   EXPECT_EQ(third.num("compiled"), 1) << third.out;
@@ -619,7 +608,7 @@ TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
 
 // ---- 8. temporary files of killed compiles ---------------------------------------------------------
 TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   const std::string dead = std::to_string(dead_pid()), mine = std::to_string(getpid());
   const std::vector<std::string> stale = {
       "0123456789abcdef." + dead + ".77.cpp", "0123456789abcdef." + dead + ".77.so",
@@ -627,28 +616,28 @@ TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
       "probe." + dead + ".log"};
   const std::vector<std::string> kept = {"0123456789abcdef." + mine + ".77.cpp", "0123456789abcdef.so",
                                          "0123456789abcdef.key", "0123456789abcdef.failed.cpp", "notes.txt"};
-  for (const auto& n : stale) write_text(t.path / n, "x");
-  for (const auto& n : kept) write_text(t.path / n, "x");
-  fs::create_directory(t.path / ("sub." + dead + ".1.d"));  // directories are never removed
-  const std::string saved = config().cache_dir.get();       // the suite's (scripts/test.sh), put back after
-  config().cache_dir.set(t.str());                          // as AETHER_CACHE_DIR (read once, at start-up)
+  for (const auto& n : stale) write_text(t.path() / n, "x");
+  for (const auto& n : kept) write_text(t.path() / n, "x");
+  fs::create_directory(t.path() / ("sub." + dead + ".1.d"));  // directories are never removed
+  const std::string saved = config().cache_dir.get();         // the suite's (scripts/test.sh), put back after
+  config().cache_dir.set(t.str());                            // as AETHER_CACHE_DIR (read once, at start-up)
   const std::string chosen = disk::choose_cache_dir("test files");  // opening the cache cleans it
   config().cache_dir.set(saved);
   EXPECT_EQ(chosen, t.str());
-  for (const auto& n : stale) EXPECT_FALSE(fs::exists(t.path / n)) << n;
-  for (const auto& n : kept) EXPECT_TRUE(fs::exists(t.path / n)) << n;
-  EXPECT_TRUE(fs::exists(t.path / ("sub." + dead + ".1.d")));
+  for (const auto& n : stale) EXPECT_FALSE(fs::exists(t.path() / n)) << n;
+  for (const auto& n : kept) EXPECT_TRUE(fs::exists(t.path() / n)) << n;
+  EXPECT_TRUE(fs::exists(t.path() / ("sub." + dead + ".1.d")));
 }
 
 TEST(KernelCache, TheNextRunRemovesWhatAKilledCompileLeft) {
-  TempDir t;
+  TempDir t("aether-kc-test", "/tmp");
   // A compile killed mid-way: its source, log and half-written object, named base.PID.TID.*.
   const pid_t pid = fork();
   if (pid == 0) {
     pause();
     _exit(0);
   }
-  const std::string base = (t.path / "fedcba9876543210").string() + "." + std::to_string(pid) + ".5";
+  const std::string base = (t.path() / "fedcba9876543210").string() + "." + std::to_string(pid) + ".5";
   for (const char* ext : {".cpp", ".log", ".so"}) write_text(base + ext, "partial");
   kill(pid, SIGKILL);
   int status = 0;
@@ -656,7 +645,7 @@ TEST(KernelCache, TheNextRunRemovesWhatAKilledCompileLeft) {
   const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + t.str()});
   ASSERT_TRUE(r.passed()) << r.out;
   for (const char* ext : {".cpp", ".log", ".so"}) EXPECT_FALSE(fs::exists(base + ext)) << ext;
-  EXPECT_EQ(count_ext(t.path, ".cpp"), 0);
+  EXPECT_EQ(count_ext(t.path(), ".cpp"), 0);
 }
 
 // ---- AETHER_NUM_THREADS ----------------------------------------------------------------------------

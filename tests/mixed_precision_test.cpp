@@ -16,8 +16,10 @@
 #include "aether/aether.h"
 #include "aether/core/random.h"
 #include "graph_util.h"
+#include "temp_dir.h"
 
 using namespace aether;
+using aether::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -77,21 +79,6 @@ TrainOptions options(int64_t epochs) {
   o.progress = false;
   return o;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("aether_mixed_precision_test_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
 

@@ -22,8 +22,10 @@
 #include "aether/core/random.h"
 #include "io/checkpoint.h"
 #include "model/progress.h"
+#include "temp_dir.h"
 
 using namespace aether;
+using aether::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -97,23 +99,6 @@ TrainOptions train_options(int64_t epochs) {
   o.progress = false;
   return o;
 }
-
-// A fresh temporary directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path =
-        fs::temp_directory_path() / ("aether_model_test_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 

@@ -22,8 +22,10 @@
 #include "aether/model/model.h"
 #include "io/checkpoint.h"
 #include "io/zip_archive.h"
+#include "temp_dir.h"
 
 using namespace aether;
+using aether::test::TempDir;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -108,22 +110,6 @@ TrainOptions train_options(int64_t epochs) {
   o.progress = false;
   return o;
 }
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    path = fs::temp_directory_path() /
-           ("aether_model_validation_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 Tensor* find_tensor(std::vector<std::pair<std::string, Tensor*>> named, const std::string& name) {
   for (auto& [n, t] : named)

@@ -25,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "temp_dir.h"
 #include "test_paths.h"
 
 extern char** environ;
@@ -33,26 +34,7 @@ namespace aether::data::test_util {
 namespace fs = std::filesystem;
 using Bytes = std::vector<uint8_t>;
 
-// A fresh directory under the system temp dir, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "aether-data-test-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
+using aether::test::TempDir;  // tests/temp_dir.h
 
 inline void write_file(const fs::path& p, const Bytes& b) {
   std::ofstream out(p, std::ios::binary);
