@@ -254,7 +254,12 @@ std::string literal(Lang lang, DType t, double v) {
   throw Error(detail::cat("codegen: no literal for ", dtype_name(t)));
 }
 
-std::string affine(const ir::Affine& a) { return "(" + ir::to_string(a) + ")"; }
+std::string affine(const ir::Affine& a) {
+  std::string s = "(";  // appended, not "(" + s: GCC 12 warns (-Wrestrict) about that at -O3
+  s += ir::to_string(a);
+  s += ')';
+  return s;
+}
 
 std::string guards(const std::vector<ir::Guard>& gs, const Shape& extent) {
   std::string s;

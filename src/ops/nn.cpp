@@ -5,7 +5,6 @@
 #include <array>
 #include <cmath>
 #include <numbers>
-#include <optional>
 #include <span>
 #include <vector>
 
@@ -31,17 +30,17 @@ Tensor abs_of(const Tensor& x) { return where(x < 0.0, -x, x); }
 Tensor polynomial(const Tensor& u, std::span<const double> c) {
   std::vector<Tensor> terms;  // terms[i]: coefficients [2^(level+1) i, ...) as a polynomial in u
   for (size_t i = 0; i + 1 < c.size(); i += 2) terms.push_back(u * c[i + 1] + c[i]);
-  std::optional<double> last;  // c.back() for an odd n: a constant term after `terms`
-  if (c.size() % 2 == 1) last = c.back();
-  const auto count = [&] { return terms.size() + (last ? 1 : 0); };
+  bool has_last = c.size() % 2 == 1;  // an odd n: c.back() is a constant term after `terms`
+  const double last = has_last ? c.back() : 0.0;
+  const auto count = [&] { return terms.size() + (has_last ? 1 : 0); };
   Tensor power = count() > 1 ? u * u : u;  // u^(2^(level+1))
   while (count() > 1) {
     std::vector<Tensor> next;
     size_t i = 0;
     for (; i + 1 < terms.size(); i += 2) next.push_back(terms[i] + terms[i + 1] * power);
     if (i < terms.size()) {  // one left over: it takes the constant, or passes on as it is
-      next.push_back(last ? terms[i] + power * *last : terms[i]);
-      last.reset();
+      next.push_back(has_last ? terms[i] + power * last : terms[i]);
+      has_last = false;
     }
     terms = std::move(next);
     if (count() > 1) power = power * power;
