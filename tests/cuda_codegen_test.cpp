@@ -414,7 +414,7 @@ TEST(cuda_codegen, EveryAluOpOfTheTableRendersInBothLanguages) {
         std::vector<std::string> a;
         std::vector<DType> t;
         for (int s : in.srcs) {
-          a.push_back("b" + std::to_string(s));
+          a.push_back(std::string("b").append(std::to_string(s)));  // not "b" + ...: GCC 12 -Wrestrict at -O3
           t.push_back(k.body[size_t(s)].dtype);
         }
         const std::string cpp = alu_expr(Lang::Cpp, in, a, t), cuda = alu_expr(Lang::Cuda, in, a, t);

@@ -249,7 +249,7 @@ TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitectur
     EXPECT_NE(key.find("\nnvrtc " + std::to_string(major) + "." + std::to_string(minor) + "\n"),
               std::string::npos)
         << key.substr(0, 200);
-    EXPECT_NE(key.find("\n" + std::string(kArch) + " "), std::string::npos) << key.substr(0, 200);
+    EXPECT_NE(key.find(std::string("\n").append(kArch).append(" ")), std::string::npos) << key.substr(0, 200);
   }
   EXPECT_NE(read_text(a + ".ptxkey").find(kernel_source(1)), std::string::npos) << "the source is in the key";
   // Warm: a second process compiles nothing.

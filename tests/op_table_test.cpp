@@ -202,7 +202,7 @@ TEST(OpTable, EveryElementwiseAndReduceOpHasASnippetInEachRenderer) {
         std::vector<std::string> a;
         std::vector<DType> t;
         for (int i = 0; i < op_num_srcs(op); ++i) {
-          a.push_back("v" + std::to_string(i));
+          a.push_back(std::string("v").append(std::to_string(i)));  // not "v" + ...: GCC 12 -Wrestrict at -O3
           t.push_back(op == Op::Where && i == 0 ? DType::boolean : DType::float32);
         }
         std::string expr;
