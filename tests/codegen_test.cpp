@@ -35,6 +35,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A cache directory for one test, under /tmp itself whatever TMPDIR says (sticky, not under the
+// user's home), as the cache's checks of every directory above it expect.
+TempDir tmp_dir() { return TempDir("aether-cache-test", "/tmp"); }
+
 using testing_values::input;
 using testing_values::values;
 
@@ -323,7 +327,7 @@ int count_ext(const fs::path& dir, const std::string& ext) {
 }  // namespace
 
 TEST(CodegenCache, WarmCacheMeansTheSecondProcessCompilesNothing) {
-  TempDir t("aether-cache-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = (t.path() / "new" / "kernels").string();  // created by aether
   const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
   ASSERT_TRUE(first.passed) << first.out;
@@ -339,7 +343,7 @@ TEST(CodegenCache, WarmCacheMeansTheSecondProcessCompilesNothing) {
 }
 
 TEST(CodegenCache, AnObjectWhoseKeyDoesNotMatchIsNotLoaded) {
-  TempDir t("aether-cache-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = t.path().string();
   ASSERT_EQ(chmod(dir.c_str(), 0700), 0);
   const ChildResult first = child("AETHER_CACHE_DIR=" + dir);
@@ -361,7 +365,7 @@ TEST(CodegenCache, AnObjectWhoseKeyDoesNotMatchIsNotLoaded) {
 }
 
 TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t("aether-cache-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = t.path().string();
   ASSERT_EQ(chmod(dir.c_str(), 0777), 0);
   const ChildResult r = child("AETHER_CACHE_DIR=" + dir);
@@ -381,7 +385,7 @@ TEST(CodegenCache, ADirectoryOthersCanWriteIsNotUsed) {
 }
 
 TEST(CodegenCache, WithoutACompilerEverythingRunsOnTheReference) {
-  TempDir t("aether-cache-test", "/tmp");
+  TempDir t = tmp_dir();
   ASSERT_EQ(chmod(t.path().c_str(), 0700), 0);
   const ChildResult r = child("AETHER_CACHE_DIR=" + t.path().string() + " AETHER_CXX=/nonexistent/c++");
   ASSERT_TRUE(r.passed) << r.out;  // the results are still right

@@ -45,6 +45,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A cache directory for one test, under /tmp itself whatever TMPDIR says (sticky, not under the
+// user's home), as the cache's checks of every directory above it expect.
+TempDir tmp_dir() { return TempDir("aether-ptx-test", "/tmp"); }
+
 constexpr uid_t kOtherUid = 12345;  // "another user" (files are chowned to it: needs root)
 constexpr const char* kArch = "compute_90";
 
@@ -212,7 +216,7 @@ pid_t dead_pid() {
 // ---- the shared helpers with the PTX cache's file names ---------------------------------------------
 TEST(cuda_ptx_cache, TheDiskHelpersPublishAndVerifyPtxEntriesAndReturnTheVerifiedBytes) {
   namespace disk = codegen::disk;
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string base = (t.path() / "0123456789abcdef").string(), tmp = disk::temp_base(base) + ".ptx";
   ASSERT_TRUE(disk::write_file(tmp, "ptx bytes"));
   std::string why;
@@ -235,7 +239,7 @@ TEST(cuda_ptx_cache, TheDiskHelpersPublishAndVerifyPtxEntriesAndReturnTheVerifie
 
 // ---- the key file: the PTX's SHA-256, the NVRTC version, the architecture ---------------------------
 TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitecture) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string a, b;
   fill(t, &a, &b);
   int major = 0, minor = 0;
@@ -260,7 +264,7 @@ TEST(cuda_ptx_cache, TheKeyFileRecordsThePtxHashTheNvrtcVersionAndTheArchitectur
 
 // ---- PTX swapped between entries, or altered ---------------------------------------------------------
 TEST(cuda_ptx_cache, SwappedPtxIsCompiledAgainNotUsed) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string a, b;
   fill(t, &a, &b);
   fs::rename(a + ".ptx", t.path() / "x");
@@ -277,7 +281,7 @@ TEST(cuda_ptx_cache, SwappedPtxIsCompiledAgainNotUsed) {
 }
 
 TEST(cuda_ptx_cache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string a, b;
   fill(t, &a, &b);
   // One byte of the PTX changed (its size, owner and mode kept): not the PTX the key vouches for.
@@ -298,7 +302,7 @@ TEST(cuda_ptx_cache, AlteredPtxOrKeyIsCompiledAgainNotUsed) {
 
 // ---- the umask ---------------------------------------------------------------------------------------
 TEST(cuda_ptx_cache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   const fs::path dir = t.path() / "new" / "kernels";  // created by aether
   const ChildResult r = run_child(dir.string(), "compile-bad", mode_t(0));
   ASSERT_TRUE(r.passed()) << r.out;
@@ -320,7 +324,7 @@ TEST(cuda_ptx_cache, EveryFileAndDirectoryIsPrivateUnderUmask000) {
 // ---- files of another user, writable by others, symlinks, FIFOs -------------------------------------
 TEST(cuda_ptx_cache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
   if (geteuid() != 0) GTEST_SKIP() << "files of another user need root to make (chown)";
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string a, b;
   fill(t, &a, &b);
   ASSERT_EQ(chown((a + ".ptx").c_str(), kOtherUid, kOtherUid), 0);
@@ -333,7 +337,7 @@ TEST(cuda_ptx_cache, PtxOfAnotherUserIsCompiledAgainNotUsed) {
 }
 
 TEST(cuda_ptx_cache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string a, b;
   fill(t, &a, &b);
   for (const char* ext : {".ptx", ".ptxkey"}) {
@@ -364,7 +368,7 @@ TEST(cuda_ptx_cache, FilesOthersCanWriteSymlinksAndFifosAreNotTrusted) {
 
 // ---- the directories ---------------------------------------------------------------------------------
 TEST(cuda_ptx_cache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   const fs::path open = t.path() / "open", dir = open / "kernels";
   fs::create_directories(dir);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
@@ -380,7 +384,7 @@ TEST(cuda_ptx_cache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
 }
 
 TEST(cuda_ptx_cache, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
-  TempDir t("aether-ptx-test", "/tmp");
+  TempDir t = tmp_dir();
   // A PTX publication interrupted mid-way: base.PID.TID.ptx and its key's temporary file.
   const std::string dead = (t.path() / "fedcba9876543210").string() + "." + std::to_string(dead_pid()) + ".5";
   const std::string mine = (t.path() / "fedcba9876543210").string() + "." + std::to_string(getpid()) + ".5";

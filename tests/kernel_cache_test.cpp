@@ -39,6 +39,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A cache directory for one test, under /tmp itself whatever TMPDIR says (sticky, not under the
+// user's home), as the cache's checks of every directory above it expect.
+TempDir tmp_dir() { return TempDir("aether-kc-test", "/tmp"); }
+
 constexpr uid_t kOtherUid = 12345;  // "another user" (files are chowned to it: needs root)
 
 unsigned mode_of(const fs::path& p) {
@@ -219,7 +223,7 @@ std::string publish_fake(const fs::path& dir, const std::string& name, const std
 // whom a 0500 directory it owns really is read-only (a read-only mount would need mount privileges).
 // Not as root, the child is this user and the directory is 0500.
 TEST(KernelCache, AReadOnlyCacheDirectoryIsNamedAsSuchAndKernelsStillWork) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   ASSERT_EQ(chmod(t.path().c_str(), 0755), 0);  // the other user must get through it
   const fs::path ro = t.path() / "ro";
   ASSERT_EQ(mkdir(ro.c_str(), 0700), 0);
@@ -246,7 +250,7 @@ TEST(KernelCache, AReadOnlyCacheDirectoryIsNamedAsSuchAndKernelsStillWork) {
 }
 
 TEST(KernelCacheDisk, WritableDirSaysWhenADirectoryCannotBeWritten) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   std::string why;
   EXPECT_TRUE(disk::writable_dir(t.str(), &why)) << why;
   EXPECT_TRUE(fs::is_empty(t.path())) << "the probe file is gone";
@@ -256,7 +260,7 @@ TEST(KernelCacheDisk, WritableDirSaysWhenADirectoryCannotBeWritten) {
 
 // ---- 2. a "compiler" that builds nothing -----------------------------------------------------------
 TEST(KernelCache, ACompilerThatBuildsNothingIsNamedInOneLine) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const fs::path fake = t.path() / "fake-c++";  // says it is a compiler, and builds nothing
   write_text(fake, "#!/bin/sh\necho 'fake c++ 1.0'\nexit 0\n");
   ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
@@ -280,7 +284,7 @@ TEST(KernelCache, ACompilerThatBuildsNothingIsNamedInOneLine) {
 
 // ---- 3. objects swapped between keys ---------------------------------------------------------------
 TEST(KernelCacheDisk, AnObjectIsVerifiedByItsHash) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string a = publish_fake(t.path(), "aaaaaaaaaaaaaaaa", "key a", "object a");
   const std::string b = publish_fake(t.path(), "bbbbbbbbbbbbbbbb", "key b", "object b");
   std::string why;
@@ -299,7 +303,7 @@ TEST(KernelCacheDisk, AnObjectIsVerifiedByItsHash) {
 }
 
 TEST(KernelCache, SwappedObjectsAreRebuiltNotLoaded) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
@@ -323,7 +327,7 @@ TEST(KernelCache, SwappedObjectsAreRebuiltNotLoaded) {
 
 // ---- 4. the umask ----------------------------------------------------------------------------------
 TEST(KernelCacheDisk, FilesArePrivateWhateverTheUmask) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const mode_t old = umask(0);  // this test's process makes no other files meanwhile
   const std::string dirs = (t.path() / "a" / "b").string();
   const bool made = disk::mkdirs(dirs);
@@ -348,7 +352,7 @@ TEST(KernelCacheDisk, FilesArePrivateWhateverTheUmask) {
 }
 
 TEST(KernelCache, EveryCacheFileAndDirectoryIsPrivateUnderUmask000) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const fs::path dir = t.path() / "new" / "kernels";  // created by aether
   const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + dir.string()}, mode_t(0));
   ASSERT_TRUE(r.passed()) << r.out;
@@ -365,7 +369,7 @@ TEST(KernelCache, EveryCacheFileAndDirectoryIsPrivateUnderUmask000) {
 
 // ---- 5. files of another user, or that others can write --------------------------------------------
 TEST(KernelCacheDisk, OnlyTheUsersOwnPrivateRegularFilesAreTrusted) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string base = publish_fake(t.path(), "cccccccccccccccc", "key", "object");
   std::string why, text;
   ASSERT_TRUE(disk::verify_object(base, "key", &why)) << why;
@@ -399,7 +403,7 @@ TEST(KernelCacheDisk, OnlyTheUsersOwnPrivateRegularFilesAreTrusted) {
 
 TEST(KernelCache, AnObjectOfAnotherUserIsRebuiltNotLoaded) {
   if (geteuid() != 0) GTEST_SKIP() << "files of another user need root to make (chown)";
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
@@ -418,8 +422,7 @@ TEST(KernelCache, AnObjectOfAnotherUserIsRebuiltNotLoaded) {
 
 // ---- 6. every directory above the cache ------------------------------------------------------------
 TEST(KernelCacheDisk, EveryDirectoryAboveTheCacheIsChecked) {
-  TempDir t("aether-kc-test",
-            "/tmp");  // /tmp/aether-kc-test-*: under / through /tmp, sticky (not under this user's home)
+  TempDir t = tmp_dir();  // /tmp/aether-kc-test-*: under / through /tmp, sticky (not under this user's home)
   std::string why;
   const auto make = [&](const std::string& parent, mode_t mode) {
     const fs::path p = t.path() / parent;
@@ -446,7 +449,7 @@ TEST(KernelCacheDisk, EveryDirectoryAboveTheCacheIsChecked) {
 }
 
 TEST(KernelCache, ACacheUnderADirectoryOthersCanWriteIsNotUsed) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const fs::path open = t.path() / "open", dir = open / "kernels";
   fs::create_directories(dir);
   ASSERT_EQ(chmod(open.c_str(), 0777), 0);
@@ -497,7 +500,7 @@ TEST(KernelCache, EveryKeyNamesThisCpusModelAndIsaFlags) {
   }
   if (flags.empty()) GTEST_SKIP() << "no ISA flags in /proc/cpuinfo here";
   EXPECT_NE(disk::cpu_identity().find(flags), std::string::npos);
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + t.str()});
   ASSERT_TRUE(r.passed()) << r.out;
   const std::string a = base_of_kernel(t.path(), 1);
@@ -562,7 +565,7 @@ TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {
     EXPECT_NE(disk::hex16(disk::fnv1a(k)), disk::hex16(disk::fnv1a(key))) << "another entry name";
   }
   // Written under one identity, the entry is not loaded under another, even under the same name.
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string base = publish_fake(t.path(), "entry", key, "object");
   std::string why;
   EXPECT_TRUE(disk::verify_object(base, key, &why)) << why;
@@ -573,7 +576,7 @@ TEST(KernelCacheDisk, AnotherCpuOrIsaGivesAnotherKeyAndItsEntryIsNotLoaded) {
 }
 
 TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dir = t.str();
   const ChildResult first = run_child("compile", {"AETHER_CACHE_DIR=" + dir});
   ASSERT_TRUE(first.passed()) << first.out;
@@ -608,7 +611,7 @@ TEST(KernelCache, AnEntryMadeForAnotherCpuIsRebuiltNotLoaded) {
 
 // ---- 8. temporary files of killed compiles ---------------------------------------------------------
 TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   const std::string dead = std::to_string(dead_pid()), mine = std::to_string(getpid());
   const std::vector<std::string> stale = {
       "0123456789abcdef." + dead + ".77.cpp", "0123456789abcdef." + dead + ".77.so",
@@ -630,7 +633,7 @@ TEST(KernelCacheDisk, TemporaryFilesOfDeadProcessesAreRemovedOnOpen) {
 }
 
 TEST(KernelCache, TheNextRunRemovesWhatAKilledCompileLeft) {
-  TempDir t("aether-kc-test", "/tmp");
+  TempDir t = tmp_dir();
   // A compile killed mid-way: its source, log and half-written object, named base.PID.TID.*.
   const pid_t pid = fork();
   if (pid == 0) {

@@ -155,8 +155,9 @@ std::string to_dot(const Schedule& s, const ScheduleGraph& g) {
     d << "\"];\n";
     for (const auto& in : k.inputs) {
       if (in.producer < 0) leaves[in.base->id] = in.base.get();
-      std::string from(1, in.producer >= 0 ? 'k' : 'n');  // (appended: "k" + s trips GCC 12's -Wrestrict)
-      from += std::to_string(in.producer >= 0 ? int64_t(in.producer) : int64_t(in.base->id));
+      const bool kernel = in.producer >= 0;
+      std::string from(1, kernel ? 'k' : 'n');  // (appended: "k" + s trips GCC 12's -Wrestrict)
+      from += std::to_string(kernel ? int64_t(in.producer) : int64_t(in.base->id));
       edges[{from, i}] = edges[{from, i}] || in.big;
     }
   }
