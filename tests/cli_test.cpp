@@ -184,6 +184,14 @@ TEST(Cli, SummaryCifarnet) {
   EXPECT_EQ(ab.code, 0) << ab.out;
   EXPECT_NE(ab.out.find("Trainable parameters: 1971352\nFrozen parameters: 1440\n"), std::string::npos)
       << ab.out;
+  // ResNet-20 with projection shortcuts: 269,722 parameters (He et al.'s 0.27M) + two conv1x1 + BN
+  // shortcuts (16*32 + 2*32 + 32*64 + 2*64 = 2,752); without --dataset, CIFAR-10's 32x32x3 input.
+  const CliResult rn = run("summary --model resnet20");
+  EXPECT_EQ(rn.code, 0) << rn.out;
+  EXPECT_NE(rn.out.find("resnet20 for cifar-10 (input (32, 32, 3))"), std::string::npos) << rn.out;
+  EXPECT_NE(rn.out.find("Trainable parameters: 272474\n"), std::string::npos) << rn.out;
+  EXPECT_NE(rn.out.find("Residual(Sequential + Sequential)  "), std::string::npos) << rn.out;
+  EXPECT_NE(rn.out.find("(1, 8, 8, 64)"), std::string::npos) << rn.out;
 }
 
 TEST(Cli, UnknownPreset) {
@@ -205,6 +213,10 @@ TEST(Cli, MissingDataDir) {
                      {"fashion-mnist", "/nonexistent", "--data-dir"}, true);
   expect_clear_error(run("train --dataset cifar10 --data-dir /nonexistent"), {"cifar-10", "/nonexistent"},
                      true);
+  // Without --dataset, a CIFAR-10 preset trains on CIFAR-10 (not the default fashion-mnist).
+  for (const char* model : {"resnet20", "airbench94"})
+    expect_clear_error(run(std::string("train --model ") + model + " --data-dir /nonexistent"),
+                       {"cifar-10", "/nonexistent"}, true);
   expect_clear_error(run("data verify fashion-mnist --data-dir /nonexistent"), {"/nonexistent"}, true);
   expect_clear_error(run("evaluate --checkpoint /nonexistent/m.aether --data-dir /nonexistent"),
                      {"/nonexistent"}, true);

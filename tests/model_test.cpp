@@ -22,6 +22,7 @@
 #include "aether/core/random.h"
 #include "io/checkpoint.h"
 #include "model/progress.h"
+#include "oracle_util.h"
 #include "temp_dir.h"
 
 using namespace aether;
@@ -505,6 +506,52 @@ TEST(ModelSaveLoad, RegisteredModuleTypesRoundTrip) {
   Model back = Model::load(dir.file("t.aether"));
   const Tensor x = Tensor::ones({3, 4});
   EXPECT_TRUE(bit_equal(back.predict(x), m.predict(x)));
+}
+
+// The resnet20 preset: its stride-2 stages and projection shortcuts give the shapes of ResNet-20,
+// and one batch's loss and gradients are the reference backend's on the fused executor (the
+// residual adds, shortcut convs and global average pool included). A 16x16 input keeps it small.
+TEST(Presets, Resnet20FusedStepMatchesTheReference) {
+  struct Step {
+    double loss = 0;
+    std::vector<std::pair<std::string, std::vector<double>>> grads;  // per parameter
+  };
+  auto step = [](bool fused) {
+    return oracle_test::with_fusion(fused, [] {
+      manual_seed(7);
+      const Preset p = make_preset("resnet20", {16, 16, 3}, 10);
+      manual_seed(8);
+      const Tensor x = Tensor::randn({4, 16, 16, 3});     // (N,H,W,C)
+      const Tensor labels = Tensor::randint(0, 10, {4});  // (N)
+      const Tensor logits = (*p.network)(x);              // (N,10)
+      EXPECT_EQ(logits.shape(), (Shape{4, 10}));
+      const Tensor loss = cross_entropy(logits, labels, 0.1);
+      loss.backward();
+      Step s{loss.item<double>(), {}};
+      for (auto& [name, t] : p.network->named_parameters())
+        s.grads.emplace_back(name, oracle_test::f32_values(t->grad()));
+      return s;
+    });
+  };
+  const Step fused = step(true), ref = step(false);
+  EXPECT_TRUE(std::isfinite(ref.loss) && ref.loss > 1);  // about ln 10 at initialisation
+  EXPECT_NEAR(fused.loss, ref.loss, 1e-5 * ref.loss);
+  ASSERT_EQ(fused.grads.size(), ref.grads.size());
+  // The stem's conv and BN (weight, bias), 9 blocks of 2 convs + 2 BNs, 2 shortcuts of a conv + a
+  // BN, the head's weight and bias.
+  EXPECT_EQ(ref.grads.size(), size_t(1 + 2 + 9 * (2 + 2 * 2) + 2 * (1 + 2) + 2));
+  bool has_shortcut = false;
+  for (size_t i = 0; i < ref.grads.size(); ++i) {
+    const auto& [name, want] = ref.grads[i];
+    has_shortcut = has_shortcut || name == "9.shortcut.0.weight";
+    double scale = 0;
+    for (double v : want) scale = std::max(scale, std::abs(v));
+    ASSERT_EQ(fused.grads[i].second.size(), want.size()) << name;
+    EXPECT_GT(scale, 0) << name << ": no gradient";
+    for (size_t j = 0; j < want.size(); ++j)
+      ASSERT_NEAR(fused.grads[i].second[j], want[j], 1e-4 * scale + 1e-7) << name << "[" << j << "]";
+  }
+  EXPECT_TRUE(has_shortcut);
 }
 
 // The progress bar's clock stops at stop(): an epoch's seconds and its final line's rate and time

@@ -27,7 +27,7 @@ constexpr int64_t kMaxBatchSize = 65'536;
 
 // Options not given take the preset's (or the checkpoint's) values; given ones are checked as typed.
 struct TrainArgs {
-  TextArg dataset;  // default: fashion-mnist, or a --resume checkpoint's
+  TextArg dataset;  // default: the --model preset's, fashion-mnist, or a --resume checkpoint's
   TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
   std::string device = "cpu";
   std::string precision = "float32";
@@ -144,7 +144,9 @@ int run_train(const TrainArgs& given) {
   auto print = [root](const char* fmt, auto... args) {
     if (root) std::printf(fmt, args...);
   };
-  std::string ds_name = data::canonical_dataset_name(a.dataset.given() ? a.dataset.text : "fashion-mnist");
+  std::string ds_name = data::canonical_dataset_name(a.dataset.given() ? a.dataset.text
+                                                     : a.model.given() ? preset_dataset(a.model.text)
+                                                                       : "fashion-mnist");
   Model model;
   TrainOptions opt;
   std::string model_name;
@@ -349,9 +351,8 @@ struct SummaryArgs {
   std::string model = "cifarnet", dataset;
 };
 int run_summary(const SummaryArgs& a) {
-  const bool cifar = a.model == "cifarnet" || a.model.rfind("airbench", 0) == 0;
   const std::string ds =
-      a.dataset.empty() ? (cifar ? "cifar-10" : "fashion-mnist") : data::canonical_dataset_name(a.dataset);
+      data::canonical_dataset_name(a.dataset.empty() ? preset_dataset(a.model) : a.dataset);
   const Shape s = ds == "cifar-10" ? Shape{32, 32, 3} : Shape{28, 28, 1};
   Preset p = make_preset(a.model, s, 10);
   Model model;
@@ -367,7 +368,9 @@ void register_train(CLI::App& app) {
   static TrainArgs t;
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
   add_text_option(*cmd, "--dataset", t.dataset,
-                  "fashion-mnist or cifar10 (default: fashion-mnist, or the --resume checkpoint's)", "NAME");
+                  "fashion-mnist or cifar10 (default: the --model preset's (cifar10 for cifarnet, resnet20, "
+                  "airbench*), fashion-mnist, or the --resume checkpoint's)",
+                  "NAME");
   add_text_option(*cmd, "--model", t.model, "preset: " + preset_list() + " (default: lenet / cifarnet)",
                   "NAME");
   add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");

@@ -1,5 +1,5 @@
-// The preset networks (mlp, lenet, cifarnet, airbench94, airbench93, airbench94_muon) and their
-// training recipes.
+// The preset networks (mlp, lenet, cifarnet, resnet20, airbench94, airbench93, airbench94_muon) and
+// their training recipes.
 #include "aether/model/presets.h"
 
 #include <algorithm>
@@ -48,6 +48,41 @@ std::shared_ptr<Sequential> cifarnet(const Shape& s, int64_t k) {
   n->add(mk<GlobalMaxPool2d>()).add(mk<Linear>(256, k));
   return n;
 }
+// ResNet-20 for CIFAR (He et al. 2016, section 4.2: 6n+2 layers with n = 3), input (H,W,C):
+//   conv3x3 C->16 + BN + ReLU (N,H,W,16); three stages of widths 16, 32, 64, each of 3 blocks
+//   relu(body(x) + shortcut(x)), body = conv3x3 (stride s) + BN + ReLU + conv3x3 + BN, where the
+//   first block of stages 2 and 3 has s = 2 (halving H and W) and a projection shortcut (conv1x1
+//   stride 2 + BN: the paper's option B), the others the identity; global average pool (N,64);
+//   Linear(64 -> K). Convs without bias (BatchNorm follows each).
+std::shared_ptr<Sequential> resnet20(const Shape& s, int64_t k) {
+  auto n = std::make_shared<Sequential>();
+  auto conv_bn = [](Sequential& q, int64_t in, int64_t out, int64_t kernel, int64_t stride) {
+    q.add(mk<Conv2d>(in, out, kernel, Conv2dOptions{.stride = stride, .padding = kernel / 2}, false));
+    q.add(mk<BatchNorm2d>(out));
+  };
+  conv_bn(*n, s[2], 16, 3, 1);
+  n->add(mk<ReLU>());
+  int64_t c = 16;
+  for (int64_t w : {16, 32, 64}) {
+    for (int block = 0; block < 3; ++block) {
+      const int64_t stride = block == 0 && w != 16 ? 2 : 1;
+      auto body = std::make_shared<Sequential>();
+      conv_bn(*body, c, w, 3, stride);
+      body->add(mk<ReLU>());
+      conv_bn(*body, w, w, 3, 1);
+      std::shared_ptr<Sequential> shortcut;
+      if (stride != 1 || c != w) {
+        shortcut = std::make_shared<Sequential>();
+        conv_bn(*shortcut, c, w, 1, stride);
+      }
+      n->add(mk<Residual>(body, shortcut)).add(mk<ReLU>());
+      c = w;
+    }
+  }
+  n->add(mk<GlobalAvgPool2d>()).add(mk<Linear>(c, k));
+  return n;
+}
+
 // airbench's network (airbench94.py make_net, lib_airbench93.py make_net93), flat: layer 0 is the
 // whitening conv (named "0.weight", "0.bias"), then GELU, then per group of width w (input (N,H,W,c)):
 //   conv3x3 c->w (N,H,W,w) -> maxpool 2 (N,H/2,W/2,w) -> BN -> GELU -> conv3x3 w->w -> BN -> GELU
@@ -182,12 +217,17 @@ void airbench_data(Preset& p) {
 }  // namespace
 
 std::vector<std::string> preset_names() {
-  return {"mlp", "lenet", "cifarnet", "airbench94", "airbench93", "airbench94_muon"};
+  return {"mlp", "lenet", "cifarnet", "resnet20", "airbench94", "airbench93", "airbench94_muon"};
 }
 
 TTA preset_tta(const std::string& name) {
   return name == "airbench94" || name == "airbench93" || name == "airbench94_muon" ? TTA::flip_translate
                                                                                    : TTA::none;
+}
+
+std::string preset_dataset(const std::string& name) {
+  return name == "cifarnet" || name == "resnet20" || name.rfind("airbench", 0) == 0 ? "cifar-10"
+                                                                                    : "fashion-mnist";
 }
 
 Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
@@ -223,6 +263,21 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
                 .warmup_fraction = 0.25};
     p.epochs = 20;
     p.data.batch_size = 256;
+    p.data.crop_padding = 4;
+    p.data.hflip = true;
+  } else if (name == "resnet20") {
+    p.network = resnet20(s, k);
+    p.config = {.loss = "cross_entropy",
+                .label_smoothing = 0.1,
+                .optimizer = "sgd",
+                .lr = 0.1,
+                .momentum = 0.9,
+                .nesterov = true,
+                .weight_decay = 5e-4,
+                .schedule = "one_cycle",
+                .warmup_fraction = 0.15};
+    p.epochs = 30;
+    p.data.batch_size = 128;
     p.data.crop_padding = 4;
     p.data.hflip = true;
   } else if (name == "airbench94") {

@@ -7,6 +7,11 @@
 //   cifarnet  the fast CIFAR-10 net: conv3x3(C->32, no bias)+BN+ReLU; three blocks of widths 64,
 //             128, 256, each conv3x3 -> maxpool 2x2 -> BN -> ReLU -> conv3x3 -> BN -> ReLU (convs
 //             without bias); global max pool; Linear(256 -> K)
+//   resnet20  ResNet-20 for CIFAR (He et al. 2016): conv3x3(C->16)+BN+ReLU; three stages of widths
+//             16/32/64, each 3 blocks relu(conv3x3+BN+ReLU+conv3x3+BN (x) + shortcut(x)), the first
+//             of stages 2 and 3 with stride 2 and a conv1x1+BN projection shortcut; global average
+//             pool; Linear(64 -> K). Nesterov SGD 0.1, weight decay 5e-4, one-cycle, 30 epochs,
+//             batch 128, label smoothing 0.1, random crops (padding 4) and flips
 //   airbench94  Keller Jordan's airbench94 CIFAR-10 recipe (docs/airbench.md): a frozen 2x2 patch-
 //             whitening conv (C -> 24, bias trained for 3 epochs) + GELU; three groups of widths
 //             64/256/256, each conv3x3 -> maxpool 2 -> BN -> GELU -> conv3x3 -> BN -> GELU (dirac-
@@ -46,5 +51,8 @@ Preset make_preset(const std::string& name, const Shape& image_shape, int64_t cl
 std::vector<std::string> preset_names();
 // The test-time augmentation preset `name` reports (none for an unknown name).
 TTA preset_tta(const std::string& name);
+// The data set preset `name` is made for: "cifar-10" (cifarnet, resnet20, the airbench presets) or
+// "fashion-mnist" (mlp, lenet, an unknown name).
+std::string preset_dataset(const std::string& name);
 
 }  // namespace aether
