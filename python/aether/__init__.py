@@ -49,6 +49,7 @@ from .layers import (
     LeakyReLU,
     MaxPool2d,
     ReLU,
+    Residual,
     Scale,
     SoftMax,
     SpatialDropout,
@@ -65,7 +66,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
     "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
-    "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Rescale", "SGD",
+    "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Residual", "Rescale", "SGD",
     "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
     "arange", "cat", "datasets", "from_dlpack", "full", "functional", "grad_enabled", "manual_seed", "matmul",
     "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros",

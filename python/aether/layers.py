@@ -7,7 +7,7 @@ Activations are NHWC, as in Aether-ML. `Layer` is the base for layers written in
 
 from __future__ import annotations
 
-from typing import Any, Dict, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _aether
 from ._aether import Tensor
@@ -208,6 +208,59 @@ class SoftMax(_Builtin):
 
     def build(self, shape):
         return _aether._Softmax(-1)
+
+
+def _build(layer: Any, shape: Tuple[int, ...]) -> Tuple[_aether.Module, Tuple[int, ...]]:
+    """The module for `layer` (built-in layers are built for `shape`; a Layer or Module is itself)
+    and the shape of one sample after it."""
+    if not isinstance(layer, (_Builtin, _aether.Module)):
+        raise TypeError(f"expected an aether layer, got {type(layer).__name__}")
+    module = layer.build(shape) if isinstance(layer, _Builtin) else layer
+    return module, tuple(_aether.output_shape(module, list(shape)))
+
+
+def _layers(v: Any, what: str) -> List[Any]:
+    layers = list(v) if isinstance(v, (list, tuple)) else [v]
+    if not layers:
+        raise ValueError(f"{what} needs at least one layer")
+    for l in layers:
+        if not isinstance(l, (_Builtin, _aether.Module)):
+            raise TypeError(f"{what}: expected aether layers, got {type(l).__name__}")
+    return layers
+
+
+class Residual(_Builtin):
+    """y = body(x) + shortcut(x), or body(x) + x without a shortcut: a ResNet block. body and
+    shortcut are a layer or a list of layers (built-in, Layer or Module), built for the block's
+    input; both must give samples of one shape. ResNet's ReLU after the sum is a layer of its own:
+
+        model.add(ae.Residual([ae.Conv2d(16, 32, 3, stride=2, padding=1, bias=False), ae.BatchNorm(),
+                               ae.ReLU(), ae.Conv2d(32, 32, 3, padding=1, bias=False), ae.BatchNorm()],
+                              shortcut=[ae.Conv2d(16, 32, 1, stride=2, bias=False), ae.BatchNorm()]))
+        model.add(ae.ReLU())
+    """
+
+    def __init__(self, body: Any, shortcut: Optional[Any] = None):
+        self.body = _layers(body, "Residual body")
+        self.shortcut = None if shortcut is None else _layers(shortcut, "Residual shortcut")
+
+    @staticmethod
+    def _chain(layers: List[Any], shape: Tuple[int, ...]) -> Tuple[_aether.Sequential, Tuple[int, ...]]:
+        seq = _aether.Sequential()
+        for layer in layers:
+            module, shape = _build(layer, shape)
+            seq.add(module)
+        return seq, shape
+
+    def build(self, shape):
+        body, out = self._chain(self.body, shape)
+        shortcut, short = (None, shape) if self.shortcut is None else self._chain(self.shortcut, shape)
+        if out != short:
+            what = "its shortcut gives" if self.shortcut is not None else "its input (the identity shortcut) is"
+            raise ValueError(f"Residual: its body gives samples of shape {out} but {what} {short}; "
+                             "they are added, so they must match (a strided or widening body needs a shortcut "
+                             "that does the same, e.g. a 1x1 Conv2d)")
+        return _aether.Residual(body, shortcut)
 
 
 class Layer(_aether._Layer):

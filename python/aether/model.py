@@ -16,7 +16,7 @@ import numpy as np
 from . import _aether, _progress
 from ._aether import Tensor
 from ._tensor import device_name, tensor
-from .layers import Layer, _Builtin
+from .layers import Layer, _build, _Builtin
 from .losses import Loss
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 
@@ -155,8 +155,7 @@ class Model:
             raise RuntimeError("Model.finalize: call configure() first")
         shape = tuple(int(s) for s in input_shape)
         for layer in self._layers:
-            module = layer.build(shape) if isinstance(layer, _Builtin) else layer
-            shape = tuple(_aether.output_shape(module, list(shape)))
+            module, shape = _build(layer, shape)
             self._cpp.add(module)
         self._cpp.set_precision(self._precision)
         self._cpp.finalize([int(s) for s in input_shape])
@@ -166,7 +165,8 @@ class Model:
 
     @classmethod
     def preset(cls, name: str, input_shape: Sequence[int], classes: int = 10, device: str = "cpu") -> "Model":
-        """One of aether's preset networks ("mlp", "lenet", "cifarnet") with its training recipe
+        """One of aether's preset networks ("mlp", "lenet", "cifarnet", "resnet20", "airbench94",
+        "airbench93", "airbench94_muon") with its training recipe
         (optimizer, schedule, batch size, augmentation), as `aether train --model NAME` builds it.
         Seed with aether.manual_seed() first."""
         layers, config, data = _aether._preset(name, [int(s) for s in input_shape], int(classes))
