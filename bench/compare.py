@@ -4,7 +4,8 @@
 Workloads (the shapes of `aether bench`'s defaults): BatchNorm2d(train)+ReLU forward+backward at
 (256,32,32,32); ReLU backward alone at that shape (PyTorch: threshold_backward through autograd, and
 the expression dy * (out > 0)); conv3x3 64->64 on (64,64,32,32), forward and forward+backward; one
-cifarnet training step (forward, loss, backward, SGD) at batch 64 and 256. Frameworks: aether
+cifarnet training step (forward, loss, backward, SGD) at batch 64 and 256, and a resnet20 step at
+batch 128 (not in JAX). Frameworks: aether
 (`aether bench ... --json`), PyTorch eager NCHW, PyTorch eager channels-last, torch.compile
 (channels-last) and JAX jit (NHWC); each peer runs in its own worker process
 (bench/peers/worker.py) and is skipped with a message when it cannot be imported.
@@ -46,6 +47,7 @@ GROUPS = {
     # torch.autocast("cpu", torch.bfloat16); JAX is not measured in bfloat16.
     "step-64-bf16": ["step-64-bf16"],
     "step-256-bf16": ["step-256-bf16"],
+    "resnet20-128": ["resnet20-128"],  # the resnet20 preset's step at its batch size
 }
 SECTIONS = ("stream",) + tuple(GROUPS) + ("memory", "first-step")
 TITLES = {
@@ -58,6 +60,7 @@ TITLES = {
     "step-256": "cifarnet step, batch 256",
     "step-64-bf16": "cifarnet step, batch 64, bfloat16",
     "step-256-bf16": "cifarnet step, batch 256, bfloat16",
+    "resnet20-128": "resnet20 step, batch 128",
 }
 
 

@@ -25,6 +25,8 @@ def args_of(name):
   if name.startswith("step-"):  # step-B or step-B-bf16
     parts = name.split("-")
     return ["step", "--model", "cifarnet", "--batch", parts[1]] + (["--precision", parts[2]] if len(parts) > 2 else [])
+  if name.startswith("resnet20-"):  # resnet20-B
+    return ["step", "--model", "resnet20", "--batch", name.split("-")[1]]
   return list(ARGS[name])
 
 

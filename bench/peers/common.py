@@ -1,5 +1,6 @@
 # Shared by compare.py and the peer workers (stdlib only): the benchmark shapes (the same as
-# `aether bench`'s defaults), the cifarnet recipe (src/model/presets.cpp), its conv FLOPs, timing of
+# `aether bench`'s defaults), the cifarnet and resnet20 recipes (src/model/presets.cpp), cifarnet's
+# conv FLOPs, timing of
 # repeated calls, and resident-memory readings from /proc.
 import os
 import resource
@@ -28,6 +29,15 @@ MOMENTUM = 0.9
 WEIGHT_DECAY = 5e-4
 BN_MOMENTUM = 0.1
 BN_EPS = 1e-5
+
+# resnet20 (src/model/presets.cpp): conv3x3(3->16, no bias) BN ReLU; three stages of widths 16, 32,
+# 64, each 3 blocks relu(conv3x3 BN ReLU conv3x3 BN (x) + shortcut(x)), the first block of stages 2
+# and 3 with stride 2 and a conv1x1(stride 2, no bias) BN shortcut; global average pool;
+# Linear(64 -> 10). Its step is timed with cifarnet's SGD settings and label smoothing 0.1 (the
+# preset's); the values do not change the work.
+RESNET20_WIDTHS = (16, 32, 64)
+RESNET20_BLOCKS = 3
+RESNET20_LABEL_SMOOTHING = 0.1
 
 
 def cifarnet_convs(side=32):

@@ -185,5 +185,7 @@ def make(name, variant="jit"):
     if name.endswith("-bf16"):
       raise ValueError("the bfloat16 step is not measured in JAX")
     return cifarnet_step(int(name.split("-")[1]))
+  if name.startswith("resnet20-"):
+    raise ValueError("the resnet20 step is not measured in JAX")
   return {"bn-relu": bn_relu, "relu-backward": relu_backward, "relu-backward-expr": relu_backward,
           "conv-forward": conv_forward, "conv-forward-backward": conv_forward_backward}[name]()

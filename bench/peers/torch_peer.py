@@ -128,12 +128,41 @@ def cifarnet():
   return nn.Sequential(*layers)
 
 
-def cifarnet_step(variant, batch, bf16=False):
+class _ResidualBlock(nn.Module):
+  """relu(body(x) + shortcut(x)): a resnet20 block (see common.py)."""
+
+  def __init__(self, ci, co, stride):
+    super().__init__()
+    bn = lambda c: nn.BatchNorm2d(c, eps=common.BN_EPS, momentum=common.BN_MOMENTUM)
+    self.body = nn.Sequential(nn.Conv2d(ci, co, 3, stride, 1, bias=False), bn(co), nn.ReLU(),
+                              nn.Conv2d(co, co, 3, 1, 1, bias=False), bn(co))
+    self.shortcut = (nn.Sequential(nn.Conv2d(ci, co, 1, stride, bias=False), bn(co))
+                     if stride != 1 or ci != co else nn.Identity())
+
+  def forward(self, x):
+    return F.relu(self.body(x) + self.shortcut(x))
+
+
+def resnet20():
+  """The resnet20 preset, layer for layer (see common.py)."""
+  c = common.RESNET20_WIDTHS[0]
+  layers = [nn.Conv2d(common.CIFARNET_IN, c, 3, 1, 1, bias=False),
+            nn.BatchNorm2d(c, eps=common.BN_EPS, momentum=common.BN_MOMENTUM), nn.ReLU()]
+  for w in common.RESNET20_WIDTHS:
+    for block in range(common.RESNET20_BLOCKS):
+      layers.append(_ResidualBlock(c, w, 2 if block == 0 and w != common.RESNET20_WIDTHS[0] else 1))
+      c = w
+  layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, common.CIFARNET_CLASSES)]
+  return nn.Sequential(*layers)
+
+
+def cifarnet_step(variant, batch, bf16=False, net=cifarnet, label_smoothing=common.LABEL_SMOOTHING):
   """One training step as `aether bench step` does it: forward, loss (label smoothing), backward,
   SGD (Nesterov, weight decay), zero_grad, accuracy, loss.item(). bf16: the forward and the loss
-  under torch.autocast("cpu", torch.bfloat16) (float32 weights), as aether's --precision bf16."""
+  under torch.autocast("cpu", torch.bfloat16) (float32 weights), as aether's --precision bf16.
+  net: the network (cifarnet, or resnet20 with its label smoothing)."""
   torch.manual_seed(0)
-  model = cifarnet().train().to(memory_format=_fmt(variant))
+  model = net().train().to(memory_format=_fmt(variant))
   x = _randn((batch, common.CIFARNET_IN, 32, 32), variant)
   y = torch.randint(0, common.CIFARNET_CLASSES, (batch,))
   opt = torch.optim.SGD(model.parameters(), lr=common.LR, momentum=common.MOMENTUM, nesterov=True,
@@ -142,7 +171,7 @@ def cifarnet_step(variant, batch, bf16=False):
   def fwd_loss(xb, yb):
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
       out = model(xb)
-      return out, F.cross_entropy(out, yb, label_smoothing=common.LABEL_SMOOTHING)
+      return out, F.cross_entropy(out, yb, label_smoothing=label_smoothing)
 
   fwd_loss = _compiled(fwd_loss, variant)
   opt_step = _compiled(opt.step, variant)
@@ -162,5 +191,8 @@ def make(name, variant):
   if name.startswith("step-"):  # step-B or step-B-bf16
     parts = name.split("-")
     return cifarnet_step(variant, int(parts[1]), bf16=parts[2:] == ["bf16"])
+  if name.startswith("resnet20-"):  # resnet20-B
+    return cifarnet_step(variant, int(name.split("-")[1]), net=resnet20,
+                         label_smoothing=common.RESNET20_LABEL_SMOOTHING)
   return {"bn-relu": bn_relu, "relu-backward": relu_backward, "relu-backward-expr": relu_backward_expr,
           "conv-forward": conv_forward, "conv-forward-backward": conv_forward_backward}[name](variant)
