@@ -83,6 +83,25 @@ std::shared_ptr<Sequential> resnet20(const Shape& s, int64_t k) {
   return n;
 }
 
+// cifarnet's and resnet20's recipe: Nesterov SGD (lr 0.1, momentum 0.9, weight decay 5e-4) with a
+// one-cycle schedule rising over `warmup` of the steps, cross-entropy with `label_smoothing`,
+// random crops (4-pixel zero padding) and flips.
+void sgd_one_cycle_recipe(Preset& p, double label_smoothing, double warmup, int64_t epochs, int64_t batch) {
+  p.config = {.loss = "cross_entropy",
+              .label_smoothing = label_smoothing,
+              .optimizer = "sgd",
+              .lr = 0.1,
+              .momentum = 0.9,
+              .nesterov = true,
+              .weight_decay = 5e-4,
+              .schedule = "one_cycle",
+              .warmup_fraction = warmup};
+  p.epochs = epochs;
+  p.data.batch_size = batch;
+  p.data.crop_padding = 4;
+  p.data.hflip = true;
+}
+
 // airbench's network (airbench94.py make_net, lib_airbench93.py make_net93), flat: layer 0 is the
 // whitening conv (named "0.weight", "0.bias"), then GELU, then per group of width w (input (N,H,W,c)):
 //   conv3x3 c->w (N,H,W,w) -> maxpool 2 (N,H/2,W/2,w) -> BN -> GELU -> conv3x3 w->w -> BN -> GELU
@@ -252,34 +271,10 @@ Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
     p.data.batch_size = 128;
   } else if (name == "cifarnet") {
     p.network = cifarnet(s, k);
-    p.config = {.loss = "cross_entropy",
-                .label_smoothing = 0.2,
-                .optimizer = "sgd",
-                .lr = 0.1,
-                .momentum = 0.9,
-                .nesterov = true,
-                .weight_decay = 5e-4,
-                .schedule = "one_cycle",
-                .warmup_fraction = 0.25};
-    p.epochs = 20;
-    p.data.batch_size = 256;
-    p.data.crop_padding = 4;
-    p.data.hflip = true;
+    sgd_one_cycle_recipe(p, 0.2, 0.25, 20, 256);
   } else if (name == "resnet20") {
     p.network = resnet20(s, k);
-    p.config = {.loss = "cross_entropy",
-                .label_smoothing = 0.1,
-                .optimizer = "sgd",
-                .lr = 0.1,
-                .momentum = 0.9,
-                .nesterov = true,
-                .weight_decay = 5e-4,
-                .schedule = "one_cycle",
-                .warmup_fraction = 0.15};
-    p.epochs = 30;
-    p.data.batch_size = 128;
-    p.data.crop_padding = 4;
-    p.data.hflip = true;
+    sgd_one_cycle_recipe(p, 0.1, 0.15, 30, 128);
   } else if (name == "airbench94") {
     p.network = airbench(s, k, {64, 256, 256});
     airbench_recipe(p, 10);  // airbench94: 9.9 epochs (docs/airbench.md)
