@@ -490,6 +490,14 @@ TEST(ModuleBookkeeping, SummaryTable) {
   row_ends_with("2 ReLU", "0");
   row_ends_with("3 Residual", "152");
   row_ends_with("7 Linear", "650");
+  // The layers inside the Residual block follow its row, indented and named as their parameters.
+  row_ends_with("  3.body.0 Conv2d(4 -> 4, 3x3, stride 1, pad same, no bias)", "144");
+  const size_t body0 = s.find("3.body.0");
+  EXPECT_NE(s.substr(body0, s.find('\n', body0) - body0).find("(1, 8, 8, 4)"), std::string::npos) << s;
+  row_ends_with("  3.body.1 BatchNorm2d(4)", "8");
+  EXPECT_LT(s.find("3 Residual"), s.find("3.body.0")) << s;
+  EXPECT_LT(s.find("3.body.1"), s.find("4 MaxPool2d")) << s;
+  EXPECT_EQ(s.find("3.body.2"), std::string::npos) << s;
   // Building the table neither updates batch-norm statistics nor changes the mode.
   EXPECT_EQ(net->named_buffers()[0].second->to_vector<float>(), before_mean);
   EXPECT_EQ(net->named_buffers()[1].second->to_vector<float>(), before_var);

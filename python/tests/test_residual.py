@@ -90,6 +90,9 @@ def test_residual_model_saves_loads_and_summarises(tmp_path):
     m, x, _, _ = trained_block_model()
     text = m.summary(print_fn=None)
     assert "Residual(Sequential + Sequential)" in text and "Residual(Sequential + identity)" in text
+    # The layers inside each block, indented under it, named as their parameters.
+    assert "\n  0.body.0 Conv2d(3 -> 4, 3x3, stride 2, pad 1, no bias) " in text
+    assert "\n  0.shortcut.1 BatchNorm2d(4) " in text and "\n  2.body.1 ReLU " in text
     path = tmp_path / "resnet.aether"
     m.save(path)
     again = ae.Model.load(path)

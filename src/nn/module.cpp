@@ -1,10 +1,12 @@
-// Module bookkeeping (names, modes, devices), Sequential and the summary table.
+// Module bookkeeping (names, modes, devices), Sequential and the summary table (with the layers
+// inside nested Sequentials and Residual blocks, indented).
 #include "aether/nn/module.h"
 
 #include <array>
 #include <iomanip>
 #include <sstream>
 
+#include "aether/nn/layers.h"
 #include "config_json.h"
 
 namespace aether::nn {
@@ -115,21 +117,44 @@ std::string Sequential::config() const {
   return nlohmann::json{{"type", "Sequential"}, {"layers", layers}}.dump();
 }
 
+namespace {
+using Rows = std::vector<std::array<std::string, 3>>;  // layer, output shape, parameters
+
+Tensor add_rows(Module& m, const std::string& name, const Tensor& x, int depth, Rows& rows);
+
+// The rows of a branch or a nested Sequential: one per layer, each fed the one before.
+Tensor add_layer_rows(Module& m, const std::string& name, const Tensor& x, int depth, Rows& rows) {
+  if (dynamic_cast<Sequential*>(&m) == nullptr) return add_rows(m, name, x, depth, rows);
+  Tensor h = x;
+  for (auto& [n, c] : m.children()) h = add_rows(*c, join(name, n), h, depth, rows);
+  return h;
+}
+
+// m's row (its name, indented by depth, and description; its output shape for input x; its
+// parameters), then, one level deeper, the layers inside it: a nested Sequential's in order, a
+// Residual's body and shortcut each from the block's input x. Returns m's output.
+Tensor add_rows(Module& m, const std::string& name, const Tensor& x, int depth, Rows& rows) {
+  const Tensor y = m.forward(x);
+  rows.push_back({std::string(size_t(2 * depth), ' ') + (name.empty() ? "" : name + " ") + m.describe(),
+                  to_string(y.shape()), std::to_string(m.num_parameters())});
+  if (dynamic_cast<Sequential*>(&m) != nullptr) {
+    add_layer_rows(m, name, x, depth + 1, rows);
+  } else if (dynamic_cast<Residual*>(&m) != nullptr) {
+    for (auto& [n, branch] : m.children()) add_layer_rows(*branch, join(name, n), x, depth + 1, rows);
+  }
+  return y;
+}
+}  // namespace
+
 std::string summary(Module& m, const Shape& input_shape) {
   NoGradGuard no_grad;
   EvalModeGuard eval_mode(m);  // training mode would update batch-norm statistics and draw dropout masks
-  std::vector<std::array<std::string, 3>> rows;
-  Tensor x = Tensor::zeros(input_shape);
-  auto* seq = dynamic_cast<Sequential*>(&m);
-  if (seq) {
-    for (auto& [n, c] : seq->children()) {
-      x = c->forward(x);
-      rows.push_back({n + " " + c->describe(), to_string(x.shape()), std::to_string(c->num_parameters())});
-    }
-  } else {
-    x = m.forward(x);
-    rows.push_back({m.describe(), to_string(x.shape()), std::to_string(m.num_parameters())});
-  }
+  Rows rows;
+  const Tensor x = Tensor::zeros(input_shape);
+  if (dynamic_cast<Sequential*>(&m) != nullptr)
+    add_layer_rows(m, "", x, 0, rows);  // the network's layers, numbered from 0
+  else
+    add_rows(m, "", x, 0, rows);
   size_t w0 = 5, w1 = 12, w2 = 7;
   for (auto& r : rows) {
     w0 = std::max(w0, r[0].size());

@@ -96,6 +96,8 @@ class Sequential : public Module {
 // A table like Keras' model.summary(): layer, output shape, parameters, and totals. Shapes come
 // from building the forward graph on a lazy input of `input_shape` (nothing is computed), in
 // evaluation mode: batch-norm statistics, the modes and the random generator are left unchanged.
+// The layers inside a nested Sequential or a Residual block follow its row, indented, named as
+// their parameters are ("3.body.0 Conv2d(...)", "3.shortcut.0 ...").
 std::string summary(Module& m, const Shape& input_shape);
 
 // Rebuilds a module (and its children) from config()'s JSON text; weights are fresh (load them
