@@ -27,7 +27,7 @@ constexpr int64_t kMaxBatchSize = 65'536;
 
 // Options not given take the preset's (or the checkpoint's) values; given ones are checked as typed.
 struct TrainArgs {
-  TextArg dataset;  // default: the --model preset's, fashion-mnist, or a --resume checkpoint's
+  TextArg dataset;  // default: a --resume checkpoint's, else the --model preset's, else fashion-mnist
   TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
   std::string device = "cpu";
   std::string precision = "float32";
@@ -368,8 +368,8 @@ void register_train(CLI::App& app) {
   static TrainArgs t;
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
   add_text_option(*cmd, "--dataset", t.dataset,
-                  "fashion-mnist or cifar10 (default: the --model preset's (cifar10 for cifarnet, resnet20, "
-                  "airbench*), fashion-mnist, or the --resume checkpoint's)",
+                  "fashion-mnist or cifar10 (default: the --resume checkpoint's, else the --model preset's: "
+                  "cifar10 for cifarnet, resnet20 and airbench*, else fashion-mnist)",
                   "NAME");
   add_text_option(*cmd, "--model", t.model, "preset: " + preset_list() + " (default: lenet / cifarnet)",
                   "NAME");
