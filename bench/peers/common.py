@@ -1,7 +1,6 @@
 # Shared by compare.py and the peer workers (stdlib only): the benchmark shapes (the same as
 # `aether bench`'s defaults), the cifarnet and resnet20 recipes (src/model/presets.cpp), cifarnet's
-# conv FLOPs, timing of
-# repeated calls, and resident-memory readings from /proc.
+# conv FLOPs, timing of repeated calls, and resident-memory readings from /proc.
 import os
 import resource
 import statistics

@@ -212,9 +212,7 @@ class SoftMax(_Builtin):
 
 def _build(layer: Any, shape: Tuple[int, ...]) -> Tuple[_aether.Module, Tuple[int, ...]]:
     """The module for `layer` (built-in layers are built for `shape`; a Layer or Module is itself)
-    and the shape of one sample after it."""
-    if not isinstance(layer, (_Builtin, _aether.Module)):
-        raise TypeError(f"expected an aether layer, got {type(layer).__name__}")
+    and the shape of one sample after it. Model.add and Residual have checked the layer's type."""
     module = layer.build(shape) if isinstance(layer, _Builtin) else layer
     return module, tuple(_aether.output_shape(module, list(shape)))
 
