@@ -2,7 +2,8 @@
 // weights, buffers and optimizer slots (the previous file is kept), training stops on a non-finite
 // validation result or weights before its checkpoint, Model::load rejects every bad value of a real
 // checkpoint rewritten to a bad variant (normalisation, weights, optimizer slots, training state,
-// architecture...), and evaluate/predict check the data's sample shape and non-finite results.
+// architecture...), evaluate/predict check the data's sample shape and non-finite results, and
+// train/evaluate/predict refuse empty data, non-finite float data and options that cannot apply.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -561,6 +562,90 @@ TEST(ModelEvaluate, NonFiniteOutputsAreAnError) {
               ok.predict(Tensor::from_vector<float>(x, {1, 8, 8, 1}));
             }),
             "predict: the images hold NaN");
+}
+
+// ---- the data a model is given ----------------------------------------------------------------------------
+// An empty data set is an error before any step (it used to train "an epoch" of loss 0, and
+// evaluate returned loss 0 and accuracy 0 as if measured).
+TEST(ModelData, EmptyDataSetsAreErrors) {
+  manual_seed(8);
+  Model m = make_model();
+  const data::Dataset empty = tiny_dataset(0, 8, 8, "none");
+  EXPECT_EQ(error_of([&] { m.train(empty, train_options(1)); }), "train: data set 'none' is empty");
+  EXPECT_EQ(error_of([&] { m.evaluate(empty); }), "evaluate: data set 'none' is empty");
+  EXPECT_EQ(error_of([&] { m.predict(empty); }), "predict: data set 'none' is empty");
+  EXPECT_EQ(error_of([&] { data::channel_stats(empty); }), "channel_stats: data set 'none' is empty");
+  TrainOptions o = train_options(1);
+  o.validation = &empty;
+  EXPECT_EQ(error_of([&] { m.train(tiny_dataset(), o); }), "train (validation): data set 'none' is empty");
+  EXPECT_EQ(m.steps_done(), 0);
+}
+
+// Float images (and regression targets) holding NaN or Inf name the item, instead of training to a
+// NaN loss and advising a lower learning rate.
+TEST(ModelData, NonFiniteFloatValuesNameTheItem) {
+  manual_seed(9);
+  Model m = make_model();
+  std::vector<float> pixels(16 * 64, 0.5f);  // (16, 8, 8, 1)
+  data::Dataset d = tiny_dataset(16);
+  d.images.clear();
+  d.float_images = pixels.data();
+  d.check();
+  pixels[5 * 64 + 17] = kInf;  // item 5
+  pixels[9 * 64] = kNaN;       // item 9
+  EXPECT_EQ(error_of([&] { d.check(); }),
+            "Dataset: tiny: the image of item 5 holds Inf; images must be finite");
+  EXPECT_EQ(error_of([&] { m.train(d, train_options(1)); }),
+            "Dataset: tiny: the image of item 5 holds Inf; images must be finite");
+  EXPECT_EQ(error_of([&] { m.evaluate(d); }),
+            "Dataset: tiny: the image of item 5 holds Inf; images must be finite");
+  pixels[5 * 64 + 17] = -kInf;
+  EXPECT_EQ(error_of([&] { d.check(); }),
+            "Dataset: tiny: the image of item 5 holds -Inf; images must be finite");
+  pixels[5 * 64 + 17] = 0.5f;
+  EXPECT_EQ(error_of([&] { m.predict(d); }),
+            "Dataset: tiny: the image of item 9 holds NaN; images must be finite");
+  EXPECT_EQ(m.steps_done(), 0);
+  pixels[9 * 64] = 0.5f;
+  EXPECT_EQ(m.predict(d).shape(), Shape({16, 2}));
+
+  data::Dataset r = d;  // regression targets (16, 2)
+  r.labels.clear();
+  r.num_classes = 0;
+  r.class_names.clear();
+  r.target_dim = 2;
+  r.targets.assign(32, 1.0f);
+  r.check();
+  r.targets[2 * 2 + 1] = kNaN;
+  EXPECT_EQ(error_of([&] { r.check(); }),
+            "Dataset: tiny: the target of item 2 holds NaN; targets must be finite");
+}
+
+TEST(ModelData, TrainOptionsThatCannotApply) {
+  manual_seed(10);
+  Model m = make_model();
+  TrainOptions o = train_options(1);
+  o.max_steps_per_epoch = -1;
+  EXPECT_EQ(error_of([&] { m.train(tiny_dataset(), o); }),
+            "train: max_steps_per_epoch must be >= 0 (0: whole epochs), got -1");
+  // A model of flat samples: no pixels for crops or flips to move.
+  Model flat;
+  flat.add(mk<nn::Linear>(64, 2));
+  ModelConfig c;
+  c.lr = 0.05;
+  flat.configure(c).finalize({64});
+  for (const bool hflip : {false, true}) {
+    TrainOptions a = train_options(1);
+    a.data.hflip = hflip;
+    a.data.crop_padding = hflip ? 0 : 2;
+    EXPECT_EQ(
+        error_of([&] { flat.train(tiny_dataset(), a); }),
+        std::string("train: crop_padding and hflip need image input (H, W, C), the model takes (64,) (got "
+                    "crop_padding ") +
+            (hflip ? "0, hflip on)" : "2, hflip off)"));
+  }
+  EXPECT_EQ(flat.steps_done(), 0);
+  EXPECT_EQ(flat.train(tiny_dataset(), train_options(1)).epochs.size(), 1u);
 }
 
 // ---- pooling strides in the architecture ------------------------------------------------------------

@@ -7,6 +7,7 @@ Activations are NHWC, as in Aether-ML. `Layer` is the base for layers written in
 
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _aether
@@ -15,13 +16,23 @@ from ._aether import Tensor
 Pair = Union[int, Tuple[int, int], Sequence[int]]
 
 
-def _pair(v: Pair, what: str) -> Tuple[int, int]:
+def _pair(v: Pair, what: str, least: int) -> Tuple[int, int]:
+    """(v, v) for an int v, else v as a pair; each value at least `least`."""
     if isinstance(v, int):
-        return (v, v)
+        v = (v, v)
     v = tuple(v)
     if len(v) != 2 or not all(isinstance(x, int) for x in v):
         raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
+    if min(v) < least:
+        raise ValueError(f"{what} must be >= {least}, got {v!r}")
     return v
+
+
+def _count(v: int, what: str) -> int:
+    """A size that must be a positive int (features, channels, groups)."""
+    if isinstance(v, bool) or int(v) != v or v < 1:
+        raise ValueError(f"{what} must be a positive int, got {v!r}")
+    return int(v)
 
 
 class _Builtin:
@@ -43,7 +54,8 @@ class Dense(_Builtin):
     """y = x W^T + b: (N, in_features) -> (N, out_features)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
-        self.in_features, self.out_features, self.bias = int(in_features), int(out_features), bool(bias)
+        self.in_features = _count(in_features, "Dense: in_features")
+        self.out_features, self.bias = _count(out_features, "Dense: out_features"), bool(bias)
 
     def build(self, shape):
         if shape[-1] != self.in_features:
@@ -57,15 +69,18 @@ class Conv2d(_Builtin):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Pair, stride: Pair = (1, 1),
                  padding: Union[str, Pair] = "valid", dilation: Pair = 1, groups: int = 1, bias: bool = True):
-        self.in_channels, self.out_channels = int(in_channels), int(out_channels)
-        self.kernel_size, self.stride = _pair(kernel_size, "kernel_size"), _pair(stride, "stride")
+        self.in_channels = _count(in_channels, "Conv2d: in_channels")
+        self.out_channels = _count(out_channels, "Conv2d: out_channels")
+        self.kernel_size = _pair(kernel_size, "Conv2d: kernel_size", 1)
+        self.stride = _pair(stride, "Conv2d: stride", 1)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"Conv2d: padding must be 'valid', 'same', an int or a pair, got {padding!r}")
             self.padding = padding
         else:
-            self.padding = _pair(padding, "padding")
-        self.dilation, self.groups, self.bias = _pair(dilation, "dilation"), int(groups), bool(bias)
+            self.padding = _pair(padding, "Conv2d: padding", 0)
+        self.dilation = _pair(dilation, "Conv2d: dilation", 1)
+        self.groups, self.bias = _count(groups, "Conv2d: groups"), bool(bias)
 
     def build(self, shape):
         self._need(shape, 3, "images (H, W, C)")
@@ -85,6 +100,8 @@ class BatchNorm(_Builtin):
     def __init__(self, epsilon: float = 1e-5, momentum: float = 0.9):
         if not 0 <= momentum < 1:
             raise ValueError(f"BatchNorm: momentum must be in [0, 1), got {momentum}")
+        if not 0 < epsilon < math.inf:
+            raise ValueError(f"BatchNorm: epsilon must be finite and > 0, got {epsilon}")
         self.epsilon, self.momentum = float(epsilon), float(momentum)
 
     def build(self, shape):
@@ -95,8 +112,9 @@ class BatchNorm(_Builtin):
 
 class _Pool(_Builtin):
     def __init__(self, kernel_size: Pair, stride: Pair = None, padding: Union[str, Pair] = "valid"):
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.stride = self.kernel_size if stride is None else _pair(stride, "stride")
+        name = type(self).__name__
+        self.kernel_size = _pair(kernel_size, f"{name}: kernel_size", 1)
+        self.stride = self.kernel_size if stride is None else _pair(stride, f"{name}: stride", 1)
         if padding == "valid":
             self.padding = (0, 0)
         elif padding == "same":
@@ -108,7 +126,7 @@ class _Pool(_Builtin):
             raise ValueError(f"{type(self).__name__}: padding must be 'valid', 'same', an int or a pair, "
                              f"got {padding!r}")
         else:
-            self.padding = _pair(padding, "padding")
+            self.padding = _pair(padding, f"{name}: padding", 0)
 
 
 class MaxPool2d(_Pool):
@@ -166,6 +184,8 @@ class Scale(_Builtin):
     """y = factor * x, a fixed scale (airbench's output scale 1/9)."""
 
     def __init__(self, factor: float):
+        if not math.isfinite(factor):
+            raise ValueError(f"Scale: factor must be finite, got {factor}")
         self.factor = float(factor)
 
     def build(self, shape):

@@ -232,7 +232,7 @@ class Model:
         samples) instead of each rank's own."""
         self._require_finalized("train")
         d = self._defaults
-        batch_size = int(batch_size or d.get("batch_size", 32))
+        batch_size = int(d.get("batch_size", 32) if batch_size is None else batch_size)
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         mean: List[float] = list(self._cpp.norm_mean)

@@ -184,6 +184,66 @@ def test_bad_input_gets_clear_errors(fmnist):
         ae.Dropout(1.0)
 
 
+
+def test_data_and_settings_that_cannot_work_are_errors(fmnist):
+    """Each used to pass silently or fail late: empty data trained "an epoch" of loss 0 and
+    evaluated to accuracy 0; batch_size=0 meant the default; NaN pixels ended in "the loss became
+    nan ... try a lower learning rate"; crops and flips of flat samples moved feature values; layer
+    arguments out of range surfaced at finalize, if at all (a pool's stride 0 became the kernel)."""
+    x, y, _, _ = fmnist
+    m = small_cnn()
+    m.finalize((28, 28, 1))
+    empty_x, empty_y = np.zeros((0, 28, 28, 1), np.uint8), np.zeros(0, np.int64)
+    with pytest.raises(ValueError, match="data set 'train' is empty"):
+        m.train(empty_x, empty_y, verbose=False)
+    with pytest.raises(ValueError, match="data set 'evaluate' is empty"):
+        m.evaluate(empty_x, empty_y)
+    with pytest.raises(ValueError, match="batch_size is 0"):
+        m.train(x[:10], y[:10], batch_size=0, verbose=False)
+    with pytest.raises(ValueError, match="max_steps_per_epoch must be >= 0"):
+        m.train(x[:10], y[:10], max_steps_per_epoch=-1, verbose=False)
+    bad = (x[:10] / 255.0).astype(np.float32)
+    bad[7, 3, 4, 0] = np.nan
+    with pytest.raises(ValueError, match="the image of item 7 holds NaN"):
+        m.train(bad, y[:10], verbose=False)
+    with pytest.raises(ValueError, match="the image of item 7 holds NaN"):
+        m.predict(bad)
+    bad[7, 3, 4, 0] = np.inf
+    with pytest.raises(ValueError, match="the image of item 7 holds Inf"):
+        m.evaluate(bad, y[:10])
+    assert m.epochs_done == 0
+    flat = ae.Model()
+    flat.add(ae.Dense(784, 10))
+    flat.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1))
+    flat.finalize((784,))
+    features = x[:10].reshape(10, -1)
+    for kw in ({"crop_padding": 2}, {"hflip": True}):
+        with pytest.raises(ValueError, match=r"need image input \(H, W, C\), the model takes \(784,\)"):
+            flat.train(features, y[:10], verbose=False, **kw)
+    assert flat.train(features, y[:10], verbose=False)["loss"][0] > 0
+    with pytest.raises(ValueError, match=r"MaxPool2d: stride must be >= 1, got \(0, 0\)"):
+        ae.MaxPool2d(2, 0)
+    with pytest.raises(ValueError, match="AvgPool2d: kernel_size must be >= 1"):
+        ae.AvgPool2d(0)
+    with pytest.raises(ValueError, match="MaxPool2d: padding must be >= 0"):
+        ae.MaxPool2d(3, 1, padding=-1)
+    with pytest.raises(ValueError, match="Conv2d: dilation must be >= 1"):
+        ae.Conv2d(3, 4, 3, dilation=0)
+    with pytest.raises(ValueError, match="Conv2d: stride must be >= 1"):
+        ae.Conv2d(3, 4, 3, stride=(1, -1))
+    with pytest.raises(ValueError, match="Conv2d: padding must be >= 0"):
+        ae.Conv2d(3, 4, 3, padding=-1)
+    with pytest.raises(ValueError, match="Conv2d: groups must be a positive int, got 0"):
+        ae.Conv2d(3, 4, 3, groups=0)
+    with pytest.raises(ValueError, match="Dense: in_features must be a positive int, got -1"):
+        ae.Dense(-1, 3)
+    with pytest.raises(ValueError, match="Dense: out_features must be a positive int, got 2.5"):
+        ae.Dense(4, 2.5)
+    with pytest.raises(ValueError, match="BatchNorm: epsilon must be finite and > 0, got -1"):
+        ae.BatchNorm(epsilon=-1)
+    with pytest.raises(ValueError, match="Scale: factor must be finite, got nan"):
+        ae.Scale(float("nan"))
+
 def test_alternating_flips_match_random_flips_in_epoch_0_only(fmnist):
     # alternate_flips: epoch 0 flips the same seeded half as random flips; epoch 1 flips the others.
     x, y, _, _ = fmnist

@@ -50,6 +50,21 @@ std::vector<std::string> cifar_class_names(const fs::path& dir) {
   return names;
 }
 
+// The first item of `n` rows of `row` float values (n * row) that holds a value that is not finite,
+// with that value ("NaN", "Inf" or "-Inf"); {-1, ""} when every value is finite. A row is first
+// tested as a whole (v - v is 0 for finite v, NaN otherwise), a loop the compiler vectorizes.
+std::pair<int64_t, const char*> first_non_finite(const float* values, int64_t n, int64_t row) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float* r = values + i * row;
+    int bad = 0;
+    for (int64_t j = 0; j < row; ++j) bad |= int(!(r[j] - r[j] == 0.0f));
+    if (!bad) continue;
+    for (int64_t j = 0; j < row; ++j)
+      if (!std::isfinite(r[j])) return {i, std::isnan(r[j]) ? "NaN" : r[j] > 0 ? "Inf" : "-Inf"};
+  }
+  return {-1, ""};
+}
+
 }  // namespace
 
 const char* split_name(Split s) {
@@ -65,6 +80,9 @@ void Dataset::check() const {
                ",", c, ")");
   if (float_images) {
     AETHER_CHECK(images.empty(), "Dataset", name, ": has both uint8 and float32 images");
+    const auto [item, what] = first_non_finite(float_images, n, image_bytes());
+    AETHER_CHECK(item < 0, "Dataset", name, ": the image of item ", item, " holds ", what,
+                 "; images must be finite");
   } else {
     AETHER_CHECK(int64_t(images.size()) == n * h * w * c, "Dataset", name, ": ", images.size(),
                  " image bytes for shape (", n, ",", h, ",", w, ",", c, "), expected ", n * h * w * c);
@@ -73,6 +91,9 @@ void Dataset::check() const {
     AETHER_CHECK(labels.empty() && num_classes == 0, "Dataset", name, ": has both labels and targets");
     AETHER_CHECK(int64_t(targets.size()) == n * target_dim, "Dataset", name, ": ", targets.size(),
                  " target values for ", n, " items of ", target_dim);
+    const auto [item, what] = first_non_finite(targets.data(), n, target_dim);
+    AETHER_CHECK(item < 0, "Dataset", name, ": the target of item ", item, " holds ", what,
+                 "; targets must be finite");
     return;
   }
   AETHER_CHECK(int64_t(labels.size()) == n, "Dataset", name, ": ", labels.size(), " labels for ", n,
@@ -86,7 +107,8 @@ void Dataset::check() const {
 }
 
 std::pair<std::vector<float>, std::vector<float>> channel_stats(const Dataset& d) {
-  AETHER_CHECK(!d.float_images && d.n > 0, "channel_stats", "data set '", d.name, "' has no uint8 images");
+  AETHER_CHECK(d.n > 0, "channel_stats", "data set '", d.name, "' is empty");
+  AETHER_CHECK(!d.float_images, "channel_stats", "data set '", d.name, "' has no uint8 images");
   std::vector<double> s(size_t(d.c), 0), s2(size_t(d.c), 0);  // per channel: sum, sum of squares
   const int64_t pixels = d.n * d.h * d.w;
   for (int64_t i = 0; i < pixels; ++i)

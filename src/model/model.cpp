@@ -542,7 +542,14 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   auto& m = *impl_;
   m.require_finalized("train");
   AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
+  AETHER_CHECK(o.max_steps_per_epoch >= 0, "train",
+               "max_steps_per_epoch must be >= 0 (0: whole epochs), got ", o.max_steps_per_epoch);
   m.check_data(train_set, "train");
+  // Crops and flips move pixels within an image: flat samples (a model taking (features,)) have none.
+  AETHER_CHECK(m.input_shape.size() == 3 || (o.data.crop_padding == 0 && !o.data.hflip), "train",
+               "crop_padding and hflip need image input (H, W, C), the model takes ",
+               to_string(m.input_shape), " (got crop_padding ", o.data.crop_padding, ", hflip ",
+               o.data.hflip ? "on" : "off", ")");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
   // Several ranks: each reads its part of every global batch; rank 0 shows progress and saves.
   // (A communicator given is used even in a world of one: e.g. NCCL's path checked on one GPU.)
@@ -836,7 +843,6 @@ Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
   loader.begin_epoch(0);
   std::vector<Tensor> parts;
   while (auto b = loader.next()) parts.push_back(predict(b->images));
-  AETHER_CHECK(!parts.empty(), "predict", "the data set is empty");
   return cat(parts, 0).realize();
 }
 

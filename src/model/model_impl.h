@@ -154,9 +154,12 @@ struct Model::Impl {
     lo.std = std;
     return lo;
   }
-  // One sample of `d` must have the model's input shape (H, W, C), or as many values when the
+  // `d` must be consistent (Dataset::check: sizes, labels in range, finite float values) and not
+  // empty, and one sample must have the model's input shape (H, W, C), or as many values when the
   // model takes flat input.
   void check_data(const data::Dataset& d, const char* op) const {
+    d.check();
+    AETHER_CHECK(d.n > 0, op, "data set '", d.name, "' is empty");
     AETHER_CHECK(!d.has_targets() || config.loss == "mse", op, "data set '", d.name,
                  "' has regression targets, which need the mse loss (configured: ", config.loss, ")");
     const Shape sample{d.h, d.w, d.c};
