@@ -4,10 +4,13 @@
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "aether/aether.h"
+#include "aether/data/dataset.h"
+#include "aether/model/model.h"
 
 using namespace aether;
 
@@ -26,6 +29,16 @@ void expect_error(const std::function<void()>& f, std::initializer_list<const ch
     return;
   }
   ADD_FAILURE() << "did not throw";
+}
+
+// The kind of the aether::Error f throws; nullopt when it throws none.
+std::optional<ErrorKind> kind_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return std::nullopt;
 }
 
 Tensor x23() { return Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3}); }
@@ -126,6 +139,31 @@ TEST(Errors, UnsupportedDevice) {
   expect_error([&] { Buffer b(fake, DType::float32, 4); }, {"Buffer", "cuda:0"});
   const Tensor t = x23();
   EXPECT_TRUE(t.to(Device::cpu()).same(t));
+}
+
+// The kind tells callers (Python's ValueError / TypeError / RuntimeError) what went wrong without
+// reading the message. Before, Python sorted by the message's words, and a shape error that printed
+// a tensor ("Tensor(shape=..., dtype=float32, ...)") became a TypeError, while a dtype error that
+// did not say "dtype" became a ValueError.
+TEST(Errors, TheKindSaysWhatWentWrong) {
+  // value: shapes, arguments, settings, also where the message shows a tensor and its dtype
+  EXPECT_EQ(kind_of([] { (void)(x23() + Tensor::ones({4})); }), ErrorKind::value);
+  EXPECT_EQ(kind_of([] { (void)mse_loss(x23(), Tensor::ones({3, 2})); }), ErrorKind::value);
+  EXPECT_EQ(kind_of([] { (void)x23().reshape({4, 2}); }), ErrorKind::value);
+  EXPECT_EQ(kind_of([] { (void)Device::parse("tpu"); }), ErrorKind::value);
+  // type: a dtype that does not fit the op, whatever the message's words
+  EXPECT_EQ(kind_of([] { (void)prim::unary(Op::Exp, Tensor::ones({2}, DType::int32)); }), ErrorKind::type);
+  EXPECT_EQ(kind_of([] { (void)-Tensor::ones({2}, DType::boolean); }), ErrorKind::type);
+  EXPECT_EQ(kind_of([] { (void)Tensor::ones({2}, DType::int32).set_requires_grad(); }), ErrorKind::type);
+  EXPECT_EQ(kind_of([] { (void)dtype_from_name("complex64"); }), ErrorKind::type);
+  // runtime: files and data sets on disk, devices
+  EXPECT_EQ(kind_of([] { (void)Model::load("/nonexistent/run.aether"); }), ErrorKind::runtime);
+  EXPECT_EQ(kind_of([] { (void)data::load_cifar10("/nonexistent", data::Split::train); }),
+            ErrorKind::runtime);
+  EXPECT_EQ(kind_of([] { (void)Device::cuda(1000); }), ErrorKind::runtime);
+  // An error passed on with more context keeps its kind.
+  EXPECT_EQ(kind_of([] { (void)x23().to(Device{DeviceType::cuda, 1000}); }), ErrorKind::runtime);
+  EXPECT_EQ(Error("plain").kind(), ErrorKind::value);
 }
 
 TEST(Errors, ItemOnNonScalar) {

@@ -81,7 +81,7 @@ nn::ModulePtr python_module_factory(const std::string& config_json) {
   const nlohmann::json config = nlohmann::json::parse(config_json);
   const std::string name = config.at("class").get<std::string>();
   const size_t dot = name.rfind('.');
-  AETHER_CHECK(dot != std::string::npos, "load", "Python layer class '", name, "' has no module");
+  AETHER_CHECK_RUNTIME(dot != std::string::npos, "load", "Python layer class '", name, "' has no module");
   nb::object cls = nb::module_::import_(name.substr(0, dot).c_str());
   std::string rest = name.substr(dot + 1);
   for (size_t p; (p = rest.find('.')) != std::string::npos; rest = rest.substr(p + 1))

@@ -1,23 +1,20 @@
 // The `aether._aether` extension module: aether's C++ engine for Python. Every aether::Error
-// becomes a Python exception with the same message: TypeError for a dtype that does not fit,
-// RuntimeError for files, GPUs and values that went bad while running, ValueError for the rest
-// (bad shapes, arguments and settings). aether::Error has no kinds, so the message decides.
+// becomes a Python exception with the same message, of the class its kind names: TypeError for a
+// dtype that does not fit, RuntimeError for files, data sets on disk, devices, collectives and
+// values that went bad while running, ValueError for the rest (bad shapes, arguments, settings).
 #include <string>
 
 #include "bind.h"
 
 namespace aether::py {
 namespace {
-PyObject* exception_type(const std::string& what) {
-  auto has = [&](const char* s) { return what.find(s) != std::string::npos; };
-  auto starts = [&](const char* s) { return what.rfind(s, 0) == 0; };
-  if (has("dtype")) return PyExc_TypeError;
-  // Files, data sets on disk, devices, and values that went bad while running.
-  if (starts("load") || starts("save") || starts("resolve_data_dir") || has("No such file") ||
-      has("cannot open") || has("files found") || has("CUDA") || has("GPU") || has("not finite") ||
-      has("became") || has("diverged") || has("out of memory"))
-    return PyExc_RuntimeError;
-  return PyExc_ValueError;  // shapes, arguments, settings
+PyObject* exception_type(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::type: return PyExc_TypeError;
+    case ErrorKind::runtime: return PyExc_RuntimeError;
+    case ErrorKind::value: break;
+  }
+  return PyExc_ValueError;
 }
 }  // namespace
 }  // namespace aether::py
@@ -29,7 +26,7 @@ NB_MODULE(_aether, m) {
     try {
       std::rethrow_exception(p);
     } catch (const aether::Error& e) {
-      PyErr_SetString(exception_type(e.what()), e.what());
+      PyErr_SetString(exception_type(e.kind()), e.what());
     }
   });
   bind_tensor(m);

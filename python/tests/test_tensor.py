@@ -147,6 +147,26 @@ def test_shape_errors_are_value_errors_with_aethers_message():
         ae.zeros([2, 3]).reshape(7)
 
 
+def test_the_error_class_follows_what_went_wrong_not_the_messages_words(tmp_path):
+    """aether::Error carries a kind (value, type, runtime) that picks the Python class. Before, the
+    message's words did: a shape error that printed a tensor ("dtype=float32") was a TypeError, a
+    dtype error that did not say "dtype" a ValueError, and a corrupt data file a ValueError."""
+    F = ae.functional
+    a = ae.zeros([2, 3])
+    with pytest.raises(ValueError, match=r"mse_loss: pred Tensor\(shape=\(2, 3\), dtype=float32"):
+        F.mse_loss(a, ae.zeros([3, 2]))
+    with pytest.raises(ValueError, match=r"linear: x Tensor\(shape=\(2, 3\), dtype=float32"):
+        F.linear(a, ae.zeros([4, 5]))
+    with pytest.raises(TypeError, match=r"expected a float tensor, got \(1, 4, 4, 1\) int32"):
+        F.max_pool2d(ae.tensor(np.ones((1, 4, 4, 1), np.int32)), (2, 2))
+    with pytest.raises(TypeError, match="bool tensors cannot be negated"):
+        -ae.tensor(np.ones(2, bool))
+    for name in [f"data_batch_{i}.bin" for i in range(1, 6)] + ["test_batch.bin"]:
+        (tmp_path / name).write_bytes(b"x" * 100)
+    with pytest.raises(RuntimeError, match="data_batch_1.bin: offset 0: expected 30730000 bytes"):
+        ae.datasets.cifar10("train", data_dir=str(tmp_path))
+
+
 def test_autograd_matches_finite_differences():
     rng = np.random.default_rng(1)
     x0 = rng.standard_normal((3, 4))

@@ -179,7 +179,7 @@ const char* ctype(DType t) {
     case DType::float16:
     case DType::bfloat16: return "float";
   }
-  throw Error(detail::cat("codegen: no C type for ", dtype_name(t)));
+  throw Error(detail::cat("codegen: no C type for ", dtype_name(t)), ErrorKind::type);
 }
 const char* storage_ctype(DType t) { return is_16bit_float(t) ? "unsigned short" : ctype(t); }
 int value_bytes(DType t) { return is_16bit_float(t) ? 4 : int(dtype_size(t)); }
@@ -251,7 +251,7 @@ std::string literal(Lang lang, DType t, double v) {
     case DType::bfloat16:
       return literal(lang, DType::float32, double(bf16_to_float(float_to_bf16(float_round_odd(v)))));
   }
-  throw Error(detail::cat("codegen: no literal for ", dtype_name(t)));
+  throw Error(detail::cat("codegen: no literal for ", dtype_name(t)), ErrorKind::type);
 }
 
 std::string affine(const ir::Affine& a) {
@@ -344,8 +344,8 @@ std::string value_expr(Lang lang, const std::vector<Inst>& insts, size_t i, cons
         return convert(in.dtype, DType::float64, detail::cat(cpp ? "fp_[" : "fp", in.param, cpp ? "]" : ""));
       return detail::cat("(", ctype(in.dtype), ")", cpp ? "fp_[" : "fp", in.param, cpp ? "]" : "");
     case InstKind::Rand: {
-      AETHER_CHECK(in.dtype == DType::float32 || in.dtype == DType::float64, "codegen",
-                   "random numbers of dtype ", dtype_name(in.dtype), ", expected float32 or float64");
+      AETHER_CHECK_DTYPE(in.dtype == DType::float32 || in.dtype == DType::float64, "codegen",
+                         "random numbers of dtype ", dtype_name(in.dtype), ", expected float32 or float64");
       auto ip = [&](int n) { return cpp ? detail::cat("ip_[", n, "]") : detail::cat("ip", n); };
       return detail::cat("ae_rand_", in.dtype == DType::float32 ? "f32" : "f64", "(", ip(in.param), ", ",
                          ip(in.param + 1), ", (u64)", affine(in.offset), ")");

@@ -130,12 +130,14 @@ Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
     DeviceMemory* m = device_memory(device.type);
     if (!m)
       throw Error(detail::cat("Buffer: device ", device.str(),
-                              " has no allocator: ", device_unavailable(device.type)));
+                              " has no allocator: ", device_unavailable(device.type)),
+                  ErrorKind::runtime);
     try {
       if (nbytes() > 0) data_ = m->alloc(device.index, size_t(nbytes()), zero_fill);
     } catch (const Error& e) {
       throw Error(
-          detail::cat("Buffer: cannot allocate ", nbytes(), " bytes on ", device.str(), ": ", e.what()));
+          detail::cat("Buffer: cannot allocate ", nbytes(), " bytes on ", device.str(), ": ", e.what()),
+          ErrorKind::runtime);
     }
     return;
   }
@@ -145,7 +147,8 @@ Buffer::Buffer(Device device, DType dtype, int64_t numel, bool zero_fill)
     data_ = block_cache().get(rounded);
     if (!data_)
       throw Error(detail::cat("Buffer: out of memory allocating ", bytes, " bytes (", numel, " x ",
-                              dtype_name(dtype), ")"));
+                              dtype_name(dtype), ")"),
+                  ErrorKind::runtime);
     if (zero_fill) std::memset(data_, 0, rounded);
   }
   g_buffers.fetch_add(1);

@@ -19,10 +19,12 @@ Device Device::cuda(int index) {
   const int count = m ? m->count() : 0;
   if (count == 0)
     throw Error(detail::cat("Device::cuda(", index, "): ", device_unavailable(DeviceType::cuda),
-                            "; available devices: cpu"));
+                            "; available devices: cpu"),
+                ErrorKind::runtime);
   if (index < 0 || index >= count)
     throw Error(detail::cat("Device::cuda(", index, "): no such GPU: ", count, " CUDA device",
-                            count == 1 ? "" : "s", " present (valid indices 0..", count - 1, ")"));
+                            count == 1 ? "" : "s", " present (valid indices 0..", count - 1, ")"),
+                ErrorKind::runtime);
   return {DeviceType::cuda, index};
 }
 
@@ -64,7 +66,7 @@ Device default_device() {
       try {
         d.device = Device::parse(e);
       } catch (const Error& err) {
-        throw Error(detail::cat("AETHER_DEVICE=", e, ": ", err.what()));
+        throw Error(detail::cat("AETHER_DEVICE=", e, ": ", err.what()), err.kind());
       }
     } else {
       d.device = Device::cpu();

@@ -42,7 +42,8 @@ DType dtype_from_name(const std::string& name) {
   if (name == "bf16") return DType::bfloat16;
   if (name == "f64" || name == "double") return DType::float64;
   throw Error("dtype: unknown dtype name '" + name +
-              "' (expected float32, float16, bfloat16, float64, int32, int64, uint8 or bool)");
+                  "' (expected float32, float16, bfloat16, float64, int32, int64, uint8 or bool)",
+              ErrorKind::type);
 }
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_name(t); }

@@ -67,14 +67,14 @@ void float_to_half(const float* src, uint16_t* dst, int64_t n) {
 }
 
 void widen_16bit(DType t, const uint16_t* src, float* dst, int64_t n) {
-  AETHER_CHECK(is_16bit_float(t), "widen", "expected float16 or bfloat16, got ", dtype_name(t));
+  AETHER_CHECK_DTYPE(is_16bit_float(t), "widen", "expected float16 or bfloat16, got ", dtype_name(t));
   if (t == DType::float16) return half_to_float(src, dst, n);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(src[i]);
 }
 
 void narrow_16bit(DType t, const float* src, uint16_t* dst, int64_t n) {
-  AETHER_CHECK(is_16bit_float(t), "narrow", "expected float16 or bfloat16, got ", dtype_name(t));
+  AETHER_CHECK_DTYPE(is_16bit_float(t), "narrow", "expected float16 or bfloat16, got ", dtype_name(t));
   if (t == DType::float16) return float_to_half(src, dst, n);
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);

@@ -67,7 +67,8 @@ struct ByteReader::Impl {
 
 ByteReader::ByteReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) throw Error(detail::cat(path, ": cannot open: ", std::strerror(errno)));
+  if (f == nullptr)
+    throw Error(detail::cat(path, ": cannot open: ", std::strerror(errno)), ErrorKind::runtime);
   struct stat st {};
   if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) file_size_ = uint64_t(st.st_size);
   std::array<uint8_t, 6> head{};
@@ -87,13 +88,15 @@ ByteReader::ByteReader(const std::string& path) : path_(path), impl_(std::make_u
       std::fclose(f);
       impl_->gz = gzopen(path.c_str(), "rb");
       if (impl_->gz == nullptr)
-        throw Error(detail::cat(path, ": cannot open gzip file: ", std::strerror(errno)));
+        throw Error(detail::cat(path, ": cannot open gzip file: ", std::strerror(errno)), ErrorKind::runtime);
       gzbuffer(impl_->gz, 1u << 17);
       break;
   }
   if (impl_->compression == Compression::xz) {
     const lzma_ret r = lzma_stream_decoder(&impl_->xz, UINT64_MAX, LZMA_CONCATENATED);
-    if (r != LZMA_OK) throw Error(detail::cat(path, ": cannot start the xz decoder: ", lzma_error_text(r)));
+    if (r != LZMA_OK)
+      throw Error(detail::cat(path, ": cannot start the xz decoder: ", lzma_error_text(r)),
+                  ErrorKind::runtime);
     impl_->xz_started = true;
     impl_->in.resize(kInChunk);
   }
@@ -115,7 +118,7 @@ uint64_t ByteReader::max_size() const {
 }
 
 void ByteReader::fail(const std::string& message) const {
-  throw Error(detail::cat(path_, ": offset ", offset_, ": ", message));
+  throw Error(detail::cat(path_, ": offset ", offset_, ": ", message), ErrorKind::runtime);
 }
 
 size_t ByteReader::read(void* dst, size_t n) {
@@ -184,7 +187,8 @@ void ByteReader::read_exact(void* dst, size_t n, const std::string& what) {
   const size_t got = read(dst, n);
   if (got < n) {
     throw Error(detail::cat(path_, ": offset ", start, ": expected ", what, ", file ends after ", got,
-                            " (at offset ", offset_, ")"));
+                            " (at offset ", offset_, ")"),
+                ErrorKind::runtime);
   }
 }
 
@@ -201,7 +205,8 @@ void ByteReader::read_exact_append(std::vector<uint8_t>& out, uint64_t n, const 
     if (r < want) {
       out.resize(old + r);
       throw Error(detail::cat(path_, ": offset ", start, ": expected ", what, ", file ends after ", got,
-                              " (at offset ", offset_, ")"));
+                              " (at offset ", offset_, ")"),
+                  ErrorKind::runtime);
     }
   }
 }
@@ -211,7 +216,8 @@ void ByteReader::expect_end(const std::string& what) {
   const uint64_t at = offset_;
   if (read(&extra, 1) != 0) {
     throw Error(detail::cat(path_, ": offset ", at, ": expected the end of the file after ", what,
-                            ", found more data"));
+                            ", found more data"),
+                ErrorKind::runtime);
   }
 }
 

@@ -22,22 +22,22 @@ struct Md5::Impl {
 
 Md5::Md5() : impl_(std::make_unique<Impl>()) {
   impl_->ctx = EVP_MD_CTX_new();
-  AETHER_CHECK(impl_->ctx != nullptr && EVP_DigestInit_ex(impl_->ctx, EVP_md5(), nullptr) == 1, "md5",
-               "OpenSSL could not start an MD5 digest");
+  AETHER_CHECK_RUNTIME(impl_->ctx != nullptr && EVP_DigestInit_ex(impl_->ctx, EVP_md5(), nullptr) == 1, "md5",
+                       "OpenSSL could not start an MD5 digest");
 }
 
 Md5::~Md5() = default;
 
 void Md5::update(const void* data, size_t n) {
-  AETHER_CHECK(!impl_->finished, "md5", "update after hex_digest()");
-  AETHER_CHECK(EVP_DigestUpdate(impl_->ctx, data, n) == 1, "md5", "OpenSSL digest update failed");
+  AETHER_CHECK_RUNTIME(!impl_->finished, "md5", "update after hex_digest()");
+  AETHER_CHECK_RUNTIME(EVP_DigestUpdate(impl_->ctx, data, n) == 1, "md5", "OpenSSL digest update failed");
 }
 
 std::string Md5::hex_digest() {
-  AETHER_CHECK(!impl_->finished, "md5", "hex_digest() called twice");
+  AETHER_CHECK_RUNTIME(!impl_->finished, "md5", "hex_digest() called twice");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  AETHER_CHECK(EVP_DigestFinal_ex(impl_->ctx, md, &len) == 1, "md5", "OpenSSL digest final failed");
+  AETHER_CHECK_RUNTIME(EVP_DigestFinal_ex(impl_->ctx, md, &len) == 1, "md5", "OpenSSL digest final failed");
   impl_->finished = true;
   return hex_lower(md, len);
 }
@@ -64,7 +64,8 @@ FileDigest digest_file(const std::string& path, bool decompress) {
     }
   } else {
     FILE* f = std::fopen(path.c_str(), "rb");
-    if (f == nullptr) throw Error(detail::cat(path, ": cannot open: ", std::strerror(errno)));
+    if (f == nullptr)
+      throw Error(detail::cat(path, ": cannot open: ", std::strerror(errno)), ErrorKind::runtime);
     for (;;) {
       const size_t got = std::fread(chunk.data(), 1, chunk.size(), f);
       m.update(chunk.data(), got);
@@ -73,7 +74,7 @@ FileDigest digest_file(const std::string& path, bool decompress) {
     }
     const bool failed = std::ferror(f) != 0;
     std::fclose(f);
-    if (failed) throw Error(detail::cat(path, ": offset ", d.bytes, ": read error"));
+    if (failed) throw Error(detail::cat(path, ": offset ", d.bytes, ": read error"), ErrorKind::runtime);
   }
   d.md5 = m.hex_digest();
   return d;

@@ -10,8 +10,8 @@ namespace aether::data {
 
 int64_t read_cifar10_batch(const std::string& path, std::vector<uint8_t>& images,
                            std::vector<int64_t>& labels, int64_t expected_records) {
-  AETHER_CHECK(expected_records >= 0, "read_cifar10_batch", "expected_records is ", expected_records,
-               ", expected >= 0");
+  AETHER_CHECK_RUNTIME(expected_records >= 0, "read_cifar10_batch", "expected_records is ", expected_records,
+                       ", expected >= 0");
   constexpr int64_t kPlane = kCifarSide * kCifarSide;  // 1,024 bytes per colour plane
   // At most kMaxDataFileBytes of records per file, checked before reading and as records arrive
   // (an xz file's size says nothing about how much it holds).
@@ -45,20 +45,24 @@ int64_t read_cifar10_batch(const std::string& path, std::vector<uint8_t>& images
       if (count == kMaxRecords) {
         throw Error(detail::cat(path, ": offset ", at, ": the file holds more than ", kMaxRecords,
                                 " records of ", kCifarRecordBytes, " bytes, more than the limit of ",
-                                kMaxDataFileBytes, " bytes of data in one file"));
+                                kMaxDataFileBytes, " bytes of data in one file"),
+                    ErrorKind::runtime);
       }
       if (got < rec.size()) {
         if (expected_records > 0) {
           throw Error(detail::cat(path, ": offset ", at, ": expected ", expected_records * kCifarRecordBytes,
                                   " bytes (", expected_records, " records of ", kCifarRecordBytes,
-                                  " bytes), file ends after ", at + got));
+                                  " bytes), file ends after ", at + got),
+                      ErrorKind::runtime);
         }
         throw Error(detail::cat(path, ": offset ", at, ": expected a ", kCifarRecordBytes,
-                                "-byte record (number ", count, "), file ends after ", got, " bytes of it"));
+                                "-byte record (number ", count, "), file ends after ", got, " bytes of it"),
+                    ErrorKind::runtime);
       }
       if (rec[0] >= kCifarClasses) {
         throw Error(detail::cat(path, ": offset ", at, ": label ", int(rec[0]), " of record ", count,
-                                " is out of range, expected 0..", kCifarClasses - 1));
+                                " is out of range, expected 0..", kCifarClasses - 1),
+                    ErrorKind::runtime);
       }
       labels.push_back(rec[0]);
       const size_t base = images.size();

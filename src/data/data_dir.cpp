@@ -62,7 +62,7 @@ fs::path default_download_dir(const std::string& dataset_name) {
   const std::string xdg = config().xdg_data_home.get();
   if (!xdg.empty()) return fs::path(xdg) / "aether" / name;
   const std::string home = config().home.get();
-  AETHER_CHECK(!home.empty(), "default_download_dir", "neither XDG_DATA_HOME nor HOME is set");
+  AETHER_CHECK_RUNTIME(!home.empty(), "default_download_dir", "neither XDG_DATA_HOME nor HOME is set");
   return fs::path(home) / ".local" / "share" / "aether" / name;
 }
 
@@ -111,7 +111,8 @@ fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cl
   } else {
     hint += " (Debian: apt install dataset-fashion-mnist)";
   }
-  throw Error(detail::cat("resolve_data_dir: no ", name, " files found", how, "; tried:", tried, hint));
+  throw Error(detail::cat("resolve_data_dir: no ", name, " files found", how, "; tried:", tried, hint),
+              ErrorKind::runtime);
 }
 
 }  // namespace aether::data

@@ -25,7 +25,7 @@ fs::path find_file(const fs::path& dir, const std::string& stem, const std::vect
     if (fs::is_regular_file(p, ec)) return p;
     tried += (tried.empty() ? "" : ", ") + p.string();
   }
-  throw Error(detail::cat(op, ": missing file: tried ", tried));
+  throw Error(detail::cat(op, ": missing file: tried ", tried), ErrorKind::runtime);
 }
 
 std::string trim(const std::string& s) {
@@ -45,7 +45,8 @@ std::vector<std::string> cifar_class_names(const fs::path& dir) {
   }
   if (names.size() != kCifarClassNames.size()) {
     throw Error(detail::cat(meta.string(), ": expected ", kCifarClassNames.size(),
-                            " class names (one a line), got ", names.size()));
+                            " class names (one a line), got ", names.size()),
+                ErrorKind::runtime);
   }
   return names;
 }
@@ -135,7 +136,8 @@ Dataset load_fashion_mnist(const fs::path& dir, Split split) {
   const std::vector<uint8_t> labels = read_idx_labels(labels_path.string(), int(kFashionClassNames.size()));
   if (int64_t(labels.size()) != images.n) {
     throw Error(detail::cat(images_path.string(), ": offset 4: image count ", images.n,
-                            " does not match the ", labels.size(), " labels in ", labels_path.string()));
+                            " does not match the ", labels.size(), " labels in ", labels_path.string()),
+                ErrorKind::runtime);
   }
   Dataset ds;
   ds.name = "fashion-mnist";

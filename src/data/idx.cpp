@@ -29,7 +29,8 @@ void read_magic(ByteReader& r, uint32_t expected, const char* kind) {
   const uint32_t magic = read_be32(r, "a 4-byte IDX magic number");
   if (magic != expected) {
     throw Error(detail::cat(r.path(), ": offset 0: bad magic number ", hex32(magic), ", expected ",
-                            hex32(expected), " (IDX ", kind, ")"));
+                            hex32(expected), " (IDX ", kind, ")"),
+                ErrorKind::runtime);
   }
 }
 
@@ -38,7 +39,8 @@ int64_t read_dim(ByteReader& r, const char* name, int64_t limit) {
   const uint64_t at = r.offset();
   const uint32_t d = read_be32(r, detail::cat("a 4-byte ", name));
   if (d == 0 || int64_t(d) > limit) {
-    throw Error(detail::cat(r.path(), ": offset ", at, ": ", name, " is ", d, ", expected 1..", limit));
+    throw Error(detail::cat(r.path(), ": offset ", at, ": ", name, " is ", d, ", expected 1..", limit),
+                ErrorKind::runtime);
   }
   return int64_t(d);
 }
@@ -91,7 +93,8 @@ std::vector<uint8_t> read_idx_labels(const std::string& path, int num_classes) {
     for (size_t i = 0; i < labels.size(); ++i) {
       if (labels[i] >= num_classes) {
         throw Error(detail::cat(path, ": offset ", start + i, ": label ", int(labels[i]), " of item ", i,
-                                " is out of range, expected 0..", num_classes - 1));
+                                " is out of range, expected 0..", num_classes - 1),
+                    ErrorKind::runtime);
       }
     }
   }

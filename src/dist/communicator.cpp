@@ -18,13 +18,13 @@ namespace aether::dist {
 namespace {
 
 void check_dtype(const std::string& what, DType dtype) {
-  AETHER_CHECK(dtype != DType::boolean, what, "bool buffers are not supported (send them as uint8)");
+  AETHER_CHECK_DTYPE(dtype != DType::boolean, what, "bool buffers are not supported (send them as uint8)");
 }
 
 void check_reduce(const std::string& what, DType dtype, ReduceOp op) {
   check_dtype(what, dtype);
-  AETHER_CHECK(op != ReduceOp::average || is_float(dtype), what, "average needs a float dtype, got ",
-               dtype_name(dtype), " (use sum and divide)");
+  AETHER_CHECK_DTYPE(op != ReduceOp::average || is_float(dtype), what, "average needs a float dtype, got ",
+                     dtype_name(dtype), " (use sum and divide)");
 }
 
 // data (n float32 or float64) divided by `world`.
@@ -61,8 +61,9 @@ Communicator::~Communicator() = default;
 
 std::unique_ptr<Communicator> Communicator::split(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  AETHER_CHECK(failed_.empty(), "dist::Communicator::split",
-               "this communicator failed earlier and cannot be used again (create a new one): ", failed_);
+  AETHER_CHECK_RUNTIME(
+      failed_.empty(), "dist::Communicator::split",
+      "this communicator failed earlier and cannot be used again (create a new one): ", failed_);
   AETHER_CHECK(!name.empty() && name.find('/') == std::string::npos, "dist::Communicator::split",
                "the name '", name, "' must be non-empty and free of '/'");
   return do_split(detail::cat("aether/split/", splits_++, "/", name, "/"));
@@ -71,8 +72,9 @@ std::unique_ptr<Communicator> Communicator::split(const std::string& name) {
 template <typename F>
 void Communicator::run(const std::string& what, Timeout timeout, F&& body) {
   std::lock_guard<std::mutex> lock(mu_);
-  AETHER_CHECK(failed_.empty(), what,
-               "this communicator failed earlier and cannot be used again (create a new one): ", failed_);
+  AETHER_CHECK_RUNTIME(
+      failed_.empty(), what,
+      "this communicator failed earlier and cannot be used again (create a new one): ", failed_);
   try {
     body();
   } catch (const std::exception& e) {
@@ -91,7 +93,7 @@ void Communicator::run(const std::string& what, Timeout timeout, F&& body) {
             : detail::cat(what, " on rank ", rank(), " of ", world_size(), " failed (timeout ",
                           timeout.count(), " ms; another rank failed or closed its connection?): ", why);
     if (!missing.empty()) failed_ += "; " + missing;
-    throw Error(failed_);
+    throw Error(failed_, ErrorKind::runtime);
   }
 }
 
@@ -104,11 +106,13 @@ Communicator::Timeout Communicator::resolve(Timeout t) const {
 
 void Communicator::do_all_reduce_many(std::span<const Buffer>, DType, ReduceOp, Timeout) {
   throw Error(
-      detail::cat("dist: the ", backend(), " communicator has device buffers but no all_reduce of several"));
+      detail::cat("dist: the ", backend(), " communicator has device buffers but no all_reduce of several"),
+      ErrorKind::runtime);
 }
 
 void Communicator::do_reduce_scatter(const void*, void*, size_t, DType, ReduceOp, Timeout) {
-  throw Error(detail::cat("dist: the ", backend(), " communicator has device buffers but no reduce_scatter"));
+  throw Error(detail::cat("dist: the ", backend(), " communicator has device buffers but no reduce_scatter"),
+              ErrorKind::runtime);
 }
 
 void Communicator::reduce(void* data, size_t n, DType dtype, ReduceOp op, Timeout timeout) {

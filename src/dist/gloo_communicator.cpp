@@ -54,7 +54,8 @@ class GlooCommunicator final : public Communicator {
       throw Error(
           detail::cat("dist::Communicator::create: rank ", o.rank, " cannot open a TCP device on ",
                       o.iface.empty() ? "host '" + attr.hostname + "'" : "interface '" + o.iface + "'",
-                      " (set Options::hostname or Options::iface): ", e.what()));
+                      " (set Options::hostname or Options::iface): ", e.what()),
+          ErrorKind::runtime);
     }
     connect("dist::Communicator::create", rv.where);
   }
@@ -97,7 +98,8 @@ class GlooCommunicator final : public Communicator {
       case DType::float16:
       case DType::bfloat16:
       case DType::boolean:
-        throw Error(detail::cat("dist all_reduce: ", dtype_name(dtype), " reaches Gloo unwidened (a bug)"));
+        throw Error(detail::cat("dist all_reduce: ", dtype_name(dtype), " reaches Gloo unwidened (a bug)"),
+                    ErrorKind::type);
     }
     gloo::allreduce(opts);
   }
@@ -139,7 +141,8 @@ class GlooCommunicator final : public Communicator {
     } catch (const std::exception& e) {
       throw Error(detail::cat(op, ": rank ", o.rank, " of ", o.world_size,
                               " could not connect to the other ranks within ", o.timeout.count(),
-                              " ms through ", where, ": ", e.what()));
+                              " ms through ", where, ": ", e.what()),
+                  ErrorKind::runtime);
     }
   }
 

@@ -21,7 +21,7 @@ bool nccl_available(std::string* why) {
 
 std::unique_ptr<Communicator> create_nccl(const Options& options) {
   check_options(options, "dist::create_nccl");
-  throw Error(detail::cat("dist::create_nccl: ", kWhy));
+  throw Error(detail::cat("dist::create_nccl: ", kWhy), ErrorKind::runtime);
 }
 
 }  // namespace aether::dist

@@ -57,7 +57,8 @@ Rendezvous open_store(const Options& o, const char* op) {
   if (o.store == StoreKind::file) {
     std::error_code ec;
     std::filesystem::create_directories(o.file_store_path, ec);
-    AETHER_CHECK(!ec, op, "cannot create the file store's directory ", o.file_store_path, ": ", ec.message());
+    AETHER_CHECK_RUNTIME(!ec, op, "cannot create the file store's directory ", o.file_store_path, ": ",
+                         ec.message());
     r.where = "the file store " + o.file_store_path;
     r.root = std::make_shared<gloo::rendezvous::FileStore>(o.file_store_path);
   } else {
@@ -72,8 +73,8 @@ void join(gloo::rendezvous::Store& store, const Options& o, const std::string& w
   auto key = [](int r) { return detail::cat("aether/joined/", r); };
   store.set(key(o.rank), {'1'});
   const std::string missing = wait_for_ranks(store, o, o.timeout, key);
-  AETHER_CHECK(missing.empty(), op, "rank ", o.rank, " of ", o.world_size, ": timed out after ",
-               o.timeout.count(), " ms waiting for rank(s) ", missing, " to join through ", where);
+  AETHER_CHECK_RUNTIME(missing.empty(), op, "rank ", o.rank, " of ", o.world_size, ": timed out after ",
+                       o.timeout.count(), " ms waiting for rank(s) ", missing, " to join through ", where);
 }
 
 std::string post_mortem(gloo::rendezvous::Store& store, const Options& o, Timeout wait) {

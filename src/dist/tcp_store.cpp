@@ -138,12 +138,12 @@ TcpStoreServer::TcpStoreServer(int port) {
                " is not a TCP port (0 to 65535)");
   std::string why;
   listen_fd_ = listen_on(port, why);
-  AETHER_CHECK(listen_fd_ >= 0, "dist TCP store", "cannot listen on port ", port, ": ", why,
-               " (another job's store or another program has it? choose another MASTER_PORT)");
+  AETHER_CHECK_RUNTIME(listen_fd_ >= 0, "dist TCP store", "cannot listen on port ", port, ": ", why,
+                       " (another job's store or another program has it? choose another MASTER_PORT)");
   port_ = bound_port(listen_fd_);
   if (::pipe2(wake_, O_CLOEXEC) != 0) {
     ::close(listen_fd_);
-    throw Error(detail::cat("dist TCP store: pipe: ", std::strerror(errno)));
+    throw Error(detail::cat("dist TCP store: pipe: ", std::strerror(errno)), ErrorKind::runtime);
   }
   thread_ = std::thread([this] { serve(); });
 }
@@ -216,8 +216,8 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
   addrinfo* found = nullptr;
   const std::string service = std::to_string(port);
   const int rc = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &found);
-  AETHER_CHECK(rc == 0, "dist TCP store", "cannot resolve the store's host '", host,
-               "' (MASTER_ADDR): ", ::gai_strerror(rc));
+  AETHER_CHECK_RUNTIME(rc == 0, "dist TCP store", "cannot resolve the store's host '", host,
+                       "' (MASTER_ADDR): ", ::gai_strerror(rc));
   const auto deadline = Clock::now() + timeout;
   std::string why = "no address";
   while (fd_ < 0) {
@@ -238,9 +238,10 @@ TcpStore::TcpStore(const std::string& host, int port, std::chrono::milliseconds 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the server may not be up yet
   }
   ::freeaddrinfo(found);
-  AETHER_CHECK(fd_ >= 0, "dist TCP store", "could not connect to the store at ", where_, " within ",
-               timeout.count(), " ms (last error: ", why,
-               "); is rank 0 (or the launcher's store) running, and are MASTER_ADDR and MASTER_PORT right?");
+  AETHER_CHECK_RUNTIME(
+      fd_ >= 0, "dist TCP store", "could not connect to the store at ", where_, " within ", timeout.count(),
+      " ms (last error: ", why,
+      "); is rank 0 (or the launcher's store) running, and are MASTER_ADDR and MASTER_PORT right?");
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   set_io_timeout(fd_, timeout);
@@ -256,8 +257,8 @@ std::vector<std::string> TcpStore::request(char op, const std::vector<std::strin
   out += encode(args);
   std::vector<std::string> reply;
   const bool ok = send_all(fd_, out.data(), out.size()) && read_list(fd_, reply);
-  AETHER_CHECK(ok, "dist TCP store", "the store at ", where_, " did not answer within ", timeout_.count(),
-               " ms or closed the connection (did rank 0 stop?)");
+  AETHER_CHECK_RUNTIME(ok, "dist TCP store", "the store at ", where_, " did not answer within ",
+                       timeout_.count(), " ms or closed the connection (did rank 0 stop?)");
   return reply;
 }
 
@@ -268,7 +269,7 @@ void TcpStore::set(const std::string& key, const std::vector<char>& data) {
 std::vector<char> TcpStore::get(const std::string& key) {
   wait({key});
   const std::vector<std::string> reply = request('G', {key});
-  AETHER_CHECK(reply.size() == 1, "dist TCP store", "key '", key, "' vanished from ", where_);
+  AETHER_CHECK_RUNTIME(reply.size() == 1, "dist TCP store", "key '", key, "' vanished from ", where_);
   return std::vector<char>(reply[0].begin(), reply[0].end());
 }
 
@@ -287,7 +288,8 @@ void TcpStore::wait(const std::vector<std::string>& keys, const std::chrono::mil
       for (const std::string& k : keys)
         if (!check({k})) missing += (missing.empty() ? "'" : ", '") + k + "'";
       throw Error(detail::cat("dist TCP store: timed out after ", timeout.count(), " ms waiting for key(s) ",
-                              missing, " at ", where_));
+                              missing, " at ", where_),
+                  ErrorKind::runtime);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }

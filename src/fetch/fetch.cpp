@@ -59,7 +59,7 @@ void init_curl() {
   static std::once_flag once;
   std::call_once(once, [] {
     const CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-    AETHER_CHECK(rc == CURLE_OK, "download", "curl_global_init failed: ", curl_easy_strerror(rc));
+    AETHER_CHECK_RUNTIME(rc == CURLE_OK, "download", "curl_global_init failed: ", curl_easy_strerror(rc));
   });
 }
 
@@ -98,7 +98,8 @@ size_t write_cb(char* data, size_t size, size_t count, void* user) {
 // Writes the current member of `tar` to `dest`; returns the bytes written.
 uint64_t copy_member(TarReader& tar, const fs::path& dest) {
   FILE* f = std::fopen(dest.c_str(), "wb");
-  if (f == nullptr) throw Error(detail::cat(dest.string(), ": cannot create: ", std::strerror(errno)));
+  if (f == nullptr)
+    throw Error(detail::cat(dest.string(), ": cannot create: ", std::strerror(errno)), ErrorKind::runtime);
   std::vector<uint8_t> buf(size_t(1) << 20);
   uint64_t total = 0;
   try {
@@ -106,7 +107,7 @@ uint64_t copy_member(TarReader& tar, const fs::path& dest) {
       const size_t got = tar.read(buf.data(), buf.size());
       if (got == 0) break;
       if (std::fwrite(buf.data(), 1, got, f) != got) {
-        throw Error(detail::cat(dest.string(), ": write failed: ", std::strerror(errno)));
+        throw Error(detail::cat(dest.string(), ": write failed: ", std::strerror(errno)), ErrorKind::runtime);
       }
       total += got;
     }
@@ -114,7 +115,8 @@ uint64_t copy_member(TarReader& tar, const fs::path& dest) {
     std::fclose(f);
     throw;
   }
-  if (std::fclose(f) != 0) throw Error(detail::cat(dest.string(), ": write failed: ", std::strerror(errno)));
+  if (std::fclose(f) != 0)
+    throw Error(detail::cat(dest.string(), ": write failed: ", std::strerror(errno)), ErrorKind::runtime);
   return total;
 }
 
@@ -127,12 +129,13 @@ std::string download_file(const std::string& url, const fs::path& dest, const Pr
   sink.progress = &progress;
   sink.file = std::fopen(tmp.path().c_str(), "wb");
   if (sink.file == nullptr) {
-    throw Error(detail::cat("download: cannot create ", tmp.path().string(), ": ", std::strerror(errno)));
+    throw Error(detail::cat("download: cannot create ", tmp.path().string(), ": ", std::strerror(errno)),
+                ErrorKind::runtime);
   }
   CURL* h = curl_easy_init();
   if (h == nullptr) {
     std::fclose(sink.file);
-    throw Error("download: curl_easy_init failed");
+    throw Error("download: curl_easy_init failed", ErrorKind::runtime);
   }
   sink.curl = h;
   char errbuf[CURL_ERROR_SIZE] = {0};
@@ -159,12 +162,16 @@ std::string download_file(const std::string& url, const fs::path& dest, const Pr
     if (sink.write_errno != 0)
       why += detail::cat(" (", tmp.path().string(), ": ", std::strerror(sink.write_errno), ")");
     throw Error(detail::cat("download: ", url, " failed: ", why,
-                            status > 0 ? detail::cat(" (HTTP status ", status, ")") : std::string()));
+                            status > 0 ? detail::cat(" (HTTP status ", status, ")") : std::string()),
+                ErrorKind::runtime);
   }
-  if (close_failed) throw Error(detail::cat("download: writing ", tmp.path().string(), " failed"));
+  if (close_failed)
+    throw Error(detail::cat("download: writing ", tmp.path().string(), " failed"), ErrorKind::runtime);
   std::error_code ec;
   fs::rename(tmp.path(), dest, ec);
-  if (ec) throw Error(detail::cat("download: cannot rename to ", dest.string(), ": ", ec.message()));
+  if (ec)
+    throw Error(detail::cat("download: cannot rename to ", dest.string(), ": ", ec.message()),
+                ErrorKind::runtime);
   tmp.release();
   return sink.md5.hex_digest();
 }
@@ -184,9 +191,10 @@ std::vector<fs::path> extract_cifar10_archive(const fs::path& archive, const fs:
     const auto it = wanted.find(base);
     if (it == wanted.end()) continue;
     if (it->second && (e->size == 0 || e->size % uint64_t(kCifarRecordBytes) != 0)) {
-      throw Error(detail::cat(archive.string(), ": offset ", e->offset, ": tar member ", e->name, " has ",
-                              e->size, " bytes, expected a positive multiple of ", kCifarRecordBytes,
-                              " (CIFAR-10 records)"));
+      throw Error(
+          detail::cat(archive.string(), ": offset ", e->offset, ": tar member ", e->name, " has ", e->size,
+                      " bytes, expected a positive multiple of ", kCifarRecordBytes, " (CIFAR-10 records)"),
+          ErrorKind::runtime);
     }
     TempFile tmp(temp_sibling(dest_dir / base));
     copy_member(tar, tmp.path());
@@ -201,15 +209,15 @@ std::vector<fs::path> extract_cifar10_archive(const fs::path& archive, const fs:
   for (const auto& [name, required] : wanted) {
     if (required && done.count(name) == 0) missing += (missing.empty() ? "" : ", ") + name;
   }
-  AETHER_CHECK(missing.empty(), op, archive.string(), " lacks ", missing,
-               " (not a CIFAR-10 binary archive?)");
+  AETHER_CHECK_RUNTIME(missing.empty(), op, archive.string(), " lacks ", missing,
+                       " (not a CIFAR-10 binary archive?)");
   std::vector<fs::path> written;
   for (auto& [name, tmp] : done) {
     const fs::path final_path = dest_dir / name;
     std::error_code ec;
     fs::rename(tmp.path(), final_path, ec);
-    AETHER_CHECK(!ec, op, "cannot rename ", tmp.path().string(), " to ", final_path.string(), ": ",
-                 ec.message());
+    AETHER_CHECK_RUNTIME(!ec, op, "cannot rename ", tmp.path().string(), " to ", final_path.string(), ": ",
+                         ec.message());
     tmp.release();
     written.push_back(final_path);
   }
@@ -222,7 +230,7 @@ FetchResult fetch_cifar10(const fs::path& dest_dir, const std::string& url, cons
   std::error_code ec;
   const bool created = !fs::exists(dest_dir, ec);
   fs::create_directories(dest_dir, ec);
-  AETHER_CHECK(!ec, op, "cannot create ", dest_dir.string(), ": ", ec.message());
+  AETHER_CHECK_RUNTIME(!ec, op, "cannot create ", dest_dir.string(), ": ", ec.message());
   FetchResult result;
   result.dir = dest_dir;
   try {
@@ -232,7 +240,8 @@ FetchResult fetch_cifar10(const fs::path& dest_dir, const std::string& url, cons
     if (!md5.empty() && result.archive_md5 != lower(md5)) {
       throw Error(detail::cat(op, ": MD5 mismatch for ", url, ": got ", result.archive_md5, ", expected ",
                               lower(md5), " (", result.archive_bytes,
-                              " bytes downloaded); nothing was written to ", dest_dir.string()));
+                              " bytes downloaded); nothing was written to ", dest_dir.string()),
+                  ErrorKind::runtime);
     }
     result.files = extract_cifar10_archive(archive.path(), dest_dir);
   } catch (...) {

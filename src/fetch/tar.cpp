@@ -85,7 +85,7 @@ std::optional<TarEntry> TarReader::next() {
     Header h{};
     const uint64_t at = in_.offset();
     auto fail_at = [&](const std::string& msg) {
-      throw Error(detail::cat(in_.path(), ": offset ", at, ": ", msg));
+      throw Error(detail::cat(in_.path(), ": offset ", at, ": ", msg), ErrorKind::runtime);
     };
     in_.read_exact(h.data(), kBlock, "a 512-byte tar header (or the end-of-archive block)");
     if (std::all_of(h.begin(), h.end(), [](uint8_t b) { return b == 0; })) {

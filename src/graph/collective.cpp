@@ -52,7 +52,7 @@ void run_all_reduce(int64_t group, void* data, size_t n, DType dtype) {
 
 Tensor all_reduce(const Tensor& x, int64_t group) {
   AETHER_CHECK(x.defined(), "all_reduce", "x is empty");
-  AETHER_CHECK(is_float(x.dtype()), "all_reduce", "expected a float tensor, got ", x.str());
+  AETHER_CHECK_DTYPE(is_float(x.dtype()), "all_reduce", "expected a float tensor, got ", x.str());
   AETHER_CHECK(group >= 0, "all_reduce", "group ", group, " is not a registered group id");
   return prim::apply(Op::AllReduce, {x}, CollectiveArg{group}, x.dtype(), x.shape());
 }

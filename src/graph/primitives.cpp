@@ -11,7 +11,7 @@ std::string desc(const Tensor& t) { return detail::cat(to_string(t.shape()), " "
 
 void check_pool_input(const char* op, const Tensor& x) {
   AETHER_CHECK(x.ndim() == 4, op, "expected a 4-D NHWC input (N, H, W, C), got shape ", to_string(x.shape()));
-  AETHER_CHECK(is_float(x.dtype()), op, "expected a float tensor, got ", dtype_name(x.dtype()));
+  AETHER_CHECK_DTYPE(is_float(x.dtype()), op, "expected a float tensor, got ", dtype_name(x.dtype()));
 }
 Shape pool_out_shape(const char* op, const Shape& x, const Pool2dArg& a) {
   AETHER_CHECK(a.kernel_h > 0 && a.kernel_w > 0 && a.stride_h > 0 && a.stride_w > 0, op,
@@ -122,15 +122,15 @@ Tensor constant(double value, const Shape& shape, DType dtype, Device device) {
 
 Tensor rand(const Shape& shape, DType dtype, uint64_t seed, uint64_t stream) {
   check_shape(shape, "rand");
-  AETHER_CHECK(is_float(dtype), "rand", "expected a float dtype, got ", dtype_name(dtype));
+  AETHER_CHECK_DTYPE(is_float(dtype), "rand", "expected a float dtype, got ", dtype_name(dtype));
   return apply(Op::Rand, {}, RandArg{seed, stream}, dtype, shape);
 }
 
 Tensor unary(Op op, const Tensor& x) {
   AETHER_CHECK(op_kind(op) == OpKind::Unary && op != Op::Cast, "unary", op_name(op), " is not a unary op");
   if (op_has(op, kFloatOnly))
-    AETHER_CHECK(is_float(x.dtype()), op_name(op), "expected a float tensor, got ", desc(x),
-                 " (cast it first)");
+    AETHER_CHECK_DTYPE(is_float(x.dtype()), op_name(op), "expected a float tensor, got ", desc(x),
+                       " (cast it first)");
   return apply(op, {x}, {}, x.dtype(), x.shape());
 }
 
@@ -139,15 +139,17 @@ Tensor cast(const Tensor& x, DType dtype) { return apply(Op::Cast, {x}, {}, dtyp
 Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   AETHER_CHECK(op_kind(op) == OpKind::Binary, "binary", op_name(op), " is not a binary op");
   AETHER_CHECK(a.shape() == b.shape(), op_name(op), "expected equal shapes, got ", desc(a), " and ", desc(b));
-  AETHER_CHECK(a.dtype() == b.dtype(), op_name(op), "expected equal dtypes, got ", desc(a), " and ", desc(b));
+  AETHER_CHECK_DTYPE(a.dtype() == b.dtype(), op_name(op), "expected equal dtypes, got ", desc(a), " and ",
+                     desc(b));
   return apply(op, {a, b}, {}, op_has(op, kBoolResult) ? DType::boolean : a.dtype(), a.shape());
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
-  AETHER_CHECK(cond.dtype() == DType::boolean, "where", "expected a bool condition, got ", desc(cond));
+  AETHER_CHECK_DTYPE(cond.dtype() == DType::boolean, "where", "expected a bool condition, got ", desc(cond));
   AETHER_CHECK(cond.shape() == a.shape() && a.shape() == b.shape(), "where", "expected equal shapes, got ",
                to_string(cond.shape()), ", ", to_string(a.shape()), " and ", to_string(b.shape()));
-  AETHER_CHECK(a.dtype() == b.dtype(), "where", "expected equal dtypes, got ", desc(a), " and ", desc(b));
+  AETHER_CHECK_DTYPE(a.dtype() == b.dtype(), "where", "expected equal dtypes, got ", desc(a), " and ",
+                     desc(b));
   return apply(Op::Where, {cond, a, b}, {}, a.dtype(), a.shape());
 }
 
@@ -243,19 +245,22 @@ Tensor flip(const Tensor& x, const Axes& axes) {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   AETHER_CHECK(a.ndim() == 3 && b.ndim() == 3 && a.shape()[0] == b.shape()[0] && a.shape()[2] == b.shape()[1],
                "matmul", "expected (B,M,K) x (B,K,N), got ", desc(a), " x ", desc(b));
-  AETHER_CHECK(a.dtype() == b.dtype(), "matmul", "expected equal dtypes, got ", desc(a), " x ", desc(b));
-  AETHER_CHECK(a.dtype() != DType::boolean, "matmul", "bool is not supported, got ", desc(a), " x ", desc(b));
+  AETHER_CHECK_DTYPE(a.dtype() == b.dtype(), "matmul", "expected equal dtypes, got ", desc(a), " x ",
+                     desc(b));
+  AETHER_CHECK_DTYPE(a.dtype() != DType::boolean, "matmul", "bool is not supported, got ", desc(a), " x ",
+                     desc(b));
   return apply(Op::Matmul, {a, b}, {}, a.dtype(), {a.shape()[0], a.shape()[1], b.shape()[2]});
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2dArg& arg) {
-  AETHER_CHECK(x.dtype() == w.dtype() && is_float(x.dtype()), "conv2d",
-               "expected float x and w of one dtype, got ", desc(x), " and ", desc(w));
+  AETHER_CHECK_DTYPE(x.dtype() == w.dtype() && is_float(x.dtype()), "conv2d",
+                     "expected float x and w of one dtype, got ", desc(x), " and ", desc(w));
   return apply(Op::Conv2d, {x, w}, arg, x.dtype(), conv_out_shape("conv2d", x.shape(), w.shape(), arg));
 }
 
 Tensor conv2d_bwd_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, const Conv2dArg& arg) {
-  AETHER_CHECK(dy.dtype() == w.dtype(), "conv2d_bwd_data", "dtypes differ: ", desc(dy), " and ", desc(w));
+  AETHER_CHECK_DTYPE(dy.dtype() == w.dtype(), "conv2d_bwd_data", "dtypes differ: ", desc(dy), " and ",
+                     desc(w));
   const Shape y = conv_out_shape("conv2d_bwd_data", x_shape, w.shape(), arg);
   AETHER_CHECK(y == dy.shape(), "conv2d_bwd_data", "dy ", desc(dy), " does not match the output shape ",
                to_string(y));
@@ -263,7 +268,8 @@ Tensor conv2d_bwd_data(const Tensor& dy, const Tensor& w, const Shape& x_shape, 
 }
 
 Tensor conv2d_bwd_weight(const Tensor& x, const Tensor& dy, const Shape& w_shape, const Conv2dArg& arg) {
-  AETHER_CHECK(dy.dtype() == x.dtype(), "conv2d_bwd_weight", "dtypes differ: ", desc(x), " and ", desc(dy));
+  AETHER_CHECK_DTYPE(dy.dtype() == x.dtype(), "conv2d_bwd_weight", "dtypes differ: ", desc(x), " and ",
+                     desc(dy));
   const Shape y = conv_out_shape("conv2d_bwd_weight", x.shape(), w_shape, arg);
   AETHER_CHECK(y == dy.shape(), "conv2d_bwd_weight", "dy ", desc(dy), " does not match the output shape ",
                to_string(y));

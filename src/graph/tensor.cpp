@@ -103,7 +103,7 @@ Tensor Tensor::randn(const Shape& shape, DType dtype) {
 
 Tensor Tensor::randint(int64_t low, int64_t high, const Shape& shape, DType dtype) {
   AETHER_CHECK(high > low, "randint", "empty range [", low, ", ", high, ")");
-  AETHER_CHECK(is_int(dtype), "randint", "expected an integer dtype, got ", dtype_name(dtype));
+  AETHER_CHECK_DTYPE(is_int(dtype), "randint", "expected an integer dtype, got ", dtype_name(dtype));
   const Tensor u = rand(shape, DType::float64);
   // Truncate u * n (>= 0, so truncation is floor) before adding low: truncating u * n + low toward
   // zero would fold (-1, 0) onto 0 and almost never give `low` when low < 0. The minimum guards
@@ -188,8 +188,8 @@ Tensor& Tensor::set_requires_grad(bool on) {
                "only leaf tensors can change requires_grad; this one was "
                "computed by ",
                op_name(impl.grad_fn->op), " (use detach())");
-  AETHER_CHECK(!on || is_float(dtype()), "set_requires_grad", "only float tensors can require grad, got ",
-               dtype_name(dtype()));
+  AETHER_CHECK_DTYPE(!on || is_float(dtype()), "set_requires_grad",
+                     "only float tensors can require grad, got ", dtype_name(dtype()));
   impl.requires_grad = on;
   return *this;
 }
@@ -238,7 +238,7 @@ Tensor Tensor::to(Device device) const {
               static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype()), bytes);
     return Tensor(make_load(std::move(buf), View::contiguous(shape())));
   } catch (const Error& e) {
-    throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", e.what()));
+    throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", e.what()), e.kind());
   }
 }
 

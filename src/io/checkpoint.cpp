@@ -67,40 +67,43 @@ std::string make_manifest(const Checkpoint& ckpt) {
     text += "  }\n}\n";
     return text;
   } catch (const json::exception& e) {
-    throw Error(detail::cat("save_checkpoint: manifest_extra strings must be valid UTF-8 (", e.what(), ")"));
+    throw Error(detail::cat("save_checkpoint: manifest_extra strings must be valid UTF-8 (", e.what(), ")"),
+                ErrorKind::runtime);
   }
 }
 
 // Checks manifest.json and returns it parsed.
 json parse_manifest(const zipio::Reader& zip, const std::string& path) {
-  AETHER_CHECK(zip.has(kManifestMember), path, "not an aether checkpoint (the zip archive has no ",
-               kManifestMember, ")");
+  AETHER_CHECK_RUNTIME(zip.has(kManifestMember), path, "not an aether checkpoint (the zip archive has no ",
+                       kManifestMember, ")");
   const std::string text = zip.read(kManifestMember, kMaxManifestBytes);
   json m = parse_json(text, detail::cat(path, ": ", kManifestMember));
-  AETHER_CHECK(m.is_object(), path, kManifestMember, " is not a JSON object");
+  AETHER_CHECK_RUNTIME(m.is_object(), path, kManifestMember, " is not a JSON object");
   const auto format = m.find("format");
-  AETHER_CHECK(format != m.end() && *format == kCheckpointFormatName, path, "not an aether checkpoint (",
-               kManifestMember, " has format ", format != m.end() ? json_excerpt(*format) : "<none>",
-               ", expected \"", kCheckpointFormatName, "\")");
+  AETHER_CHECK_RUNTIME(format != m.end() && *format == kCheckpointFormatName, path,
+                       "not an aether checkpoint (", kManifestMember, " has format ",
+                       format != m.end() ? json_excerpt(*format) : "<none>", ", expected \"",
+                       kCheckpointFormatName, "\")");
   const auto version = m.find("format_version");
-  AETHER_CHECK(version != m.end() && version->is_number_integer(), path, kManifestMember,
-               " has no integer \"format_version\"");
+  AETHER_CHECK_RUNTIME(version != m.end() && version->is_number_integer(), path, kManifestMember,
+                       " has no integer \"format_version\"");
   const int64_t v = version->get<int64_t>();
-  AETHER_CHECK(v >= 1, path, kManifestMember, " has an invalid format_version ", v);
-  AETHER_CHECK(v <= kCheckpointFormatVersion, path, "checkpoint format version ", v,
-               " is newer than this build of aether reads (", kCheckpointFormatVersion, "); upgrade aether");
+  AETHER_CHECK_RUNTIME(v >= 1, path, kManifestMember, " has an invalid format_version ", v);
+  AETHER_CHECK_RUNTIME(v <= kCheckpointFormatVersion, path, "checkpoint format version ", v,
+                       " is newer than this build of aether reads (", kCheckpointFormatVersion,
+                       "); upgrade aether");
   const auto tensors = m.find("tensors");
-  AETHER_CHECK(tensors != m.end() && tensors->is_object(), path, kManifestMember,
-               " has no \"tensors\" object");
+  AETHER_CHECK_RUNTIME(tensors != m.end() && tensors->is_object(), path, kManifestMember,
+                       " has no \"tensors\" object");
   for (const char* group : {"model", "optimizer"}) {
     const auto list = tensors->find(group);
-    AETHER_CHECK(list != tensors->end() && list->is_array(), path, kManifestMember, " has no \"tensors\".\"",
-                 group, "\" list");
+    AETHER_CHECK_RUNTIME(list != tensors->end() && list->is_array(), path, kManifestMember,
+                         " has no \"tensors\".\"", group, "\" list");
     for (const json& e : *list) {
       const bool ok = e.is_object() && e.contains("name") && e["name"].is_string() && e.contains("dtype") &&
                       e["dtype"].is_string() && e.contains("shape") && e["shape"].is_array();
-      AETHER_CHECK(ok, path, kManifestMember, ": bad \"", group, "\" tensor entry ", json_excerpt(e),
-                   " (expected {\"name\": string, \"dtype\": string, \"shape\": [...]})");
+      AETHER_CHECK_RUNTIME(ok, path, kManifestMember, ": bad \"", group, "\" tensor entry ", json_excerpt(e),
+                           " (expected {\"name\": string, \"dtype\": string, \"shape\": [...]})");
     }
   }
   return m;
@@ -110,7 +113,7 @@ json parse_manifest(const zipio::Reader& zip, const std::string& path) {
 // the manifest's order.
 NamedTensors load_group(const zipio::Reader& zip, const std::string& path, const char* member,
                         const json& listed) {
-  AETHER_CHECK(zip.has(member), path, "damaged checkpoint: the zip archive has no ", member);
+  AETHER_CHECK_RUNTIME(zip.has(member), path, "damaged checkpoint: the zip archive has no ", member);
   const std::string bytes = zip.read(member, UINT64_MAX, kMaxZipExpansion);
   SafetensorsContents contents = read_safetensors(bytes, path + ":" + member);
   std::map<std::string, size_t> index;
@@ -121,18 +124,19 @@ NamedTensors load_group(const zipio::Reader& zip, const std::string& path, const
   for (const json& e : listed) {
     const std::string name = e["name"].get<std::string>();
     const auto it = index.find(name);
-    AETHER_CHECK(it != index.end(), where, "it lists tensor '", text_excerpt(name), "', which ", member,
-                 " lacks");
+    AETHER_CHECK_RUNTIME(it != index.end(), where, "it lists tensor '", text_excerpt(name), "', which ",
+                         member, " lacks");
     const Tensor& t = contents.tensors[it->second].second;
-    AETHER_CHECK(e["dtype"] == safetensors_dtype_name(t.dtype()), where, "tensor '", text_excerpt(name),
-                 "' is ", json_excerpt(e["dtype"]), " in the manifest but ",
-                 safetensors_dtype_name(t.dtype()), " in ", member);
-    AETHER_CHECK(e["shape"] == json(t.shape()), where, "tensor '", text_excerpt(name), "' has shape ",
-                 json_excerpt(e["shape"]), " in the manifest but ", json(t.shape()).dump(), " in ", member);
+    AETHER_CHECK_RUNTIME(e["dtype"] == safetensors_dtype_name(t.dtype()), where, "tensor '",
+                         text_excerpt(name), "' is ", json_excerpt(e["dtype"]), " in the manifest but ",
+                         safetensors_dtype_name(t.dtype()), " in ", member);
+    AETHER_CHECK_RUNTIME(e["shape"] == json(t.shape()), where, "tensor '", text_excerpt(name), "' has shape ",
+                         json_excerpt(e["shape"]), " in the manifest but ", json(t.shape()).dump(), " in ",
+                         member);
     out.emplace_back(name, t);
   }
-  AETHER_CHECK(out.size() == contents.tensors.size(), where, "the manifest lists ", listed.size(),
-               " tensors but ", member, " holds ", contents.tensors.size());
+  AETHER_CHECK_RUNTIME(out.size() == contents.tensors.size(), where, "the manifest lists ", listed.size(),
+                       " tensors but ", member, " holds ", contents.tensors.size());
   return out;
 }
 

@@ -67,7 +67,8 @@ void write_all(int fd, const char* data, size_t n, const std::string& path) {
     const ssize_t w = ::write(fd, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      throw Error(detail::cat(path, ": cannot save: writing the temporary file failed: ", errno_text(errno)));
+      throw Error(detail::cat(path, ": cannot save: writing the temporary file failed: ", errno_text(errno)),
+                  ErrorKind::runtime);
     }
     data += w;
     n -= size_t(w);
@@ -122,15 +123,17 @@ Created create_temp_file(const std::string& path, const std::filesystem::path& d
     const int fd = ::mkstemp(tmpl.data());
     if (fd < 0) {
       throw Error(detail::cat(path, ": cannot save: cannot create a temporary file in ", dir.string(), ": ",
-                              errno_text(errno)));
+                              errno_text(errno)),
+                  ErrorKind::runtime);
     }
     const int lock_fd = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
     if (lock_fd < 0) {
       const int err = errno;
       ::close(fd);
       ::unlink(tmpl.c_str());
-      throw Error(detail::cat(
-          path, ": cannot save: duplicating the temporary file's descriptor failed: ", errno_text(err)));
+      throw Error(detail::cat(path, ": cannot save: duplicating the temporary file's descriptor failed: ",
+                              errno_text(err)),
+                  ErrorKind::runtime);
     }
     // Where the file system has no locks, nothing is locked, and the clean-up (which must lock a
     // file to remove it) removes nothing there either.
@@ -142,8 +145,8 @@ Created create_temp_file(const std::string& path, const std::filesystem::path& d
     if (::fstat(fd, &st) == 0 && st.st_nlink > 0) return {fd, lock_fd, tmpl};
     ::close(fd);
     ::close(lock_fd);
-    AETHER_CHECK(attempt < 100, path, "cannot save: the temporary files in ", dir.string(),
-                 " keep disappearing");
+    AETHER_CHECK_RUNTIME(attempt < 100, path, "cannot save: the temporary files in ", dir.string(),
+                         " keep disappearing");
   }
 }
 
@@ -155,7 +158,7 @@ void detail::set_atomic_write_hook(std::function<void(const char* stage)> hook) 
 
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(detail::cat(path, ": cannot read: ", errno_text(errno)));
+  if (fd < 0) throw Error(detail::cat(path, ": cannot read: ", errno_text(errno)), ErrorKind::runtime);
   std::string out;
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));
@@ -166,7 +169,7 @@ std::string read_file(const std::string& path) {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      throw Error(detail::cat(path, ": cannot read: ", errno_text(err)));
+      throw Error(detail::cat(path, ": cannot read: ", errno_text(err)), ErrorKind::runtime);
     }
     if (r == 0) break;
     out.append(chunk, size_t(r));
@@ -179,14 +182,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   namespace fs = std::filesystem;
   AETHER_CHECK(!path.empty(), "write_file_atomic", "empty path");
   const fs::path target(path);
-  AETHER_CHECK(target.has_filename(), path, "cannot save: the path names a directory");
+  AETHER_CHECK_RUNTIME(target.has_filename(), path, "cannot save: the path names a directory");
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
 
   // Permission bits: keep those of the file being replaced, else 0644.
   mode_t mode = 0644;
   struct stat old {};
   if (::stat(path.c_str(), &old) == 0) {
-    AETHER_CHECK(!S_ISDIR(old.st_mode), path, "cannot save: a directory of that name exists");
+    AETHER_CHECK_RUNTIME(!S_ISDIR(old.st_mode), path, "cannot save: a directory of that name exists");
     mode = old.st_mode & 07777;
   }
 
@@ -196,7 +199,8 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   TempFile tmp(created.fd, created.lock_fd, std::move(created.path));
   run_hook("created");
   if (::fchmod(tmp.fd(), mode) != 0)
-    throw Error(detail::cat(path, ": cannot save: chmod of the temporary file failed: ", errno_text(errno)));
+    throw Error(detail::cat(path, ": cannot save: chmod of the temporary file failed: ", errno_text(errno)),
+                ErrorKind::runtime);
 
   const size_t half = bytes.size() / 2;
   write_all(tmp.fd(), bytes.data(), half, path);
@@ -205,14 +209,17 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   run_hook("written");
 
   if (::fsync(tmp.fd()) != 0)
-    throw Error(detail::cat(path, ": cannot save: fsync of the temporary file failed: ", errno_text(errno)));
+    throw Error(detail::cat(path, ": cannot save: fsync of the temporary file failed: ", errno_text(errno)),
+                ErrorKind::runtime);
   if (tmp.close() != 0)
-    throw Error(detail::cat(path, ": cannot save: closing the temporary file failed: ", errno_text(errno)));
+    throw Error(detail::cat(path, ": cannot save: closing the temporary file failed: ", errno_text(errno)),
+                ErrorKind::runtime);
   run_hook("synced");
 
   if (::rename(tmp.path().c_str(), path.c_str()) != 0)
     throw Error(
-        detail::cat(path, ": cannot save: renaming ", tmp.path(), " over it failed: ", errno_text(errno)));
+        detail::cat(path, ": cannot save: renaming ", tmp.path(), " over it failed: ", errno_text(errno)),
+        ErrorKind::runtime);
   tmp.release();
 
   // Make the rename itself durable. The new file is complete and in place by now, so a failure
@@ -220,12 +227,14 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   // (EINVAL); that is not an error.
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
-    throw Error(detail::cat(path, ": saved, but cannot open its directory to sync it: ", errno_text(errno)));
+    throw Error(detail::cat(path, ": saved, but cannot open its directory to sync it: ", errno_text(errno)),
+                ErrorKind::runtime);
   const int rc = ::fsync(dfd);
   const int err = errno;
   ::close(dfd);
   if (rc != 0 && err != EINVAL)
-    throw Error(detail::cat(path, ": saved, but fsync of its directory failed: ", errno_text(err)));
+    throw Error(detail::cat(path, ": saved, but fsync of its directory failed: ", errno_text(err)),
+                ErrorKind::runtime);
 }
 
 }  // namespace aether

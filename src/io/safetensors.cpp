@@ -114,22 +114,24 @@ std::optional<uint64_t> as_index(const ojson& v) {
 
 Entry parse_entry(const std::string& src, const std::string& key, const ojson& v) {
   const std::string name = text_excerpt(key);  // for messages
-  AETHER_CHECK(v.is_object(), src, "tensor '", name,
-               "': header entry is not a JSON object: ", json_excerpt(v));
+  AETHER_CHECK_RUNTIME(v.is_object(), src, "tensor '", name,
+                       "': header entry is not a JSON object: ", json_excerpt(v));
   Entry e{key, DType::float32, {}, 0, 0, 0};
   const auto dt = v.find("dtype");
-  AETHER_CHECK(dt != v.end(), src, "tensor '", name, "': header entry has no \"dtype\"");
-  AETHER_CHECK(dt->is_string(), src, "tensor '", name, "': \"dtype\" is not a string: ", json_excerpt(*dt));
+  AETHER_CHECK_RUNTIME(dt != v.end(), src, "tensor '", name, "': header entry has no \"dtype\"");
+  AETHER_CHECK_RUNTIME(dt->is_string(), src, "tensor '", name,
+                       "': \"dtype\" is not a string: ", json_excerpt(*dt));
   const auto dtype = lookup_dtype(dt->get<std::string>());
-  AETHER_CHECK(dtype.has_value(), src, "tensor '", name, "': unknown or unsupported dtype ",
-               json_excerpt(*dt), " (aether reads ", supported_dtype_list(), ")");
+  AETHER_CHECK_RUNTIME(dtype.has_value(), src, "tensor '", name, "': unknown or unsupported dtype ",
+                       json_excerpt(*dt), " (aether reads ", supported_dtype_list(), ")");
   e.dtype = *dtype;
 
   const auto sh = v.find("shape");
-  AETHER_CHECK(sh != v.end(), src, "tensor '", name, "': header entry has no \"shape\"");
-  AETHER_CHECK(sh->is_array(), src, "tensor '", name, "': \"shape\" is not an array: ", json_excerpt(*sh));
-  AETHER_CHECK(sh->size() <= size_t(kMaxDims), src, "tensor '", name, "': shape ", json_excerpt(*sh), " has ",
-               sh->size(), " dims; aether supports at most ", kMaxDims);
+  AETHER_CHECK_RUNTIME(sh != v.end(), src, "tensor '", name, "': header entry has no \"shape\"");
+  AETHER_CHECK_RUNTIME(sh->is_array(), src, "tensor '", name,
+                       "': \"shape\" is not an array: ", json_excerpt(*sh));
+  AETHER_CHECK_RUNTIME(sh->size() <= size_t(kMaxDims), src, "tensor '", name, "': shape ", json_excerpt(*sh),
+                       " has ", sh->size(), " dims; aether supports at most ", kMaxDims);
   // numel * size, like the reference's checked multiplication, and also the product of the
   // non-zero dims (times size): a tensor with a zero dim holds no data, but its strides are
   // products of the other dims. Every running product must fit int64. A valid file's tensors fit
@@ -138,29 +140,29 @@ Entry parse_entry(const std::string& src, const std::string& key, const ojson& v
   uint64_t numel = 1, extent = 1;  // numel <= extent
   for (const auto& d : *sh) {
     const auto dim = as_index(d);
-    AETHER_CHECK(dim.has_value(), src, "tensor '", name, "': shape ", json_excerpt(*sh),
-                 " must hold non-negative integers");
-    AETHER_CHECK(*dim == 0 || extent <= kLimit / *dim, src, "tensor '", name, "': shape ", json_excerpt(*sh),
-                 " has too many elements (overflow)");
+    AETHER_CHECK_RUNTIME(dim.has_value(), src, "tensor '", name, "': shape ", json_excerpt(*sh),
+                         " must hold non-negative integers");
+    AETHER_CHECK_RUNTIME(*dim == 0 || extent <= kLimit / *dim, src, "tensor '", name, "': shape ",
+                         json_excerpt(*sh), " has too many elements (overflow)");
     if (*dim != 0) extent *= *dim;
     numel *= *dim;
     e.shape.push_back(int64_t(*dim));
   }
   const uint64_t size = uint64_t(dtype_size(e.dtype));
-  AETHER_CHECK(extent <= kLimit / size, src, "tensor '", name, "': shape ", json_excerpt(*sh), " of ",
-               safetensors_dtype_name(e.dtype), " has too many bytes (overflow)");
+  AETHER_CHECK_RUNTIME(extent <= kLimit / size, src, "tensor '", name, "': shape ", json_excerpt(*sh), " of ",
+                       safetensors_dtype_name(e.dtype), " has too many bytes (overflow)");
   e.nbytes = numel * size;
 
   const auto off = v.find("data_offsets");
-  AETHER_CHECK(off != v.end(), src, "tensor '", name, "': header entry has no \"data_offsets\"");
+  AETHER_CHECK_RUNTIME(off != v.end(), src, "tensor '", name, "': header entry has no \"data_offsets\"");
   const bool pair = off->is_array() && off->size() == 2;
   const auto begin = pair ? as_index((*off)[0]) : std::nullopt;
   const auto end = pair ? as_index((*off)[1]) : std::nullopt;
-  AETHER_CHECK(begin && end, src, "tensor '", name,
-               "': \"data_offsets\" must be [begin, end] with non-negative ", "integers, got ",
-               json_excerpt(*off));
-  AETHER_CHECK(*begin <= *end, src, "tensor '", name, "': data_offsets [", *begin, ", ", *end,
-               "] end before they begin");
+  AETHER_CHECK_RUNTIME(begin && end, src, "tensor '", name,
+                       "': \"data_offsets\" must be [begin, end] with non-negative ", "integers, got ",
+                       json_excerpt(*off));
+  AETHER_CHECK_RUNTIME(*begin <= *end, src, "tensor '", name, "': data_offsets [", *begin, ", ", *end,
+                       "] end before they begin");
   e.begin = *begin;
   e.end = *end;
   return e;
@@ -184,15 +186,16 @@ const char* safetensors_dtype_name(DType t) {
 
 DType dtype_from_safetensors_name(const std::string& name) {
   const auto t = lookup_dtype(name);
-  AETHER_CHECK(t.has_value(), "dtype_from_safetensors_name", "unknown or unsupported dtype \"", name,
-               "\" (aether reads ", supported_dtype_list(), ")");
+  AETHER_CHECK_RUNTIME(t.has_value(), "dtype_from_safetensors_name", "unknown or unsupported dtype \"", name,
+                       "\" (aether reads ", supported_dtype_list(), ")");
   return *t;
 }
 
 void write_safetensors(std::ostream& os, const NamedTensors& tensors, const SafetensorsMetadata& metadata) {
   serialize(tensors, metadata, [&](const char* p, size_t n) {
     os.write(p, std::streamsize(n));
-    AETHER_CHECK(os.good(), "write_safetensors", "the output stream failed after writing ", n, " bytes");
+    AETHER_CHECK_RUNTIME(os.good(), "write_safetensors", "the output stream failed after writing ", n,
+                         " bytes");
   });
 }
 
@@ -203,21 +206,21 @@ std::string write_safetensors(const NamedTensors& tensors, const SafetensorsMeta
 }
 
 SafetensorsContents read_safetensors(std::string_view bytes, const std::string& src) {
-  AETHER_CHECK(bytes.size() >= 8, src, "not a safetensors file: only ", bytes.size(),
-               " bytes, fewer than the 8-byte header length");
+  AETHER_CHECK_RUNTIME(bytes.size() >= 8, src, "not a safetensors file: only ", bytes.size(),
+                       " bytes, fewer than the 8-byte header length");
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
-  AETHER_CHECK(n <= kSafetensorsMaxHeaderBytes, src, "header length ", n, " exceeds the limit of ",
-               kSafetensorsMaxHeaderBytes, " bytes (corrupt, or not a safetensors file)");
-  AETHER_CHECK(n <= bytes.size() - 8, src, "header length ", n, " runs past the end of the file (",
-               bytes.size(), " bytes): truncated, or not a safetensors file");
+  AETHER_CHECK_RUNTIME(n <= kSafetensorsMaxHeaderBytes, src, "header length ", n, " exceeds the limit of ",
+                       kSafetensorsMaxHeaderBytes, " bytes (corrupt, or not a safetensors file)");
+  AETHER_CHECK_RUNTIME(n <= bytes.size() - 8, src, "header length ", n, " runs past the end of the file (",
+                       bytes.size(), " bytes): truncated, or not a safetensors file");
   const std::string_view header = bytes.substr(8, size_t(n));
   const size_t first = header.find_first_not_of(" \t\r\n");
-  AETHER_CHECK(first != std::string_view::npos && header[first] == '{', src,
-               "header is not a JSON object (it must start with '{')");
+  AETHER_CHECK_RUNTIME(first != std::string_view::npos && header[first] == '{', src,
+                       "header is not a JSON object (it must start with '{')");
   // nlohmann's parser stops at a NUL byte; no valid header has one (padding is spaces).
-  AETHER_CHECK(header.find('\0') == std::string_view::npos, src,
-               "header is not valid JSON: it contains a NUL byte at offset ", 8 + header.find('\0'));
+  AETHER_CHECK_RUNTIME(header.find('\0') == std::string_view::npos, src,
+                       "header is not valid JSON: it contains a NUL byte at offset ", 8 + header.find('\0'));
 
   // Parse keeping the file's key order (the tie-break between zero-size tensors) and rejecting
   // duplicate tensor names, which a plain JSON object would silently merge.
@@ -226,17 +229,19 @@ SafetensorsContents read_safetensors(std::string_view bytes, const std::string& 
   const ojson j = parse_ordered_json(header, src + ": header", [&](const std::string& key) {
     if (!keys.insert(key).second && duplicate.empty()) duplicate = key;
   });
-  AETHER_CHECK(j.is_object(), src, "header is not a JSON object");
-  AETHER_CHECK(duplicate.empty(), src, "header names tensor '", text_excerpt(duplicate), "' more than once");
+  AETHER_CHECK_RUNTIME(j.is_object(), src, "header is not a JSON object");
+  AETHER_CHECK_RUNTIME(duplicate.empty(), src, "header names tensor '", text_excerpt(duplicate),
+                       "' more than once");
 
   SafetensorsContents out;
   std::vector<Entry> entries;
   for (const auto& [key, value] : j.items()) {
     if (key == "__metadata__") {
-      AETHER_CHECK(value.is_object(), src, "\"__metadata__\" is not a JSON object: ", json_excerpt(value));
+      AETHER_CHECK_RUNTIME(value.is_object(), src,
+                           "\"__metadata__\" is not a JSON object: ", json_excerpt(value));
       for (const auto& [mk, mv] : value.items()) {
-        AETHER_CHECK(mv.is_string(), src, "\"__metadata__\" value of '", text_excerpt(mk),
-                     "' is not a string: ", json_excerpt(mv));
+        AETHER_CHECK_RUNTIME(mv.is_string(), src, "\"__metadata__\" value of '", text_excerpt(mk),
+                             "' is not a string: ", json_excerpt(mv));
         out.metadata[mk] = mv.get<std::string>();
       }
       continue;
@@ -252,31 +257,32 @@ SafetensorsContents read_safetensors(std::string_view bytes, const std::string& 
   uint64_t pos = 0;
   const Entry* prev = nullptr;
   for (const Entry& e : entries) {
-    AETHER_CHECK(e.begin <= pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin, ", ",
-                 e.end, "] leave a hole: bytes [", pos, ", ", e.begin,
-                 ") of the data buffer belong to no tensor");
-    AETHER_CHECK(e.begin == pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin, ", ",
-                 e.end, "] overlap tensor '", prev ? text_excerpt(prev->name) : "", "' (which ends at ", pos,
-                 ")");
-    AETHER_CHECK(e.end - e.begin == e.nbytes, src, "tensor '", text_excerpt(e.name), "': data_offsets [",
-                 e.begin, ", ", e.end, "] hold ", e.end - e.begin, " bytes but shape ", to_string(e.shape),
-                 " of ", safetensors_dtype_name(e.dtype), " needs ", e.nbytes);
-    AETHER_CHECK(e.end <= data.size(), src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin,
-                 ", ", e.end, "] run past the end of the data buffer (", data.size(),
-                 " bytes): the file is truncated");
+    AETHER_CHECK_RUNTIME(e.begin <= pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin,
+                         ", ", e.end, "] leave a hole: bytes [", pos, ", ", e.begin,
+                         ") of the data buffer belong to no tensor");
+    AETHER_CHECK_RUNTIME(e.begin == pos, src, "tensor '", text_excerpt(e.name), "': data_offsets [", e.begin,
+                         ", ", e.end, "] overlap tensor '", prev ? text_excerpt(prev->name) : "",
+                         "' (which ends at ", pos, ")");
+    AETHER_CHECK_RUNTIME(e.end - e.begin == e.nbytes, src, "tensor '", text_excerpt(e.name),
+                         "': data_offsets [", e.begin, ", ", e.end, "] hold ", e.end - e.begin,
+                         " bytes but shape ", to_string(e.shape), " of ", safetensors_dtype_name(e.dtype),
+                         " needs ", e.nbytes);
+    AETHER_CHECK_RUNTIME(e.end <= data.size(), src, "tensor '", text_excerpt(e.name), "': data_offsets [",
+                         e.begin, ", ", e.end, "] run past the end of the data buffer (", data.size(),
+                         " bytes): the file is truncated");
     pos = e.end;
     prev = &e;
   }
-  AETHER_CHECK(pos == data.size(), src, "the data buffer has ", data.size() - pos,
-               " bytes after the last tensor that belong to no tensor");
+  AETHER_CHECK_RUNTIME(pos == data.size(), src, "the data buffer has ", data.size() - pos,
+                       " bytes after the last tensor that belong to no tensor");
 
   out.tensors.reserve(entries.size());
   for (const Entry& e : entries) {
     const char* p = data.data() + e.begin;
     if (e.dtype == DType::boolean) {
       for (uint64_t i = 0; i < e.nbytes; ++i)
-        AETHER_CHECK(uint8_t(p[i]) <= 1, src, "tensor '", text_excerpt(e.name), "': BOOL element ", i,
-                     " has byte value ", int(uint8_t(p[i])), " (must be 0 or 1)");
+        AETHER_CHECK_RUNTIME(uint8_t(p[i]) <= 1, src, "tensor '", text_excerpt(e.name), "': BOOL element ", i,
+                             " has byte value ", int(uint8_t(p[i])), " (must be 0 or 1)");
     }
     out.tensors.emplace_back(e.name, Tensor::from_blob(p, e.shape, e.dtype));
   }

@@ -84,11 +84,11 @@ std::string write_zip(const std::vector<Member>& members, const std::string& wha
 
 Reader::Reader(std::string_view bytes, std::string source, std::string kind)
     : source_(std::move(source)), kind_(std::move(kind)), archive_size_(bytes.size()) {
-  AETHER_CHECK(!bytes.empty(), source_, "not ", kind_, " (empty file)");
+  AETHER_CHECK_RUNTIME(!bytes.empty(), source_, "not ", kind_, " (empty file)");
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &err);
-  if (!src) throw Error(detail::cat(source_, ": cannot read: ", take_message(&err)));
+  if (!src) throw Error(detail::cat(source_, ": cannot read: ", take_message(&err)), ErrorKind::runtime);
   za_ = zip_open_from_source(src, ZIP_RDONLY | ZIP_CHECKCONS, &err);
   if (!za_) {
     zip_source_free(src);
@@ -96,11 +96,11 @@ Reader::Reader(std::string_view bytes, std::string source, std::string kind)
     const std::string msg = take_message(&err);
     if (code == ZIP_ER_NOZIP) {
       // A local file header at the start but no end-of-central-directory record: cut short.
-      AETHER_CHECK(!(bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0), source_,
-                   "damaged zip archive: no central directory (truncated file?)");
-      throw Error(detail::cat(source_, ": not ", kind_, " (not a zip file)"));
+      AETHER_CHECK_RUNTIME(!(bytes.size() >= 4 && std::memcmp(bytes.data(), "PK\x03\x04", 4) == 0), source_,
+                           "damaged zip archive: no central directory (truncated file?)");
+      throw Error(detail::cat(source_, ": not ", kind_, " (not a zip file)"), ErrorKind::runtime);
     }
-    throw Error(detail::cat(source_, ": damaged zip archive: ", msg));
+    throw Error(detail::cat(source_, ": damaged zip archive: ", msg), ErrorKind::runtime);
   }
   zip_error_fini(&err);
 }
@@ -114,29 +114,30 @@ bool Reader::has(const std::string& name) const { return zip_name_locate(za_, na
 std::string Reader::read(const std::string& name, uint64_t max_bytes, uint64_t max_expansion) const {
   const std::string where = detail::cat(source_, ": ", name);
   const zip_int64_t idx = zip_name_locate(za_, name.c_str(), 0);
-  AETHER_CHECK(idx >= 0, source_, "the zip archive has no member ", name);
+  AETHER_CHECK_RUNTIME(idx >= 0, source_, "the zip archive has no member ", name);
   zip_stat_t st;
   zip_stat_init(&st);
-  AETHER_CHECK(zip_stat_index(za_, zip_uint64_t(idx), 0, &st) == 0, where,
-               "cannot stat: ", zip_strerror(za_));
-  AETHER_CHECK((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE), where,
-               "the zip entry has no size");
+  AETHER_CHECK_RUNTIME(zip_stat_index(za_, zip_uint64_t(idx), 0, &st) == 0, where,
+                       "cannot stat: ", zip_strerror(za_));
+  AETHER_CHECK_RUNTIME((st.valid & ZIP_STAT_SIZE) && (st.valid & ZIP_STAT_COMP_SIZE), where,
+                       "the zip entry has no size");
   // The allocation below is st.size bytes: check the claim first. Deflate expands at most ~1032:1,
   // so a larger claim is corrupt; a stored member is as large as its bytes in the archive.
   const bool compressed = !((st.valid & ZIP_STAT_COMP_METHOD) && st.comp_method == ZIP_CM_STORE);
   const uint64_t physical_limit =
       compressed ? kMaxDeflateExpansion * st.comp_size + kExpansionSlack : st.comp_size;
-  AETHER_CHECK(st.comp_size <= archive_size_ && st.size <= physical_limit, where,
-               "damaged zip entry: claims ", st.size, " bytes from ", st.comp_size,
-               compressed ? " compressed" : " stored", " bytes in a ", archive_size_, "-byte archive");
-  AETHER_CHECK(st.size <= max_bytes, where, "the zip entry inflates to ", st.size,
-               " bytes, more than the limit of ", max_bytes, " bytes for it");
-  AETHER_CHECK(!compressed || st.size <= max_expansion * st.comp_size + kExpansionSlack, where,
-               "the zip entry inflates to ", st.size, " bytes from ", st.comp_size,
-               " compressed bytes, more than the limit of ", max_expansion,
-               " times its compressed size plus ", kExpansionSlack, " bytes");
+  AETHER_CHECK_RUNTIME(st.comp_size <= archive_size_ && st.size <= physical_limit, where,
+                       "damaged zip entry: claims ", st.size, " bytes from ", st.comp_size,
+                       compressed ? " compressed" : " stored", " bytes in a ", archive_size_,
+                       "-byte archive");
+  AETHER_CHECK_RUNTIME(st.size <= max_bytes, where, "the zip entry inflates to ", st.size,
+                       " bytes, more than the limit of ", max_bytes, " bytes for it");
+  AETHER_CHECK_RUNTIME(!compressed || st.size <= max_expansion * st.comp_size + kExpansionSlack, where,
+                       "the zip entry inflates to ", st.size, " bytes from ", st.comp_size,
+                       " compressed bytes, more than the limit of ", max_expansion,
+                       " times its compressed size plus ", kExpansionSlack, " bytes");
   zip_file_t* f = zip_fopen_index(za_, zip_uint64_t(idx), 0);
-  AETHER_CHECK(f != nullptr, where, "cannot open the zip entry: ", zip_strerror(za_));
+  AETHER_CHECK_RUNTIME(f != nullptr, where, "cannot open the zip entry: ", zip_strerror(za_));
   std::string out(size_t(st.size), '\0');
   uint64_t got = 0;
   std::string error;
@@ -155,7 +156,7 @@ std::string Reader::read(const std::string& name, uint64_t max_bytes, uint64_t m
     if (r > 0) error = detail::cat("longer than the ", st.size, " bytes its entry declares");
   }
   if (zip_fclose(f) != 0 && error.empty()) error = "closing the entry failed (CRC or data error)";
-  AETHER_CHECK(error.empty(), where, "damaged zip entry: ", error);
+  AETHER_CHECK_RUNTIME(error.empty(), where, "damaged zip entry: ", error);
   return out;
 }
 

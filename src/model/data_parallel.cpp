@@ -141,7 +141,7 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
   for (const auto& [name, t] : tensors) values.push_back(*t);
   realize(values);
   for (const auto& [name, t] : tensors) {
-    AETHER_CHECK(t->dtype() != DType::boolean, "train", "cannot broadcast the bool tensor ", name);
+    AETHER_CHECK_DTYPE(t->dtype() != DType::boolean, "train", "cannot broadcast the bool tensor ", name);
     std::vector<char> bytes = host_bytes(*t);  // (numel) of t's dtype
     const size_t n = size_t(t->numel());
     const DType dtype = t->dtype();
@@ -160,9 +160,9 @@ void check_same_values(dist::Communicator& comm, Device device,
                       [&](const std::vector<void*>& p) { comm.all_gather(p[0], p[1], n, DType::int64); });
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 1; r < world; ++r)
-      AETHER_CHECK(every[r * n + i] == every[i], "train", "rank ", r, " has ", values[i].first, " ",
-                   every[r * n + i], ", rank 0 ", every[i],
-                   "; data-parallel ranks must train on the same data with the same options");
+      AETHER_CHECK_RUNTIME(every[r * n + i] == every[i], "train", "rank ", r, " has ", values[i].first, " ",
+                           every[r * n + i], ", rank 0 ", every[i],
+                           "; data-parallel ranks must train on the same data with the same options");
 }
 
 void check_ranks_agree(dist::Communicator& comm, Device device, const nn::NamedTensors& tensors,
@@ -185,9 +185,9 @@ void check_ranks_agree(dist::Communicator& comm, Device device, const nn::NamedT
   for (int r = 1; r < comm.world_size(); ++r)
     if (std::memcmp(every.data() + size_t(r) * mine.size(), every.data(), mine.size()) != 0)
       differ += detail::cat(differ.empty() ? "" : ", ", r);
-  AETHER_CHECK(differ.empty(), "train", when, ": the parameters of rank(s) ", differ,
-               " differ from rank 0's; data-parallel ranks must run the same model, data options and "
-               "seed");
+  AETHER_CHECK_RUNTIME(differ.empty(), "train", when, ": the parameters of rank(s) ", differ,
+                       " differ from rank 0's; data-parallel ranks must run the same model, data options and "
+                       "seed");
 }
 
 namespace {
@@ -294,8 +294,8 @@ bool average_gradients(dist::Communicator& comm, const std::vector<Tensor>& para
   for (size_t i = params.size(); i-- > 0;) {
     const Tensor g = params[i].grad();
     if (!g.defined()) continue;
-    AETHER_CHECK(g.dtype() == DType::float32, "train", "parameter ", i, " has a ", dtype_name(g.dtype()),
-                 " gradient; data-parallel training averages float32 gradients");
+    AETHER_CHECK_DTYPE(g.dtype() == DType::float32, "train", "parameter ", i, " has a ",
+                       dtype_name(g.dtype()), " gradient; data-parallel training averages float32 gradients");
     const size_t b = size_t(g.numel()) * sizeof(float);
     if (buckets.empty() || (bytes + b > cap && bytes > 0)) {
       buckets.emplace_back();

@@ -669,8 +669,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       seen += n;
       loss_sum += loss_value * double(n);
       correct_sum += acc_value * double(n);
-      AETHER_CHECK(std::isfinite(loss_sum), "train", "the loss became ", loss_value, " at step ",
-                   m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
+      AETHER_CHECK_RUNTIME(std::isfinite(loss_sum), "train", "the loss became ", loss_value, " at step ",
+                           m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
       bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
       if (o.on_batch)
         o.on_batch(
@@ -712,7 +712,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
         r = evaluate(*o.validation, std::max<int64_t>(o.data.batch_size, 256));
       } catch (const Error& e) {
         throw Error(detail::cat("train: epoch ", epoch + 1, ": validation on '", o.validation->name,
-                                "' failed: ", e.what(), kept));
+                                "' failed: ", e.what(), kept),
+                    e.kind());
       }
       st.val_loss = r.loss;
       st.val_accuracy = r.accuracy;
@@ -726,7 +727,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       try {
         save(o.checkpoint_path);
       } catch (const Error& e) {
-        throw Error(detail::cat("train: epoch ", epoch + 1, ": ", e.what()));
+        throw Error(detail::cat("train: epoch ", epoch + 1, ": ", e.what()), e.kind());
       }
     }
     if (o.on_epoch) o.on_epoch(st);
@@ -799,8 +800,8 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) 
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
     realize({out, loss, acc, t5});
     const std::string bad = non_finite(out);
-    AETHER_CHECK(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
-                 "); the weights are corrupt or diverged");
+    AETHER_CHECK_RUNTIME(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
+                         "); the weights are corrupt or diverged");
     loss_sum += loss.item<double>() * double(b->size);
     correct += acc.item<double>() * double(b->size);
     top5 += t5.item<double>() * double(b->size);
@@ -811,9 +812,9 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) 
     r.accuracy = correct / double(r.samples);
     r.top5 = top5 / double(r.samples);
   }
-  AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
-               "the loss or accuracy on data set '", d.name, "' is not finite (loss ", r.loss, ", accuracy ",
-               r.accuracy, "); the weights are corrupt or diverged");
+  AETHER_CHECK_RUNTIME(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5),
+                       "evaluate", "the loss or accuracy on data set '", d.name, "' is not finite (loss ",
+                       r.loss, ", accuracy ", r.accuracy, "); the weights are corrupt or diverged");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
@@ -830,8 +831,8 @@ Tensor Model::predict(const Tensor& images) {
   NoGradGuard no_grad;
   Tensor p = m.probabilities(m.forward(x)).realize();
   const std::string bad = non_finite(p);
-  AETHER_CHECK(bad.empty(), "predict", "the model's outputs are not finite (", bad,
-               "); the weights are corrupt or diverged");
+  AETHER_CHECK_RUNTIME(bad.empty(), "predict", "the model's outputs are not finite (", bad,
+                       "); the weights are corrupt or diverged");
   return p;
 }
 

@@ -60,10 +60,10 @@ void Model::save(const std::string& path) {
   const std::string kept = std::filesystem::exists(path, ec) ? ", the previous file is kept" : "";
   auto check = [&](const std::string& what, const std::string& name, const Tensor& t) {
     const std::string bad = non_finite(t);
-    AETHER_CHECK(bad.empty(), "save", what, name, " holds ", bad, "; not writing ", path, kept);
+    AETHER_CHECK_RUNTIME(bad.empty(), "save", what, name, " holds ", bad, "; not writing ", path, kept);
     const double negative = non_negative_entry(name) ? first_negative(t) : 0;
-    AETHER_CHECK(negative == 0, "save", what, name, " holds the negative value ", negative, "; not writing ",
-                 path, kept);
+    AETHER_CHECK_RUNTIME(negative == 0, "save", what, name, " holds the negative value ", negative,
+                         "; not writing ", path, kept);
   };
   for (const auto& [name, t] : ck.model) check("", name, t);
   for (const auto& [name, t] : ck.optimizer) check("optimizer state ", name, t);
@@ -82,7 +82,7 @@ class ManifestReader {
  public:
   explicit ManifestReader(std::string path) : path_(std::move(path)) {}
   [[noreturn]] void fail(const std::string& entry, const std::string& what) const {
-    throw Error(detail::cat("load: ", path_, ": ", entry, " ", what));
+    throw Error(detail::cat("load: ", path_, ": ", entry, " ", what), ErrorKind::runtime);
   }
   // obj[key]; `entry` names obj ("" for the manifest itself).
   const json& member(const json& obj, const std::string& entry, const std::string& key) const {
@@ -399,7 +399,7 @@ Model Model::load(const std::string& path) {
     return load_model();
   } catch (const nlohmann::json::exception& e) {
     set_generator_state(rng_before);
-    throw Error(detail::cat("load: ", path, ": bad manifest: ", e.what()));
+    throw Error(detail::cat("load: ", path, ": bad manifest: ", e.what()), ErrorKind::runtime);
   } catch (...) {
     set_generator_state(rng_before);
     throw;

@@ -33,7 +33,7 @@ Padding2d padding_from_mode(const std::string& mode) {
 
 void check_pool_x(const Tensor& x, const char* op) {
   AETHER_CHECK(x.ndim() == 4, op, "expected a 4-D NHWC input (N, H, W, C), got shape ", to_string(x.shape()));
-  AETHER_CHECK(is_float(x.dtype()), op, "expected a float tensor, got ", desc(x), " (cast it first)");
+  AETHER_CHECK_DTYPE(is_float(x.dtype()), op, "expected a float tensor, got ", desc(x), " (cast it first)");
 }
 
 Pool2dArg pool_arg(Size2 kernel, Size2 stride, Size2 padding, bool count_include_pad) {
@@ -96,8 +96,9 @@ Conv2dArg conv2d_arg(const Shape& x, const Shape& w, const Conv2dOptions& opt) {
 Tensor conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dOptions& opt) {
   DType t = promote(x.dtype(), w.dtype());
   if (bias.defined()) t = promote(t, bias.dtype());
-  AETHER_CHECK(is_float(t), "conv2d", "expected float tensors, got x ", desc(x), " and w ", desc(w),
-               bias.defined() ? detail::cat(" and bias ", desc(bias)) : std::string(), " (cast them first)");
+  AETHER_CHECK_DTYPE(is_float(t), "conv2d", "expected float tensors, got x ", desc(x), " and w ", desc(w),
+                     bias.defined() ? detail::cat(" and bias ", desc(bias)) : std::string(),
+                     " (cast them first)");
   const Conv2dArg arg = conv2d_arg(x.shape(), w.shape(), opt);
   if (bias.defined())
     AETHER_CHECK(bias.ndim() == 1 && bias.shape()[0] == w.shape()[0], "conv2d", "expected bias of shape (",

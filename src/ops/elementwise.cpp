@@ -58,7 +58,7 @@ Tensor operator>(const Tensor& a, double b) { return a.gt(scalar_like(a, b)); }
 Tensor operator>=(const Tensor& a, double b) { return a.ge(scalar_like(a, b)); }
 
 Tensor Tensor::operator-() const {
-  AETHER_CHECK(dtype() != DType::boolean, "neg", "bool tensors cannot be negated");
+  AETHER_CHECK_DTYPE(dtype() != DType::boolean, "neg", "bool tensors cannot be negated");
   return prim::unary(Op::Neg, *this);
 }
 Tensor Tensor::exp() const { return prim::unary(Op::Exp, as_float(*this)); }

@@ -127,7 +127,7 @@ Tensor erf_slope(const Tensor& x) { return (-(x * x)).exp() * (2.0 / std::sqrt(s
 
 // ---- checks ----------------------------------------------------------------------------------------
 void check_float(const Tensor& x, const char* op) {
-  AETHER_CHECK(is_float(x.dtype()), op, "expected a float tensor, got ", x.str());
+  AETHER_CHECK_DTYPE(is_float(x.dtype()), op, "expected a float tensor, got ", x.str());
 }
 // Rows of (..., K) scores: at least a batch axis and a class axis.
 void check_scores(const Tensor& x, const char* op, const char* what) {
@@ -149,8 +149,8 @@ Tensor label_targets(const Tensor& scores, const Tensor& labels, DType t, const 
                  labels.str());
     return one_hot(labels, k, t);
   }
-  AETHER_CHECK(is_float(labels.dtype()), op, "labels must be int class indices or float probabilities, got ",
-               labels.str());
+  AETHER_CHECK_DTYPE(is_float(labels.dtype()), op,
+                     "labels must be int class indices or float probabilities, got ", labels.str());
   AETHER_CHECK(labels.shape() == scores.shape(), op, "probability labels must have the scores' shape ",
                to_string(scores.shape()), ", got ", labels.str());
   return labels.cast(t);
@@ -449,7 +449,7 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
 
 // ---- losses ----------------------------------------------------------------------------------------
 Tensor one_hot(const Tensor& labels, int64_t num_classes, DType dtype) {
-  AETHER_CHECK(is_int(labels.dtype()), "one_hot", "expected int class indices, got ", labels.str());
+  AETHER_CHECK_DTYPE(is_int(labels.dtype()), "one_hot", "expected int class indices, got ", labels.str());
   AETHER_CHECK(num_classes > 0, "one_hot", "num_classes must be > 0, got ", num_classes);
   const auto v = labels.to_vector<int64_t>();
   for (size_t i = 0; i < v.size(); ++i)
@@ -478,7 +478,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels, double label_sm
 Tensor nll_loss(const Tensor& log_probs, const Tensor& labels) {
   const char* op = "nll_loss";
   check_scores(log_probs, op, "log_probs");
-  AETHER_CHECK(is_int(labels.dtype()), op, "expected int class-index labels, got ", labels.str());
+  AETHER_CHECK_DTYPE(is_int(labels.dtype()), op, "expected int class-index labels, got ", labels.str());
   const Tensor hit = label_targets(log_probs, labels, DType::boolean, op);  // (..., K)
   return -where(hit, log_probs, 0.0).sum({-1}).mean();
 }

@@ -1,8 +1,10 @@
-// aether/core/error.h - aether::Error and the AETHER_CHECK macro.
+// aether/core/error.h - aether::Error, its kinds, and the AETHER_CHECK macros.
 //
 // Every bad call throws aether::Error (derived from std::exception). The message names the op,
 // what it got (shapes, dtypes, devices) and what it expected. Throwing never leaves a tensor or a
-// graph half-modified: checks run before any state changes.
+// graph half-modified: checks run before any state changes. The kind says what went wrong, for
+// callers that sort errors (Python: ValueError, TypeError, RuntimeError), so that no caller has to
+// read the message to decide.
 #pragma once
 
 #include <sstream>
@@ -12,9 +14,20 @@
 
 namespace aether {
 
+enum class ErrorKind {
+  value,    // a bad argument, shape or setting (the default)
+  type,     // a dtype that does not fit the op
+  runtime,  // a file, data set on disk, device or collective that failed, or values that went bad
+};
+
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what, ErrorKind kind = ErrorKind::value)
+      : std::runtime_error(what), kind_(kind) {}
+  ErrorKind kind() const noexcept { return kind_; }
+
+ private:
+  ErrorKind kind_;
 };
 
 namespace detail {
@@ -29,8 +42,14 @@ std::string cat(Args&&... args) {
 
 }  // namespace aether
 
-// AETHER_CHECK(cond, "op", parts...) throws aether::Error("op: parts...") when cond is false.
-#define AETHER_CHECK(cond, op, ...)                                                   \
-  do {                                                                                \
-    if (!(cond)) throw ::aether::Error(::aether::detail::cat(op, ": ", __VA_ARGS__)); \
+// AETHER_CHECK(cond, "op", parts...) throws aether::Error("op: parts...") of kind value when cond is
+// false; AETHER_CHECK_DTYPE (a dtype that does not fit) and AETHER_CHECK_RUNTIME (a file, device or
+// value that went bad while running) throw the other kinds.
+#define AETHER_CHECK_KIND(kind, cond, op, ...)                                                \
+  do {                                                                                        \
+    if (!(cond)) throw ::aether::Error(::aether::detail::cat(op, ": ", __VA_ARGS__), (kind)); \
   } while (0)
+#define AETHER_CHECK(cond, op, ...) AETHER_CHECK_KIND(::aether::ErrorKind::value, cond, op, __VA_ARGS__)
+#define AETHER_CHECK_DTYPE(cond, op, ...) AETHER_CHECK_KIND(::aether::ErrorKind::type, cond, op, __VA_ARGS__)
+#define AETHER_CHECK_RUNTIME(cond, op, ...) \
+  AETHER_CHECK_KIND(::aether::ErrorKind::runtime, cond, op, __VA_ARGS__)

@@ -33,7 +33,7 @@ void dispatch_float(DType dtype, const char* op, F&& f) {
     case DType::uint8:
     case DType::boolean: break;
   }
-  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)));
+  throw Error(detail::cat(op, ": expected a float dtype, got ", dtype_name(dtype)), ErrorKind::type);
 }
 
 // Calls into oneDNN so far (process-wide): every matmul_onednn and conv2d_*_onednn call counts,

@@ -174,9 +174,9 @@ template <bool kBoolOut, typename F>
 void binary(Node& n, F f) {
   auto out = new_buffer(n);
   const Node &na = *n.srcs[0], &nb = *n.srcs[1];
-  AETHER_CHECK(n.dtype == (kBoolOut ? DType::boolean : na.dtype) && nb.dtype == na.dtype, "reference",
-               op_name(n.op), " of ", dtype_name(na.dtype), " and ", dtype_name(nb.dtype), " cannot give ",
-               dtype_name(n.dtype));
+  AETHER_CHECK_DTYPE(n.dtype == (kBoolOut ? DType::boolean : na.dtype) && nb.dtype == na.dtype, "reference",
+                     op_name(n.op), " of ", dtype_name(na.dtype), " and ", dtype_name(nb.dtype),
+                     " cannot give ", dtype_name(n.dtype));
   const std::array<const View*, 2> views{&na.view, &nb.view};
   dispatch_dtype(na.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -93,7 +93,8 @@ void* device_alloc(int device, size_t bytes) {
       (void)cudaGetLastError();
       throw Error(detail::cat("cuda allocator: cudaMalloc of ", size, " bytes on cuda:", device,
                               " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e), "); live ",
-                              h.stats.live_bytes, " bytes, cached ", h.stats.cached_bytes, " bytes"));
+                              h.stats.live_bytes, " bytes, cached ", h.stats.cached_bytes, " bytes"),
+                  ErrorKind::runtime);
     }
     ++h.stats.device_mallocs;
     h.stats.reserved_bytes += int64_t(size);

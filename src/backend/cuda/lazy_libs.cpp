@@ -56,7 +56,7 @@ void* symbol(const char* name) {
   Lib* lib = nullptr;
   for (Lib& l : libs())  // "cublasLt" before a shorter prefix could match
     if (!lib && std::strncmp(name, l.prefix, std::strlen(l.prefix)) == 0) lib = &l;
-  if (!lib) throw Error(detail::cat("cuda: no library is known to provide ", name));
+  if (!lib) throw Error(detail::cat("cuda: no library is known to provide ", name), ErrorKind::runtime);
   std::call_once(lib->once, [&] {
     for (const std::string& n : lib->names) {
       if (n != lib->names[0] && lib->companions != nullptr) preload(lib->dir + "/" + lib->companions);
@@ -67,9 +67,10 @@ void* symbol(const char* name) {
     }
   });
   if (!lib->handle)
-    throw Error(detail::cat("cuda: cannot load ", lib->names[0], " (needed for ", name, "): ", lib->error));
+    throw Error(detail::cat("cuda: cannot load ", lib->names[0], " (needed for ", name, "): ", lib->error),
+                ErrorKind::runtime);
   void* p = dlsym(lib->handle, name);
-  if (!p) throw Error(detail::cat("cuda: ", lib->names[0], " has no symbol ", name));
+  if (!p) throw Error(detail::cat("cuda: ", lib->names[0], " has no symbol ", name), ErrorKind::runtime);
   return p;
 }
 

@@ -39,7 +39,8 @@ Types types_of(DType dtype) {
     case DType::uint8:
     case DType::boolean: break;
   }
-  throw Error("matmul (cuda, cuBLASLt): expected float32, float64, float16 or bfloat16, got " + dname(dtype));
+  throw Error("matmul (cuda, cuBLASLt): expected float32, float64, float16 or bfloat16, got " + dname(dtype),
+              ErrorKind::type);
 }
 
 // The largest power of two (at most 256) dividing the address and every batch stride in bytes:
@@ -108,7 +109,7 @@ Plan make_plan(cublasLtHandle_t lt, const Types& t, int64_t B, int64_t M, int64_
   AE_LAZY(cublasLtMatmulPreferenceDestroy)(pref);
   if (!lib::ok(s)) lib::fail(s, "cublasLtMatmulAlgoGetHeuristic", ctx);
   if (found < 1 || !lib::ok(result.state))
-    throw Error(ctx + ": cublasLtMatmulAlgoGetHeuristic found no algorithm");
+    throw Error(ctx + ": cublasLtMatmulAlgoGetHeuristic found no algorithm", ErrorKind::runtime);
   p.algo = result.algo;
   p.workspace = result.workspaceSize;
   return p;
@@ -123,7 +124,8 @@ void matmul(cudaStream_t stream, DType dtype, const void* a, const void* b, void
                        dname(dtype));
   };
   AETHER_CHECK(B >= 0 && M >= 0 && K >= 0 && N >= 0 && B <= INT32_MAX, ctx(), "bad sizes");
-  if (dtype == DType::boolean) throw Error(ctx() + ": expected a float or integer dtype, got bool");
+  if (dtype == DType::boolean)
+    throw Error(ctx() + ": expected a float or integer dtype, got bool", ErrorKind::type);
   if (B == 0 || M == 0 || N == 0) return;
   const int64_t esize = dtype_size(dtype);
   if (K == 0) {  // an empty sum: zeros

@@ -32,17 +32,20 @@ std::string plain(const char* call) {
 void fail(cudaError_t s, const char* call, const std::string& ctx) {
   cudaGetLastError();  // clear a non-sticky error so that the next call does not report it again
   throw Error(
-      detail::cat(ctx, ": ", call, " failed: ", cudaGetErrorName(s), " (", cudaGetErrorString(s), ")"));
+      detail::cat(ctx, ": ", call, " failed: ", cudaGetErrorName(s), " (", cudaGetErrorString(s), ")"),
+      ErrorKind::runtime);
 }
 void fail(cublasStatus_t s, const char* call, const std::string& ctx) {
   throw Error(detail::cat(ctx, ": ", plain(call), " failed: ", AE_LAZY(cublasLtGetStatusName)(s), " (",
-                          AE_LAZY(cublasLtGetStatusString)(s), ")"));
+                          AE_LAZY(cublasLtGetStatusString)(s), ")"),
+              ErrorKind::runtime);
 }
 void fail(cudnnStatus_t s, const char* call, const std::string& ctx) {
   char last[512] = {0};
   AE_LAZY(cudnnGetLastErrorString)(last, sizeof last);
   throw Error(detail::cat(ctx, ": ", plain(call), " failed: ", AE_LAZY(cudnnGetErrorString)(s),
-                          last[0] != '\0' ? std::string(" (") + last + ")" : std::string()));
+                          last[0] != '\0' ? std::string(" (") + last + ")" : std::string()),
+              ErrorKind::runtime);
 }
 
 // ---- devices and handles ------------------------------------------------------------------------
@@ -103,7 +106,7 @@ Module load_module(DType dtype, const std::string& arch) {
   const std::string ctx = detail::cat("cuda library kernels (", dname(dtype), ", ", arch, ")");
   std::string ptx;
   if (!codegen::nvrtc_compile(kernels_source(dtype), arch, &ptx))
-    throw Error(detail::cat(ctx, ": NVRTC failed:\n", ptx));
+    throw Error(detail::cat(ctx, ": NVRTC failed:\n", ptx), ErrorKind::runtime);
   Module m;
   AETHER_LIB_CHECK(cudaLibraryLoadData(&m.lib, ptx.c_str(), nullptr, nullptr, 0, nullptr, nullptr, 0), ctx);
   for (int k = 0; k < kNumKerns; ++k) {
@@ -117,9 +120,9 @@ Module load_module(DType dtype, const std::string& arch) {
 }  // namespace
 
 const void* kernel(DType dtype, Kern k, const char* op) {
-  AETHER_CHECK(is_float(dtype) || (is_int(dtype) && k == Kern::matmul), op,
-               "expected a float dtype (float32, float64, float16, bfloat16)",
-               k == Kern::matmul ? ", int32, int64 or uint8" : "", ", got ", dname(dtype));
+  AETHER_CHECK_DTYPE(is_float(dtype) || (is_int(dtype) && k == Kern::matmul), op,
+                     "expected a float dtype (float32, float64, float16, bfloat16)",
+                     k == Kern::matmul ? ", int32, int64 or uint8" : "", ", got ", dname(dtype));
   const std::string arch = device_arch(current_device());
   static std::mutex mu;
   static auto* modules = new std::map<std::pair<std::string, int>, Module>();  // never unloaded

@@ -271,9 +271,9 @@ void run(cudaStream_t stream, Pass pass, DType dtype, const void* in0, const voi
          const ConvGeom& g) {
   const Conv2dArg& a = g.arg;
   auto what = [&] { return describe(pass, dtype, g); };
-  AETHER_CHECK(dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16 ||
-                   dtype == DType::bfloat16,
-               what(), "expected a float dtype");
+  AETHER_CHECK_DTYPE(dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16 ||
+                         dtype == DType::bfloat16,
+                     what(), "expected a float dtype");
   AETHER_CHECK(a.groups >= 1 && g.C % a.groups == 0 && g.O % a.groups == 0, what(),
                "groups must divide the input and output channels");
   AETHER_CHECK(a.stride_h >= 1 && a.stride_w >= 1 && a.dil_h >= 1 && a.dil_w >= 1 && a.pad_top >= 0 &&

@@ -311,7 +311,8 @@ typedef unsigned short u16;
       break;
     }
     case DType::boolean:
-      throw Error("cuda library kernels: expected a float or integer dtype, got " + dname(dtype));
+      throw Error("cuda library kernels: expected a float or integer dtype, got " + dname(dtype),
+                  ErrorKind::type);
   }
   return s;
 }

@@ -45,7 +45,8 @@ std::string ptx_for(const std::string& source, const std::string& arch, bool* fr
     if (!base.empty()) disk::write_file(base + ".failed.cu", source);
     throw Error(detail::cat("cuda: NVRTC could not compile a generated kernel for ", arch,
                             base.empty() ? "" : " (source kept in " + base + ".failed.cu)", ":\n",
-                            ptx.substr(0, 4000)));
+                            ptx.substr(0, 4000)),
+                ErrorKind::runtime);
   }
   if (!base.empty()) {
     // Published like a compiled object: the PTX (0600, hashed) first, then the key that vouches for

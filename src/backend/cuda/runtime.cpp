@@ -21,7 +21,8 @@ void throw_cuda_error(cudaError_t e, const char* call, const char* file, int lin
   (void)cudaGetLastError();  // clear a non-sticky error so later calls can succeed
   const char* base = std::strrchr(file, '/');
   throw Error(detail::cat("CUDA: ", call, " failed: ", cudaGetErrorName(e), " (", cudaGetErrorString(e),
-                          ") at ", base ? base + 1 : file, ":", line));
+                          ") at ", base ? base + 1 : file, ":", line),
+              ErrorKind::runtime);
 }
 
 namespace {
@@ -78,10 +79,12 @@ const Probe& probe() {
 
 void require(int device) {
   const Probe& p = probe();
-  if (p.count == 0) throw Error(detail::cat("cuda:", device, " is not available: ", p.reason));
+  if (p.count == 0)
+    throw Error(detail::cat("cuda:", device, " is not available: ", p.reason), ErrorKind::runtime);
   if (device < 0 || device >= p.count)
     throw Error(detail::cat("cuda:", device, ": no such GPU: ", p.count, " CUDA device",
-                            p.count == 1 ? "" : "s", " present (valid indices 0..", p.count - 1, ")"));
+                            p.count == 1 ? "" : "s", " present (valid indices 0..", p.count - 1, ")"),
+                ErrorKind::runtime);
 }
 
 std::mutex g_stream_mu;
@@ -128,7 +131,8 @@ void copy_h2d(int device, void* dst, const void* src, size_t bytes) {
 void copy_d2h(int device, void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   set_device(device);
-  AETHER_CHECK(!capturing(device), "to(cpu)", "cannot copy to the host while a CUDA graph is being captured");
+  AETHER_CHECK_RUNTIME(!capturing(device), "to(cpu)",
+                       "cannot copy to the host while a CUDA graph is being captured");
   AETHER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream(device)));
   AETHER_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
 }
@@ -245,8 +249,9 @@ std::string pick_arch(int device, const cudaDeviceProp& p) {
   int best = -1;
   for (int a : archs)
     if (a <= cc) best = a;
-  AETHER_CHECK(best > 0, "cuda", "GPU ", device, " (", p.name, ") has compute capability ", p.major, ".",
-               p.minor, ", older than the oldest this NVRTC supports (compute_", archs.front(), ")");
+  AETHER_CHECK_RUNTIME(best > 0, "cuda", "GPU ", device, " (", p.name, ") has compute capability ", p.major,
+                       ".", p.minor, ", older than the oldest this NVRTC supports (compute_", archs.front(),
+                       ")");
   return detail::cat("compute_", best);
 }
 }  // namespace cuda

@@ -36,7 +36,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::uint8: return ncclUint8;
     case DType::boolean: break;
   }
-  throw Error(detail::cat("dist nccl: ", dtype_name(t), " has no NCCL type"));
+  throw Error(detail::cat("dist nccl: ", dtype_name(t), " has no NCCL type"), ErrorKind::type);
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
@@ -49,7 +49,8 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 void check_cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw Error(detail::cat("dist nccl: ", what, ": ", cudaGetErrorString(e)));
+  if (e != cudaSuccess)
+    throw Error(detail::cat("dist nccl: ", what, ": ", cudaGetErrorString(e)), ErrorKind::runtime);
 }
 
 // The GPU a rank uses, or the reason there is none.
@@ -159,13 +160,14 @@ class NcclCommunicator final : public Communicator {
       try {
         store_->wait({key}, o.timeout);
       } catch (const std::exception& e) {
-        throw Error(detail::cat(op, ": rank ", o.rank, " of ", o.world_size,
-                                ": rank 0's NCCL id did not come within ", o.timeout.count(),
-                                " ms: ", e.what()));
+        throw Error(
+            detail::cat(op, ": rank ", o.rank, " of ", o.world_size,
+                        ": rank 0's NCCL id did not come within ", o.timeout.count(), " ms: ", e.what()),
+            ErrorKind::runtime);
       }
       const std::vector<char> bytes = store_->get(key);
-      AETHER_CHECK(bytes.size() == sizeof id.internal, op, "rank 0's NCCL id has ", bytes.size(),
-                   " bytes, not ", sizeof id.internal);
+      AETHER_CHECK_RUNTIME(bytes.size() == sizeof id.internal, op, "rank 0's NCCL id has ", bytes.size(),
+                           " bytes, not ", sizeof id.internal);
       std::memcpy(id.internal, bytes.data(), sizeof id.internal);
     }
     check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
@@ -181,7 +183,8 @@ class NcclCommunicator final : public Communicator {
       ready(deadline, "ncclCommInitRankConfig");
     } catch (const std::exception& e) {
       throw Error(
-          detail::cat(op, ": rank ", o.rank, " of ", o.world_size, " on GPU ", device_, ": ", e.what()));
+          detail::cat(op, ": rank ", o.rank, " of ", o.world_size, " on GPU ", device_, ": ", e.what()),
+          ErrorKind::runtime);
     }
   }
 
@@ -218,7 +221,8 @@ class NcclCommunicator final : public Communicator {
     if (r == ncclSuccess || r == ncclInProgress) return;
     const char* last = comm_ ? AE_LAZY(ncclGetLastError)(comm_) : nullptr;
     throw Error(detail::cat(what, ": ", AE_LAZY(ncclGetErrorString)(r),
-                            last && *last ? detail::cat(" (", last, ")") : ""));
+                            last && *last ? detail::cat(" (", last, ")") : ""),
+                ErrorKind::runtime);
   }
 
   // One look at NCCL's asynchronous state: ncclSuccess or ncclInProgress. An error, or `deadline`
@@ -229,11 +233,11 @@ class NcclCommunicator final : public Communicator {
     if (state != ncclSuccess && state != ncclInProgress) {
       const std::string why = detail::cat(what, " failed: ", AE_LAZY(ncclGetErrorString)(state));
       abort();
-      throw Error(why);
+      throw Error(why, ErrorKind::runtime);
     }
     if (Clock::now() > deadline) {
       abort();
-      throw Error(detail::cat(what, " timed out (the NCCL communicator was aborted)"));
+      throw Error(detail::cat(what, " timed out (the NCCL communicator was aborted)"), ErrorKind::runtime);
     }
     return state;
   }
@@ -247,7 +251,7 @@ class NcclCommunicator final : public Communicator {
   // error, or `timeout` passes (then aborts).
   template <typename Enqueue>
   void collective(Timeout timeout, Enqueue&& enqueue) {
-    AETHER_CHECK(comm_ != nullptr, "dist nccl", "the NCCL communicator was aborted");
+    AETHER_CHECK_RUNTIME(comm_ != nullptr, "dist nccl", "the NCCL communicator was aborted");
     check_cuda(cudaSetDevice(device_), "cudaSetDevice");
     const auto deadline = Clock::now() + timeout;
     nccl(enqueue(), "enqueueing the NCCL collective");
@@ -301,7 +305,7 @@ std::unique_ptr<Communicator> create_nccl(const Options& options) {
   check_options(options, kCreate);
   std::string why;
   const int device = pick_device(options, &why);
-  AETHER_CHECK(device >= 0, kCreate, "rank ", options.rank, ": ", why);
+  AETHER_CHECK_RUNTIME(device >= 0, kCreate, "rank ", options.rank, ": ", why);
   (void)::aether::cuda::lazy::symbol("ncclGetUniqueId");  // a missing libnccl.so.2, before the rendezvous
   if (options.world_size == 1)
     return std::make_unique<NcclCommunicator>(options, device, nullptr, nullptr, nullptr, kCreate);
