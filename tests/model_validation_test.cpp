@@ -648,6 +648,25 @@ TEST(ModelData, TrainOptionsThatCannotApply) {
   EXPECT_EQ(flat.train(tiny_dataset(), train_options(1)).epochs.size(), 1u);
 }
 
+// A checkpoint that cannot be written fails before the first step, not after an epoch's work.
+TEST(ModelData, AnUnwritableCheckpointFailsBeforeTraining) {
+  manual_seed(11);
+  Model m = make_model();
+  TempDir dir("unwritable_ckpt");
+  TrainOptions o = train_options(1);
+  o.checkpoint_path = (dir.path() / "missing" / "run.aether").string();
+  EXPECT_EQ(error_of([&] { m.train(tiny_dataset(), o); }),
+            "train: checkpoint '" + o.checkpoint_path + "': directory '" + (dir.path() / "missing").string() +
+                "' does not exist");
+  o.checkpoint_path = dir.path().string();
+  EXPECT_EQ(error_of([&] { m.train(tiny_dataset(), o); }),
+            "train: checkpoint '" + o.checkpoint_path + "' is a directory, not a file");
+  EXPECT_EQ(m.steps_done(), 0);
+  o.checkpoint_path = (dir.path() / "run.aether").string();
+  m.train(tiny_dataset(), o);
+  EXPECT_TRUE(fs::exists(o.checkpoint_path));
+}
+
 // ---- pooling strides in the architecture ------------------------------------------------------------
 TEST(PoolingConfig, StoresTheRealStride) {
   EXPECT_EQ(config_of(nn::MaxPool2d(2))["stride"], json({2, 2}));

@@ -12,27 +12,22 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from . import _aether
 from ._aether import Tensor
+from ._checks import integer
 
 Pair = Union[int, Tuple[int, int], Sequence[int]]
 
 
 def _pair(v: Pair, what: str, least: int) -> Tuple[int, int]:
-    """(v, v) for an int v, else v as a pair; each value at least `least`."""
-    if isinstance(v, int):
-        v = (v, v)
-    v = tuple(v)
-    if len(v) != 2 or not all(isinstance(x, int) for x in v):
+    """(v, v) for an int v, else v as a pair; each value an int of at least `least`."""
+    p = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    if len(p) != 2:
         raise ValueError(f"{what} must be an int or a pair of ints, got {v!r}")
-    if min(v) < least:
-        raise ValueError(f"{what} must be >= {least}, got {v!r}")
-    return v
+    return (integer(p[0], what, least), integer(p[1], what, least))
 
 
 def _count(v: int, what: str) -> int:
     """A size that must be a positive int (features, channels, groups)."""
-    if isinstance(v, bool) or int(v) != v or v < 1:
-        raise ValueError(f"{what} must be a positive int, got {v!r}")
-    return int(v)
+    return integer(v, what, 1)
 
 
 class _Builtin:

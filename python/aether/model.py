@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import numpy as np
 
 from . import _aether, _progress
+from ._checks import integer
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -232,7 +233,16 @@ class Model:
         samples) instead of each rank's own."""
         self._require_finalized("train")
         d = self._defaults
-        batch_size = int(d.get("batch_size", 32) if batch_size is None else batch_size)
+        epochs = integer(epochs, "train: epochs", 1)
+        batch_size = integer(d.get("batch_size", 32) if batch_size is None else batch_size, "train: batch_size", 1)
+        max_steps_per_epoch = integer(max_steps_per_epoch, "train: max_steps_per_epoch", 0)
+        seed = integer(seed if seed is not None else self._seed or 0, "train: seed", 0)
+        if crop_padding is not None:
+            crop_padding = integer(crop_padding, "train: crop_padding", 0)
+        if validation_data is not None and not (isinstance(validation_data, (tuple, list)) and len(validation_data) == 2):
+            got = type(validation_data).__name__
+            got += f" of {len(validation_data)}" if isinstance(validation_data, (tuple, list)) else ""
+            raise TypeError(f"train: validation_data must be a pair (X, y), got {got}")
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         mean: List[float] = list(self._cpp.norm_mean)
@@ -253,11 +263,11 @@ class Model:
             if callback is not None:
                 callback(*args)
         epochs_list = self._cpp.train(
-            ds, val, int(epochs), batch_size, bool(shuffle), int(seed if seed is not None else self._seed or 0),
+            ds, val, epochs, batch_size, bool(shuffle), seed,
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
             bool(d.get("hflip", False) if hflip is None else hflip), bool(d.get("drop_last", False)),
             mean, std, bar, checkpoint or "",
-            int(max_steps_per_epoch), on_batch if (py_bar or callback) else None,
+            max_steps_per_epoch, on_batch if (py_bar or callback) else None,
             bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
             bool(sync_batch_norm), bool(d.get("crop_reflect", False)))
         history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
@@ -274,7 +284,8 @@ class Model:
         tta: test-time augmentation of image input, "none", "flip" (the mean logits of each image and
         its mirror image) or "flip_translate" (airbench's: also one-pixel shifts)."""
         self._require_finalized("evaluate")
-        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), int(batch_size), str(tta))
+        batch_size = integer(batch_size, "evaluate: batch_size", 1)
+        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), batch_size, str(tta))
         out = {"loss": r["loss"], "accuracy": r["accuracy"]}
         if self._cpp.config["loss"] != "mse" and self._classes() >= 5:
             out["top5"] = r["top5"]
@@ -291,7 +302,7 @@ class Model:
         else:
             ds = _aether._dataset_from_arrays(images, images, np.zeros(len(images), np.int64), None,
                                               self._classes(), "predict")
-        return np.asarray(self._cpp.predict(ds, int(batch_size)))
+        return np.asarray(self._cpp.predict(ds, integer(batch_size, "predict: batch_size", 1)))
 
     def __call__(self, x: Tensor) -> Tensor:
         """The network applied to a tensor batch, with autograd (for custom training loops)."""

@@ -198,9 +198,9 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
         m.train(empty_x, empty_y, verbose=False)
     with pytest.raises(ValueError, match="data set 'evaluate' is empty"):
         m.evaluate(empty_x, empty_y)
-    with pytest.raises(ValueError, match="batch_size is 0"):
+    with pytest.raises(ValueError, match="train: batch_size must be >= 1, got 0"):
         m.train(x[:10], y[:10], batch_size=0, verbose=False)
-    with pytest.raises(ValueError, match="max_steps_per_epoch must be >= 0"):
+    with pytest.raises(ValueError, match="train: max_steps_per_epoch must be >= 0, got -1"):
         m.train(x[:10], y[:10], max_steps_per_epoch=-1, verbose=False)
     bad = (x[:10] / 255.0).astype(np.float32)
     bad[7, 3, 4, 0] = np.nan
@@ -221,7 +221,7 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
         with pytest.raises(ValueError, match=r"need image input \(H, W, C\), the model takes \(784,\)"):
             flat.train(features, y[:10], verbose=False, **kw)
     assert flat.train(features, y[:10], verbose=False)["loss"][0] > 0
-    with pytest.raises(ValueError, match=r"MaxPool2d: stride must be >= 1, got \(0, 0\)"):
+    with pytest.raises(ValueError, match="MaxPool2d: stride must be >= 1, got 0"):
         ae.MaxPool2d(2, 0)
     with pytest.raises(ValueError, match="AvgPool2d: kernel_size must be >= 1"):
         ae.AvgPool2d(0)
@@ -233,16 +233,32 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
         ae.Conv2d(3, 4, 3, stride=(1, -1))
     with pytest.raises(ValueError, match="Conv2d: padding must be >= 0"):
         ae.Conv2d(3, 4, 3, padding=-1)
-    with pytest.raises(ValueError, match="Conv2d: groups must be a positive int, got 0"):
+    with pytest.raises(ValueError, match="Conv2d: groups must be >= 1, got 0"):
         ae.Conv2d(3, 4, 3, groups=0)
-    with pytest.raises(ValueError, match="Dense: in_features must be a positive int, got -1"):
+    with pytest.raises(ValueError, match="Dense: in_features must be >= 1, got -1"):
         ae.Dense(-1, 3)
-    with pytest.raises(ValueError, match="Dense: out_features must be a positive int, got 2.5"):
+    with pytest.raises(TypeError, match="Dense: out_features must be an int, got 2.5"):
         ae.Dense(4, 2.5)
     with pytest.raises(ValueError, match="BatchNorm: epsilon must be finite and > 0, got -1"):
         ae.BatchNorm(epsilon=-1)
     with pytest.raises(ValueError, match="Scale: factor must be finite, got nan"):
         ae.Scale(float("nan"))
+    assert ae.MaxPool2d(np.int64(2)).stride == (2, 2)  # NumPy ints are ints
+    with pytest.raises(TypeError, match="train: epochs must be an int, got 2.5"):
+        m.train(x[:10], y[:10], epochs=2.5, verbose=False)
+    with pytest.raises(ValueError, match="train: seed must be >= 0, got -1"):
+        m.train(x[:10], y[:10], seed=-1, verbose=False)
+    with pytest.raises(TypeError, match=r"validation_data must be a pair \(X, y\), got ndarray"):
+        m.train(x[:10], y[:10], validation_data=x[:10], verbose=False)
+    with pytest.raises(TypeError, match=r"validation_data must be a pair \(X, y\), got tuple of 3"):
+        m.train(x[:10], y[:10], validation_data=(x[:10], y[:10], y[:10]), verbose=False)
+    with pytest.raises(ValueError, match="evaluate: batch_size must be >= 1, got 0"):
+        m.evaluate(x[:10], y[:10], batch_size=0)
+    # A checkpoint that cannot be written is an error before the first epoch, not after it.
+    with pytest.raises(RuntimeError, match=r"train: checkpoint '/nonexistent-dir/c.aether': directory "
+                                           r"'/nonexistent-dir' does not exist"):
+        m.train(x[:10], y[:10], checkpoint="/nonexistent-dir/c.aether", verbose=False)
+    assert m.epochs_done == 0
 
 def test_alternating_flips_match_random_flips_in_epoch_0_only(fmnist):
     # alternate_flips: epoch 0 flips the same seeded half as random flips; epoch 1 flips the others.

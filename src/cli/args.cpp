@@ -104,30 +104,4 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::weakly_canonical(fs::absolute(a, ec), ec) == fs::weakly_canonical(fs::absolute(b, ec), ec);
 }
 
-void check_output_file(const std::string& command, const std::string& option, const std::string& path) {
-  AETHER_CHECK(!path.empty(), command, option, " needs a file name");
-  std::error_code ec;
-  const fs::file_status st = fs::status(path, ec);
-  AETHER_CHECK(!fs::is_directory(st), command, option, " ", shown(path, kPathChars),
-               " is a directory, not a file");
-  AETHER_CHECK(!fs::exists(st) || fs::is_regular_file(st), command, option, " ", shown(path, kPathChars),
-               " exists and is not a regular file");
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  const fs::file_status ds = fs::status(dir, ec);
-  AETHER_CHECK(fs::exists(ds), command, option, " ", shown(path, kPathChars), ": directory ",
-               shown(dir.string(), kPathChars), " does not exist");
-  AETHER_CHECK(fs::is_directory(ds), command, option, " ", shown(path, kPathChars), ": ",
-               shown(dir.string(), kPathChars), " is not a directory");
-  const int rc = ::access(dir.c_str(), W_OK | X_OK);
-  const int err = errno;
-  AETHER_CHECK(rc == 0, command, option, " ", shown(path, kPathChars), ": directory ",
-               shown(dir.string(), kPathChars), " is not writable (", std::strerror(err), ")");
-  // The file is written as a temporary ".<name>.tmp-XXXXXX" first (aether/io/file.h).
-  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
-  const size_t longest = name_max > 0 ? size_t(name_max) : 255;
-  AETHER_CHECK(fs::path(path).filename().string().size() + 12 <= longest, command, option, " ",
-               shown(path, 60), ": the file name is too long (at most ", longest - 12, " bytes)");
-}
-
 }  // namespace aether::cli

@@ -49,7 +49,4 @@ double parse_positive_real(const std::string& command, const std::string& option
 // Whether `a` and `b` name the same file (by path when either does not exist).
 bool same_file(const std::string& a, const std::string& b);
 
-// A file the command will write: not a directory, in an existing, writable directory.
-void check_output_file(const std::string& command, const std::string& option, const std::string& path);
-
 }  // namespace aether::cli

@@ -176,7 +176,7 @@ std::string to_dot(const Schedule& s, const ScheduleGraph& g) {
 
 int run_schedule(ScheduleArgs& a) {
   read_int("schedule", a.batch_text, a.batch, 1, 65'536);
-  if (!a.dot.empty()) check_output_file("schedule", "--dot", a.dot);
+  if (!a.dot.empty()) check_writable_file(a.dot, "schedule", "--dot");
   const ScheduleGraph g = build_schedule_graph(a.graph, a.batch);
   const Schedule s = schedule(g.outputs, g.options());
   if (!a.dot.empty()) write_file_atomic(a.dot, to_dot(s, g));

@@ -90,14 +90,14 @@ TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   // Output files: usable before any data is read or any epoch is trained, and never a checkpoint
   // replaced by accident.
   if (a.save.given()) {
-    check_output_file(cmd, "--save", a.save.text);
+    check_writable_file(a.save.text, cmd, "--save");
     const bool resumed_in_place = a.resume.given() && same_file(a.save.text, a.resume.text);
     AETHER_CHECK(a.overwrite || resumed_in_place || !std::filesystem::exists(a.save.text), cmd, "--save ",
                  shown(a.save.text, kPathChars),
                  " already exists; pass --overwrite to replace it (or --resume it to continue its training)");
   }
   if (a.metrics_json.given()) {
-    check_output_file(cmd, "--metrics-json", a.metrics_json.text);
+    check_writable_file(a.metrics_json.text, cmd, "--metrics-json");
     for (const TextArg* ck : {&a.save, &a.resume})
       AETHER_CHECK(!ck->given() || !same_file(a.metrics_json.text, ck->text), cmd, "--metrics-json ",
                    shown(a.metrics_json.text, kPathChars), " is the ", ck->name(), " checkpoint");
@@ -316,7 +316,7 @@ struct EvalArgs {
 };
 int run_evaluate(const EvalArgs& a) {
   if (a.metrics_json.given()) {
-    check_output_file("evaluate", "--metrics-json", a.metrics_json.text);
+    check_writable_file(a.metrics_json.text, "evaluate", "--metrics-json");
     AETHER_CHECK(!same_file(a.metrics_json.text, a.checkpoint), "evaluate", "--metrics-json ",
                  shown(a.metrics_json.text, kPathChars), " is the --checkpoint");
   }

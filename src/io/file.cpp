@@ -156,6 +156,45 @@ void detail::set_atomic_write_hook(std::function<void(const char* stage)> hook) 
   atomic_write_hook() = std::move(hook);
 }
 
+namespace {
+// `text` quoted on one line: unprintable bytes as '?', at most kMax of them.
+std::string quoted(const std::string& text, size_t kMax = 4096) {
+  std::string s;
+  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    s += c >= 0x20 && c < 0x7f ? char(c) : '?';
+  }
+  if (text.size() > kMax) s += "...";
+  return "'" + s + "'";
+}
+}  // namespace
+
+void check_writable_file(const std::string& path, const std::string& op, const std::string& what) {
+  namespace fs = std::filesystem;
+  AETHER_CHECK(!path.empty(), op, what, " needs a file name");
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  AETHER_CHECK_RUNTIME(!fs::is_directory(st), op, what, " ", quoted(path), " is a directory, not a file");
+  AETHER_CHECK_RUNTIME(!fs::exists(st) || fs::is_regular_file(st), op, what, " ", quoted(path),
+                       " exists and is not a regular file");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  const fs::file_status ds = fs::status(dir, ec);
+  AETHER_CHECK_RUNTIME(fs::exists(ds), op, what, " ", quoted(path), ": directory ", quoted(dir.string()),
+                       " does not exist");
+  AETHER_CHECK_RUNTIME(fs::is_directory(ds), op, what, " ", quoted(path), ": ", quoted(dir.string()),
+                       " is not a directory");
+  const int rc = ::access(dir.c_str(), W_OK | X_OK);
+  const int err = errno;
+  AETHER_CHECK_RUNTIME(rc == 0, op, what, " ", quoted(path), ": directory ", quoted(dir.string()),
+                       " is not writable (", std::strerror(err), ")");
+  // The file is written as a temporary ".<name>.tmp-XXXXXX" first (see write_file_atomic).
+  const long name_max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  const size_t longest = name_max > 0 ? size_t(name_max) : 255;
+  AETHER_CHECK_RUNTIME(fs::path(path).filename().string().size() + 12 <= longest, op, what, " ",
+                       quoted(path, 60), ": the file name is too long (at most ", longest - 12, " bytes)");
+}
+
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw Error(detail::cat(path, ": cannot read: ", errno_text(errno)), ErrorKind::runtime);

@@ -12,6 +12,7 @@
 
 #include "aether/backend/cuda.h"
 #include "aether/dist/communicator.h"
+#include "aether/io/file.h"
 #include "aether/optim/composite.h"
 #include "aether/optim/muon.h"
 #include "core/config.h"
@@ -556,6 +557,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   dist::Communicator* comm = o.communicator != nullptr ? o.communicator : dist::world();
   check_communicator_device(comm, m.device, "train");
   const bool root = comm == nullptr || comm->rank() == 0;
+  // The checkpoint's file must be writable before an epoch is spent (it is saved after each).
+  if (!o.checkpoint_path.empty() && root) check_writable_file(o.checkpoint_path, "train", "checkpoint");
   data::LoaderOptions lo = o.data;
   if (comm != nullptr) {
     lo.rank = comm->rank();

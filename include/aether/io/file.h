@@ -24,6 +24,12 @@ std::string read_file(const std::string& path);
 // Throws aether::Error "<path>: cannot save: <reason>".
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Throws aether::Error "<op>: <what> '<path>' ..." naming the reason unless write_file_atomic could
+// write `path` now: a name is given, `path` is not a directory or another non-regular file, its
+// directory exists, is a directory and is writable, and the name leaves room for the temporary
+// file's. For a check before work whose result would be lost (training that saves checkpoints).
+void check_writable_file(const std::string& path, const std::string& op, const std::string& what);
+
 namespace detail {
 // Test hook: write_file_atomic calls hook(stage) at "created" (temp file exists, empty),
 // "partially_written" (half the bytes written), "written" (all written, not yet synced) and
