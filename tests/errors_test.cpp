@@ -119,6 +119,7 @@ TEST(Errors, UnsupportedDType) {
                {"Exp", "int32", "float"});
   expect_error([] { (void)-Tensor::ones({2}, DType::boolean); }, {"neg", "bool"});
   expect_error([] { (void)Tensor::rand({2}, DType::int64); }, {"rand", "int64"});
+  expect_error([] { (void)Tensor::randn({2}, DType::int32); }, {"randn", "int32"});  // was zeros
   expect_error([] { (void)Tensor::randint(0, 5, {2}, DType::float32); }, {"randint", "float32"});
   expect_error([] { (void)prim::where(Tensor::ones({2}), Tensor::ones({2}), Tensor::ones({2})); },
                {"where", "bool", "float32"});

@@ -65,6 +65,8 @@ nb::dlpack::dtype dlpack_of(DType d) {
 }
 
 bool c_contiguous(const Array& a) {
+  for (size_t i = 0; i < a.ndim(); ++i)
+    if (a.shape(i) == 0) return true;  // no element to place (NumPy may give any strides)
   int64_t expect = 1;
   for (size_t i = a.ndim(); i-- > 0;) {
     if (a.shape(i) != 1 && a.stride(i) != expect) return false;
@@ -415,6 +417,11 @@ void bind_tensor(nb::module_& m) {
   m.def(
       "from_dlpack",
       [](nb::object obj) {
+        if (!nb::hasattr(obj, "__dlpack__"))
+          throw nb::type_error(("aether.from_dlpack: expected an object with __dlpack__ (a NumPy array, a "
+                                "PyTorch tensor...), got " +
+                                std::string(nb::type_name(obj.type()).c_str()))
+                                   .c_str());
         Array a = nb::cast<Array>(obj);
         return tensor_from_array(nb::cast(a), !c_contiguous(a));
       },

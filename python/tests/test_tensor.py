@@ -64,6 +64,10 @@ def test_lists_and_scalars():
     assert ae.tensor([7]).item() == 7 and isinstance(ae.tensor([7]).item(), int)
     assert ae.tensor([1.0, 2.0]).tolist() == [1.0, 2.0]
     assert len(ae.zeros([5, 2])) == 5
+    # Empty arrays (NumPy may give them any strides) were refused as "not C-contiguous".
+    assert ae.tensor([]).shape == (0,) and ae.tensor([]).dtype == "float32"
+    assert ae.tensor(np.zeros((3, 0, 2), np.int32)).shape == (3, 0, 2)
+    assert np.asarray(ae.tensor(np.zeros((0, 4), np.float32)) + 1).shape == (0, 4)
 
 
 @pytest.mark.parametrize("bad", [np.zeros(3, np.int16), np.zeros(3, np.complex64), np.array(["a"]),
@@ -92,6 +96,8 @@ def test_dlpack_both_ways():
     assert b.tolist() == [0, 2, 4, 6, 8, 10, 12, 14]
     assert t2.__dlpack_device__() == (1, 0)
     assert np.shares_memory(np.from_dlpack(t2), np.asarray(t2))
+    with pytest.raises(TypeError, match="expected an object with __dlpack__.*got int"):
+        ae.from_dlpack(5)  # was a RuntimeError "std::bad_cast"
 
 
 def test_ops_match_numpy():
@@ -126,6 +132,8 @@ def test_constructors_and_seed():
     ae.manual_seed(3); r1 = np.asarray(ae.randn(5)); u1 = np.asarray(ae.rand(2, 2))
     ae.manual_seed(3); r2 = np.asarray(ae.randn(5)); u2 = np.asarray(ae.rand(2, 2))
     assert np.array_equal(r1, r2) and np.array_equal(u1, u2) and ((u1 >= 0) & (u1 < 1)).all()
+    with pytest.raises(TypeError, match="randn: expected a float dtype, got int32"):
+        ae.randn(2, dtype="int32")  # gave zeros
 
 
 def test_index_errors():

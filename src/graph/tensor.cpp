@@ -94,6 +94,7 @@ Tensor Tensor::uniform(const Shape& shape, double low, double high, DType dtype)
 }
 
 Tensor Tensor::randn(const Shape& shape, DType dtype) {
+  AETHER_CHECK_DTYPE(is_float(dtype), "randn", "expected a float dtype, got ", dtype_name(dtype));
   // Box-Muller on two independent uniform draws; computed in float32/float64, then cast.
   const DType t = dtype == DType::float64 ? DType::float64 : DType::float32;
   const Tensor u1 = rand(shape, t), u2 = rand(shape, t);
