@@ -646,6 +646,12 @@ TEST(ModelData, TrainOptionsThatCannotApply) {
   }
   EXPECT_EQ(flat.steps_done(), 0);
   EXPECT_EQ(flat.train(tiny_dataset(), train_options(1)).epochs.size(), 1u);
+  // epochs counts from the start of training: asking again for 1 would train nothing.
+  EXPECT_EQ(
+      error_of([&] { flat.train(tiny_dataset(), train_options(1)); }),
+      "train: epochs is 1 and the model has trained 1 already: epochs counts from the start of training, so "
+      "this would train nothing (pass more than 1)");
+  EXPECT_EQ(flat.train(tiny_dataset(), train_options(2)).epochs.size(), 1u);
 }
 
 // A checkpoint that cannot be written fails before the first step, not after an epoch's work.

@@ -221,6 +221,11 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
         with pytest.raises(ValueError, match=r"need image input \(H, W, C\), the model takes \(784,\)"):
             flat.train(features, y[:10], verbose=False, **kw)
     assert flat.train(features, y[:10], verbose=False)["loss"][0] > 0
+    # epochs counts from the start of training: a second train(epochs=1) would train nothing (it
+    # returned an empty history, silently).
+    with pytest.raises(ValueError, match=r"epochs is 1 and the model has trained 1 already.*\(pass more than 1\)"):
+        flat.train(features, y[:10], verbose=False)
+    assert len(flat.train(features, y[:10], epochs=2, verbose=False)["loss"]) == 1
     with pytest.raises(ValueError, match="MaxPool2d: stride must be >= 1, got 0"):
         ae.MaxPool2d(2, 0)
     with pytest.raises(ValueError, match="AvgPool2d: kernel_size must be >= 1"):

@@ -543,6 +543,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   auto& m = *impl_;
   m.require_finalized("train");
   AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
+  // epochs counts from the start of training (a loaded model continues with its next epoch): asking
+  // for no more than are done would return without a step.
+  AETHER_CHECK(o.epochs > m.epochs_done, "train", "epochs is ", o.epochs, " and the model has trained ",
+               m.epochs_done,
+               " already: epochs counts from the start of training, so this would train nothing ",
+               "(pass more than ", m.epochs_done, ")");
   AETHER_CHECK(o.max_steps_per_epoch >= 0, "train",
                "max_steps_per_epoch must be >= 0 (0: whole epochs), got ", o.max_steps_per_epoch);
   m.check_data(train_set, "train");

@@ -169,8 +169,8 @@ struct BatchProgress {
 };
 
 struct TrainOptions {
-  int64_t epochs = 1;                         // total epochs (a resumed model continues up to this)
-  data::LoaderOptions data;                   // batch size, seed, augmentation, normalisation
+  int64_t epochs = 1;        // total epochs, > epochs_done() (a resumed model continues up to this)
+  data::LoaderOptions data;  // batch size, seed, augmentation, normalisation
   const data::Dataset* validation = nullptr;  // evaluated after each epoch when set
   bool progress = true;                       // progress bar (plain lines when not a terminal)
   std::string checkpoint_path;                // saved after every epoch when set
