@@ -453,6 +453,34 @@ TEST(ModuleBookkeeping, NamesCountsAndModes) {
   all_mode(*net, false);
 }
 
+// A parameter, buffer or layer name must be non-empty, hold no '.' (full names are joined with dots)
+// and be new in its module: a second "w" shadowed the first in every by-name lookup, and "a.b"
+// read back as layer "a"'s parameter "b".
+TEST(ModuleBookkeeping, RegisteredNamesAreUniqueAndDotFree) {
+  struct Probe : nn::Module {
+    Tensor w = Tensor::ones({2}), v = Tensor::ones({2});
+    std::string type_name() const override { return "Probe"; }
+    Tensor forward(const Tensor& x) override { return x; }
+    std::string config() const override { return "{}"; }
+    void param(const std::string& name, Tensor& t) { register_parameter(name, t); }
+    void buffer(const std::string& name, Tensor& t) { register_buffer(name, t); }
+    void child(const std::string& name) { register_module(name, std::make_shared<nn::ReLU>()); }
+  } p;
+  p.param("w", p.w);
+  expect_error([&] { p.param("w", p.v); },
+               {"register_parameter", "'w' is already a parameter, buffer or layer"});
+  expect_error([&] { p.buffer("w", p.v); }, {"register_buffer", "'w' is already"});
+  expect_error([&] { p.child("w"); }, {"register_module", "'w' is already"});
+  expect_error([&] { p.param("a.b", p.v); },
+               {"register_parameter", "name 'a.b' must be non-empty and hold no '.'"});
+  expect_error([&] { p.buffer("", p.v); }, {"register_buffer", "name '' must be non-empty"});
+  p.buffer("v", p.v);
+  p.child("relu");
+  EXPECT_EQ(p.named_parameters().size(), 1u);
+  EXPECT_EQ(p.named_buffers().size(), 1u);
+  EXPECT_EQ(p.children().size(), 1u);
+}
+
 TEST(ModuleBookkeeping, SummaryTable) {
   auto net = small_net();
   const auto before_mean = net->named_buffers()[0].second->to_vector<float>();

@@ -302,6 +302,22 @@ class Layer(_aether._Layer):
     def forward(self, x: Tensor) -> Tensor:
         raise NotImplementedError(f"{type(self).__name__}.forward")
 
+    def add_parameter(self, name: str, tensor: Tensor) -> Tensor:
+        """Registers a trained tensor under `name` (no '.'; unique in the layer) and returns it."""
+        return super().add_parameter(name, self._checked(name, tensor, "add_parameter"))
+
+    def add_buffer(self, name: str, tensor: Tensor) -> Tensor:
+        """Registers an untrained tensor (saved, moved by to()) under `name` and returns it."""
+        return super().add_buffer(name, self._checked(name, tensor, "add_buffer"))
+
+    def _checked(self, name: str, tensor: Tensor, op: str) -> Tensor:
+        if not isinstance(name, str):
+            raise TypeError(f"{type(self).__name__}.{op}: the name must be a str, got {type(name).__name__}")
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"{type(self).__name__}.{op}: '{name}' must be an aether Tensor (e.g. ae.ones([3]) or "
+                            f"ae.tensor(array)), got {type(tensor).__name__}")
+        return tensor
+
     def get_config(self) -> Dict[str, Any]:
         """The constructor's keyword arguments (JSON values): saved with the model."""
         return {}

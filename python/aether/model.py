@@ -116,6 +116,8 @@ class Model:
         if not hasattr(optimizer, "config"):
             raise TypeError(f"configure: optimizer must be an aether optimizer, got {type(optimizer).__name__}")
         accuracy = accuracy or (RegressionAccuracy() if loss.regression else CategoricalAccuracy())
+        if not hasattr(accuracy, "config"):
+            raise TypeError(f"configure: accuracy must be an aether metric, got {type(accuracy).__name__}")
         cfg = {**optimizer.config(), **loss.config(), **accuracy.config()}
         if param_groups:
             cfg["param_groups"] = [self._group_config(dict(g), optimizer, cfg) for g in param_groups]
@@ -124,8 +126,9 @@ class Model:
             if unknown:
                 raise ValueError(f"configure: unknown lookahead key(s) {sorted(unknown)} "
                                  "(every, decay, power, start_epoch)")
-            cfg["lookahead_start_epoch"] = int(lookahead.get("start_epoch", 0))
-            cfg["lookahead_every"] = int(lookahead.get("every", 5))
+            what = "configure: lookahead's"
+            cfg["lookahead_start_epoch"] = integer(lookahead.get("start_epoch", 0), f"{what} start_epoch", 0)
+            cfg["lookahead_every"] = integer(lookahead.get("every", 5), f"{what} every", 1)
             cfg["lookahead_decay"] = float(lookahead.get("decay", 0.5))
             cfg["lookahead_power"] = float(lookahead.get("power", 0.0))
         self._cpp.configure(cfg)

@@ -33,7 +33,14 @@ class PyModule : public nn::Module {
 
   Tensor forward(const Tensor& x) override {
     nb::gil_scoped_acquire gil;
-    NB_OVERRIDE_PURE(forward, x);
+    nb::handle self = nb_trampoline.base();
+    nb::object y = self.attr("forward")(x);
+    if (!nb::isinstance<Tensor>(y))
+      throw nb::type_error((nb::cast<std::string>(self.type().attr("__name__")) +
+                            ".forward must return an aether Tensor, got " +
+                            nb::cast<std::string>(y.type().attr("__name__")))
+                               .c_str());
+    return nb::cast<Tensor>(y);
   }
   std::string type_name() const override {
     nb::gil_scoped_acquire gil;
@@ -51,14 +58,25 @@ class PyModule : public nn::Module {
         .dump();
   }
 
+  // A failed registration (a bad or taken name) leaves nothing behind.
   Tensor& add_parameter(const std::string& name, const Tensor& t) {
     tensors_.push_back(t);
-    register_parameter(name, tensors_.back());
+    try {
+      register_parameter(name, tensors_.back());
+    } catch (...) {
+      tensors_.pop_back();
+      throw;
+    }
     return tensors_.back();
   }
   Tensor& add_buffer(const std::string& name, const Tensor& t) {
     tensors_.push_back(t);
-    register_buffer(name, tensors_.back());
+    try {
+      register_buffer(name, tensors_.back());
+    } catch (...) {
+      tensors_.pop_back();
+      throw;
+    }
     return tensors_.back();
   }
   void add_module(const std::string& name, nn::ModulePtr m) { register_module(name, std::move(m)); }

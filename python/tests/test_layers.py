@@ -72,3 +72,30 @@ def test_layer_errors():
         Scale(2).nope
     with pytest.raises(NotImplementedError):
         ae.Layer()(ae.zeros([1]))
+
+
+def test_python_layer_mistakes_are_clear_errors():
+    class Returns5(ae.Layer):
+        def forward(self, x):
+            return 5
+
+    m = ae.Model()
+    m.add(ae.Dense(4, 3)); m.add(Returns5())
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+    with pytest.raises(TypeError, match="Returns5.forward must return an aether Tensor, got int"):
+        m.finalize((4,))  # was RuntimeError "std::bad_cast"
+    layer = ae.Layer()
+    layer.add_parameter("w", ae.ones([2]))
+    with pytest.raises(ValueError, match="'w' is already a parameter, buffer or layer"):
+        layer.add_parameter("w", ae.zeros([2]))  # was accepted, and "w" read the first
+    with pytest.raises(ValueError, match="'w' is already"):
+        layer.add_buffer("w", ae.zeros([2]))
+    with pytest.raises(ValueError, match="name 'a.b' must be non-empty and hold no '.'"):
+        layer.add_parameter("a.b", ae.ones([2]))
+    with pytest.raises(TypeError, match="add_parameter: 'g' must be an aether Tensor .*got int"):
+        layer.add_parameter("g", 5)  # was nanobind's signature dump
+    assert [n for n, _ in layer.named_parameters()] == ["w"] and np.asarray(layer.w).tolist() == [1, 1]
+    with pytest.raises(TypeError, match="accuracy must be an aether metric, got int"):
+        ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), accuracy=5)
+    with pytest.raises(ValueError, match="lookahead's every must be >= 1, got 0"):
+        ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), lookahead={"every": 0})

@@ -2,6 +2,7 @@
 // inside nested Sequentials and Residual blocks, indented).
 #include "aether/nn/module.h"
 
+#include <algorithm>
 #include <array>
 #include <iomanip>
 #include <sstream>
@@ -16,13 +17,29 @@ std::string join(const std::string& prefix, const std::string& name) {
 }
 }  // namespace
 
+// A new parameter, buffer or child name: non-empty, no '.' (full names join them with dots, as in
+// "3.body.0.weight", which checkpoints and param_groups match), and not taken in this module.
+void Module::check_new_name(const std::string& name, const char* op) const {
+  AETHER_CHECK(!name.empty() && name.find('.') == std::string::npos, op, "name '", name,
+               "' must be non-empty and hold no '.' (full names join names with dots, e.g. '3.weight')");
+  auto taken = [&](const auto& entries) {
+    return std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == name; });
+  };
+  AETHER_CHECK(!taken(params_) && !taken(buffers_) && !taken(children_), op, "'", name,
+               "' is already a parameter, buffer or layer of this module");
+}
 void Module::register_parameter(const std::string& name, Tensor& t) {
+  check_new_name(name, "register_parameter");
   AETHER_CHECK(t.defined(), "register_parameter", "parameter '", name, "' is an empty tensor");
   if (!t.requires_grad()) t.set_requires_grad(true);
   params_.emplace_back(name, &t);
 }
-void Module::register_buffer(const std::string& name, Tensor& t) { buffers_.emplace_back(name, &t); }
+void Module::register_buffer(const std::string& name, Tensor& t) {
+  check_new_name(name, "register_buffer");
+  buffers_.emplace_back(name, &t);
+}
 void Module::register_module(const std::string& name, std::shared_ptr<Module> m) {
+  check_new_name(name, "register_module");
   AETHER_CHECK(m != nullptr, "register_module", "module '", name, "' is null");
   children_.emplace_back(name, std::move(m));
 }

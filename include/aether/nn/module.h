@@ -60,6 +60,7 @@ class Module {
   void register_module(const std::string& name, std::shared_ptr<Module> m);
 
  private:
+  void check_new_name(const std::string& name, const char* op) const;
   std::vector<std::pair<std::string, Tensor*>> params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
