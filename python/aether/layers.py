@@ -25,11 +25,6 @@ def _pair(v: Pair, what: str, least: int) -> Tuple[int, int]:
     return (integer(p[0], what, least), integer(p[1], what, least))
 
 
-def _count(v: int, what: str) -> int:
-    """A size that must be a positive int (features, channels, groups)."""
-    return integer(v, what, 1)
-
-
 class _Builtin:
     """A built-in layer: built into a C++ module by build(shape) when the model is finalized."""
 
@@ -49,8 +44,8 @@ class Dense(_Builtin):
     """y = x W^T + b: (N, in_features) -> (N, out_features)."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True):
-        self.in_features = _count(in_features, "Dense: in_features")
-        self.out_features, self.bias = _count(out_features, "Dense: out_features"), bool(bias)
+        self.in_features = integer(in_features, "Dense: in_features", 1)
+        self.out_features, self.bias = integer(out_features, "Dense: out_features", 1), bool(bias)
 
     def build(self, shape):
         if shape[-1] != self.in_features:
@@ -64,8 +59,8 @@ class Conv2d(_Builtin):
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Pair, stride: Pair = (1, 1),
                  padding: Union[str, Pair] = "valid", dilation: Pair = 1, groups: int = 1, bias: bool = True):
-        self.in_channels = _count(in_channels, "Conv2d: in_channels")
-        self.out_channels = _count(out_channels, "Conv2d: out_channels")
+        self.in_channels = integer(in_channels, "Conv2d: in_channels", 1)
+        self.out_channels = integer(out_channels, "Conv2d: out_channels", 1)
         self.kernel_size = _pair(kernel_size, "Conv2d: kernel_size", 1)
         self.stride = _pair(stride, "Conv2d: stride", 1)
         if isinstance(padding, str):
@@ -75,7 +70,7 @@ class Conv2d(_Builtin):
         else:
             self.padding = _pair(padding, "Conv2d: padding", 0)
         self.dilation = _pair(dilation, "Conv2d: dilation", 1)
-        self.groups, self.bias = _count(groups, "Conv2d: groups"), bool(bias)
+        self.groups, self.bias = integer(groups, "Conv2d: groups", 1), bool(bias)
 
     def build(self, shape):
         self._need(shape, 3, "images (H, W, C)")

@@ -230,11 +230,10 @@ class Model:
         used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,
         val_accuracy, lr and seconds per epoch. `epochs` counts from the start of training: a
         loaded model that has done 2 continues with the third, and asking for no more epochs than
-        are done is an error. With `hflip`, `alternate_flips`
-        flips each image in epoch 0 by a seeded coin and reverses that on every odd epoch
-        (airbench's derandomised flips) instead of a new coin per epoch. On several ranks,
-        `sync_batch_norm` normalises with the statistics of the global batch (every rank's
-        samples) instead of each rank's own."""
+        are done is an error. With `hflip`, `alternate_flips` flips each image in epoch 0 by a
+        seeded coin and reverses that on every odd epoch (airbench's derandomised flips) instead of
+        a new coin per epoch. On several ranks, `sync_batch_norm` normalises with the statistics of
+        the global batch (every rank's samples) instead of each rank's own."""
         self._require_finalized("train")
         d = self._defaults
         epochs = integer(epochs, "train: epochs", 1)
