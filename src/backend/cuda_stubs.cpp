@@ -9,7 +9,9 @@
 namespace aether {
 namespace {
 constexpr const char* kReason = "built without CUDA (configure with -DAETHER_CUDA=ON and the CUDA toolkit)";
-[[noreturn]] void unavailable(const char* what) { throw Error(detail::cat(what, ": ", kReason)); }
+[[noreturn]] void unavailable(const char* what) {
+  throw Error(detail::cat(what, ": ", kReason), ErrorKind::runtime);
+}
 }  // namespace
 
 DeviceRuntime* cuda_runtime() { return nullptr; }  // backend/runtime.h: no CUDA runtime in this build

@@ -26,7 +26,8 @@ LibraryCaps caps_of(Device device) {
 
 DeviceRuntime& runtime_for(Device device) {
   DeviceRuntime* r = find_runtime(device.type);
-  AETHER_CHECK(r, "backend", "no backend for device ", device.str(), ": ", device_unavailable(device.type));
+  AETHER_CHECK_RUNTIME(r, "backend", "no backend for device ", device.str(), ": ",
+                       device_unavailable(device.type));
   return *r;
 }
 

@@ -224,8 +224,8 @@ Tensor Tensor::to(Device device) const {
   const DeviceType other = device.type != DeviceType::cpu ? device.type : this->device().type;
   DeviceMemory* m = device_memory(other);
   if (!m)
-    throw Error(
-        detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", device_unavailable(other)));
+    throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", device_unavailable(other)),
+                ErrorKind::runtime);
   // Realize where the value is, make it dense there, then one H2D / D2H / D2D copy of its bytes. The
   // result is a new leaf (no history), like detach().
   try {
