@@ -58,26 +58,11 @@ class PyModule : public nn::Module {
         .dump();
   }
 
-  // A failed registration (a bad or taken name) leaves nothing behind.
   Tensor& add_parameter(const std::string& name, const Tensor& t) {
-    tensors_.push_back(t);
-    try {
-      register_parameter(name, tensors_.back());
-    } catch (...) {
-      tensors_.pop_back();
-      throw;
-    }
-    return tensors_.back();
+    return add(name, t, &PyModule::register_parameter);
   }
   Tensor& add_buffer(const std::string& name, const Tensor& t) {
-    tensors_.push_back(t);
-    try {
-      register_buffer(name, tensors_.back());
-    } catch (...) {
-      tensors_.pop_back();
-      throw;
-    }
-    return tensors_.back();
+    return add(name, t, &PyModule::register_buffer);
   }
   void add_module(const std::string& name, nn::ModulePtr m) { register_module(name, std::move(m)); }
   std::optional<Tensor> find(const std::string& name) {
@@ -89,6 +74,17 @@ class PyModule : public nn::Module {
   }
 
  private:
+  // Keeps `t` and registers it; a failed registration (a bad or taken name) leaves nothing behind.
+  Tensor& add(const std::string& name, const Tensor& t, void (PyModule::*reg)(const std::string&, Tensor&)) {
+    tensors_.push_back(t);
+    try {
+      (this->*reg)(name, tensors_.back());
+    } catch (...) {
+      tensors_.pop_back();
+      throw;
+    }
+    return tensors_.back();
+  }
   std::deque<Tensor> tensors_;  // deque: push_back keeps earlier elements in place
 };
 

@@ -15,6 +15,7 @@
 
 #include "aether/core/error.h"
 #include "aether/model/presets.h"
+#include "io/json.h"
 
 namespace aether::cli {
 namespace fs = std::filesystem;
@@ -24,16 +25,7 @@ void add_text_option(CLI::App& cmd, const std::string& name, TextArg& arg, const
   arg.option = cmd.add_option(name, arg.text, help)->type_name(type);
 }
 
-std::string shown(const std::string& text, size_t max_chars) {
-  const size_t kMax = max_chars;
-  std::string s;
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    s += c >= 0x20 && c < 0x7f ? char(c) : '?';  // one line, whatever was typed
-  }
-  if (text.size() > kMax) s += "...";
-  return "'" + s + "'";
-}
+std::string shown(const std::string& text, size_t max_chars) { return quoted_line(text, max_chars); }
 
 std::string preset_list(const std::string& last_sep) {
   const std::vector<std::string> names = preset_names();

@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "aether/core/error.h"
+#include "io/json.h"
 
 namespace aether {
 
@@ -157,16 +158,7 @@ void detail::set_atomic_write_hook(std::function<void(const char* stage)> hook) 
 }
 
 namespace {
-// `text` quoted on one line: unprintable bytes as '?', at most kMax of them.
-std::string quoted(const std::string& text, size_t kMax = 4096) {
-  std::string s;
-  for (size_t i = 0; i < text.size() && i < kMax; ++i) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    s += c >= 0x20 && c < 0x7f ? char(c) : '?';
-  }
-  if (text.size() > kMax) s += "...";
-  return "'" + s + "'";
-}
+std::string quoted(const std::string& text, size_t max_chars = 4096) { return quoted_line(text, max_chars); }
 }  // namespace
 
 void check_writable_file(const std::string& path, const std::string& op, const std::string& what) {

@@ -107,6 +107,16 @@ nlohmann::ordered_json parse_ordered_json(std::string_view text, const std::stri
 std::string json_excerpt(const nlohmann::json& v, size_t max_chars) { return excerpt(v, max_chars); }
 std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars) { return excerpt(v, max_chars); }
 
+std::string quoted_line(std::string_view text, size_t max_chars) {
+  std::string s;
+  for (size_t i = 0; i < text.size() && i < max_chars; ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    s += c >= 0x20 && c < 0x7f ? char(c) : '?';  // one line, whatever was typed
+  }
+  if (text.size() > max_chars) s += "...";
+  return "'" + s + "'";
+}
+
 std::string text_excerpt(std::string_view s, size_t max_chars) {
   max_chars = std::max<size_t>(max_chars, 4);
   if (s.size() <= max_chars) return std::string(s);

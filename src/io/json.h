@@ -37,4 +37,8 @@ std::string json_excerpt(const nlohmann::ordered_json& v, size_t max_chars = kMa
 // in "..." when cut, never inside a UTF-8 sequence).
 std::string text_excerpt(std::string_view s, size_t max_chars = kMaxQuotedChars);
 
+// Text someone typed (a path, an option's value) in single quotes on one line: bytes outside
+// printable ASCII as '?', at most max_chars of them (then "..." inside the quotes).
+std::string quoted_line(std::string_view text, size_t max_chars);
+
 }  // namespace aether
