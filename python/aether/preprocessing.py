@@ -28,30 +28,54 @@ class StandardScaler:
 
     def __init__(self, mean: Optional[Sequence[float]] = None, std: Optional[Sequence[float]] = None,
                  epsilon: float = 1e-7):
-        self.mean = None if mean is None else np.asarray(mean, dtype=np.float32)
-        self.std = None if std is None else np.asarray(std, dtype=np.float32)
+        if (mean is None) != (std is None):
+            raise ValueError("StandardScaler: give both mean and std, or neither (then fit(x) finds them)")
+        self.mean = None if mean is None else np.atleast_1d(np.asarray(mean, dtype=np.float32))
+        self.std = None if std is None else np.atleast_1d(np.asarray(std, dtype=np.float32))
+        if self.mean is not None:
+            if self.mean.ndim != 1 or self.mean.shape != self.std.shape:
+                raise ValueError(f"StandardScaler: mean and std must be one value per channel, got shapes "
+                                 f"{self.mean.shape} and {self.std.shape}")
+            if not (np.isfinite(self.mean).all() and np.isfinite(self.std).all() and (self.std >= 0).all()):
+                raise ValueError("StandardScaler: mean must be finite and std finite and >= 0")
         self.epsilon = float(epsilon)
+        if not (self.epsilon >= 0 and np.isfinite(self.epsilon)):
+            raise ValueError(f"StandardScaler: epsilon must be finite and >= 0, got {epsilon}")
 
     def fit(self, x: np.ndarray) -> "StandardScaler":
-        a = np.asarray(x, dtype=np.float64)
+        a = self._channels_last(x, "fit", np.float64)
+        if a.size == 0:
+            raise ValueError(f"StandardScaler.fit: the data of shape {a.shape} is empty")
         axes = tuple(range(a.ndim - 1))
         self.mean = a.mean(axis=axes).astype(np.float32)
         self.std = a.std(axis=axes).astype(np.float32)
         return self
 
     def transform(self, x: np.ndarray) -> np.ndarray:
-        if self.mean is None or self.std is None:
-            raise ValueError("StandardScaler: call fit(x) first (or give mean and std)")
-        a = np.asarray(x, dtype=np.float32)
-        if a.shape[-1] != self.mean.shape[-1]:
-            raise ValueError(f"StandardScaler: fitted for {self.mean.shape[-1]} channels, got {a.shape[-1]}")
+        a = self._channels_last(x, "transform", np.float32)
         return ((a - self.mean) / (self.std + np.float32(self.epsilon))).astype(np.float32)
 
     def fit_transform(self, x: np.ndarray) -> np.ndarray:
         return self.fit(x).transform(x)
 
     def inverse_transform(self, x: np.ndarray) -> np.ndarray:
-        return (np.asarray(x, dtype=np.float32) * (self.std + np.float32(self.epsilon)) + self.mean).astype(np.float32)
+        a = self._channels_last(x, "inverse_transform", np.float32)
+        return (a * (self.std + np.float32(self.epsilon)) + self.mean).astype(np.float32)
+
+    def _channels_last(self, x: np.ndarray, what: str, dtype) -> np.ndarray:
+        """x as an array of `dtype` whose last axis holds the channels (the fitted number of them)."""
+        a = np.asarray(x, dtype=dtype)
+        if a.ndim == 0:
+            raise ValueError(f"StandardScaler.{what}: expected an array whose last axis holds the channels, "
+                             "got a scalar")
+        if what == "fit":
+            return a
+        if self.mean is None:
+            raise ValueError(f"StandardScaler.{what}: call fit(x) first (or give mean and std)")
+        if a.shape[-1] != self.mean.shape[-1]:
+            raise ValueError(f"StandardScaler.{what}: fitted for {self.mean.shape[-1]} channels, got an array "
+                             f"of shape {a.shape} ({a.shape[-1]} on its last axis)")
+        return a
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.mean is None:

@@ -49,8 +49,25 @@ def test_preprocessing():
     np.testing.assert_allclose(ae.StandardScaler().fit_transform(r), z)
     with pytest.raises(ValueError, match="fit"):
         ae.StandardScaler().transform(r)
-    with pytest.raises(ValueError, match="channels"):
+    with pytest.raises(ValueError, match=r"transform: fitted for 3 channels, got an array of shape \(2, 4\)"):
         s.transform(np.zeros((2, 4), np.float32))
+    # Mistakes that gave NumPy's errors, warnings or NaNs (inverse_transform before fit: TypeError on None).
+    with pytest.raises(ValueError, match="inverse_transform: call fit"):
+        ae.StandardScaler().inverse_transform(z)
+    with pytest.raises(ValueError, match=r"fit: the data of shape \(0, 3\) is empty"):
+        ae.StandardScaler().fit(np.zeros((0, 3)))  # gave NaN mean and std with a RuntimeWarning
+    with pytest.raises(ValueError, match="got a scalar"):
+        s.transform(1.0)
+    with pytest.raises(ValueError, match=r"one value per channel, got shapes \(3,\) and \(2,\)"):
+        ae.StandardScaler(mean=[0.5] * 3, std=[0.2] * 2)
+    with pytest.raises(ValueError, match="both mean and std"):
+        ae.StandardScaler(mean=[0.5] * 3)
+    with pytest.raises(ValueError, match="std finite and >= 0"):
+        ae.StandardScaler(mean=[0.5], std=[-1.0])
+    with pytest.raises(ValueError, match="epsilon must be finite and >= 0"):
+        ae.StandardScaler(epsilon=-1)
+    np.testing.assert_allclose(ae.StandardScaler(mean=0.5, std=0.25)(np.ones((2, 1), np.float32)), [[2.0], [2.0]],
+                               rtol=1e-5)
     c = ae.Compose([ae.Rescale(1 / 255), ae.StandardScaler(mean=[0.5] * 3, std=[0.25] * 3)])
     np.testing.assert_allclose(c(x), (x / 255 - 0.5) / (0.25 + 1e-7), rtol=1e-5)
     f = np.ones((2, 3), np.float32)
