@@ -200,6 +200,23 @@ TEST(Errors, TooManyDims) {
   EXPECT_EQ(Tensor::ones(Shape(8, 1)).sum().item<float>(), 1.0f);  // 8 is fine
 }
 
+// A shape whose element count (or byte count) overflows int64 is refused where it is made,
+// not wrapped around to a small count: (2^40, 2^30) counted 0 elements and summed to 0.
+TEST(Errors, TooManyElements) {
+  const int64_t big = int64_t(1) << 40, wide = int64_t(1) << 30;
+  expect_error([&] { (void)Tensor::ones({big, wide}); }, {"constant", "(1099511627776, 1073741824)", "2^60"});
+  expect_error([&] { (void)Tensor::rand({big, big}); }, {"rand", "2^60"});
+  expect_error([&] { (void)Tensor::ones({8, 1}).reshape({2, big, big}); }, {"reshape", "2^60"});
+  // Shapes made by ops from valid inputs: a broadcast, an expand.
+  expect_error([&] { (void)(Tensor::ones({big, 1}) + Tensor::ones({1, wide})); }, {"2^60"});
+  expect_error([&] { (void)Tensor::ones({big, 1}).expand({big, wide}); }, {"expand", "2^60"});
+  // At the limit, and an empty shape with large dims, are fine (nothing is allocated here).
+  EXPECT_EQ(Tensor::ones({kMaxElements}).numel(), kMaxElements);
+  EXPECT_EQ(Tensor::ones({big, wide, 0}).numel(), 0);
+  EXPECT_EQ(Tensor::ones({big, wide, 0}).sum({1}).numel(), 0);
+  EXPECT_EQ(kind_of([&] { (void)Tensor::ones({big, big}); }), ErrorKind::value);
+}
+
 TEST(Errors, Backward) {
   const Tensor x = Tensor::from_vector<double>({1, 2}).set_requires_grad();
   expect_error([&] { (x * 2.0).backward(); }, {"backward", "(2,)", "dy"});

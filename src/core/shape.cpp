@@ -38,6 +38,13 @@ void check_shape(const Shape& s, const char* op) {
   AETHER_CHECK(s.size() <= size_t(kMaxDims), op, "shape ", to_string(s), " has ", s.size(), " dims; at most ",
                kMaxDims, " are supported");
   for (int64_t d : s) AETHER_CHECK(d >= 0, op, "shape ", to_string(s), " has a negative size");
+  // Every element index and byte count must fit in int64: at most 2^60 elements (8-byte dtypes).
+  // An empty shape's product is 0 however large its other dims.
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return;
+  int64_t n = 1;
+  for (int64_t d : s)
+    AETHER_CHECK(!__builtin_mul_overflow(n, d, &n) && n <= kMaxElements, op, "shape ", to_string(s),
+                 " has more elements than a tensor can hold (at most 2^60)");
 }
 
 int normalize_axis(int64_t axis, int ndim, const char* op) {

@@ -65,6 +65,7 @@ NodePtr rebuild_on(const NodePtr& n, Device device) {
 }  // namespace
 
 Tensor apply(Op op, const std::vector<Tensor>& srcs, OpArg arg, DType dtype, Shape shape) {
+  check_shape(shape, op_name(op));  // a broadcast or matmul of valid shapes may still be too big
   std::vector<NodePtr> ns;
   ns.reserve(srcs.size());
   // The inputs' device: the first one's that holds (or derives from) data; device-free inputs

@@ -18,13 +18,15 @@
 namespace aether {
 
 constexpr int kMaxDims = 8;
+constexpr int64_t kMaxElements = int64_t(1) << 60;  // so that numel * dtype_size fits in int64
 
 using Shape = std::vector<int64_t>;
 
 int64_t numel(const Shape& s);
 std::string to_string(const Shape& s);  // "(2, 3, 4)"
 Shape contiguous_strides(const Shape& s);
-// Throws aether::Error naming `op` when s has more than kMaxDims dims or a negative size.
+// Throws aether::Error naming `op` when s has more than kMaxDims dims, a negative size or more
+// than kMaxElements elements.
 void check_shape(const Shape& s, const char* op);
 // Normalises a possibly negative axis for a tensor of `ndim` dims; throws naming `op`.
 int normalize_axis(int64_t axis, int ndim, const char* op);
