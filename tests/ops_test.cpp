@@ -262,6 +262,14 @@ TEST(Ops, BinaryAllDTypes) {
     expect_values(a.ge(b), B, s, zip(d.a, d.b, [](double x, double y) { return double(x >= y); }), "ge " + n);
     expect_values(a.eq(b), B, s, zip(d.a, d.b, [](double x, double y) { return double(x == y); }), "eq " + n);
     expect_values(a.ne(b), B, s, zip(d.a, d.b, [](double x, double y) { return double(x != y); }), "ne " + n);
+    // Against a scalar: the tensor's float dtype, or float32 for integers and bools (2.5 equals none).
+    const DType ct = fl ? t : DType::float32;
+    for (const double v : {d.b[3], 2.5}) {
+      auto same = [&](double x, double) { return double(round_to(x, ct) == round_to(v, ct)); };
+      expect_values(a.eq(v), B, s, zip(d.a, d.a, same), "eq scalar " + n);
+      expect_values(a.ne(v), B, s, zip(d.a, d.a, [&](double x, double y) { return 1 - same(x, y); }),
+                    "ne scalar " + n);
+    }
     expect_values(a < b, B, s,
                   zip(
                       d.a, d.b, [](double x, double y) { return double(x < y); }),

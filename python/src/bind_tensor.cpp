@@ -12,6 +12,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -208,6 +209,32 @@ Tensor tensor_from_array(nb::handle array, bool copy) {
   return Tensor::from_external(const_cast<void*>(a.data()), shape, dtype, keep_alive(array));
 }
 
+// A kernel size or stride given as an int or an (h, w) pair, as the layers take them.
+Size2 size2_of(nb::handle v, const char* what) {
+  if (PyIndex_Check(v.ptr()))
+    return Size2(nb::cast<int64_t>(nb::steal(PyNumber_Index(v.ptr()))));  // int, np.int64
+  std::pair<int64_t, int64_t> p;
+  if (!nb::try_cast(v, p))
+    throw nb::type_error((std::string(what) + " must be an int or an (h, w) pair of ints, got " +
+                          nb::cast<std::string>(nb::repr(v)))
+                             .c_str());
+  return Size2(p.first, p.second);
+}
+
+// The value of a one-element tensor for Python's bool(), float() and int(), as in NumPy: "if t:"
+// on a many-element tensor is a mistake, not a test of non-emptiness.
+template <typename T = double>
+T one_value(const Tensor& x, const char* what) {
+  if (x.numel() != 1)
+    throw nb::value_error((std::string(what) + "(): a tensor of shape " + to_string(x.shape()) + " has " +
+                           std::to_string(x.numel()) +
+                           " elements, so its value is ambiguous; reduce it to one first, e.g. with "
+                           ".max(), .min() or .sum()")
+                              .c_str());
+  nb::gil_scoped_release release;
+  return x.item<T>();
+}
+
 void bind_tensor(nb::module_& m) {
   nb::class_<Tensor> t(m, "Tensor", nb::type_slots(tensor_slots),
                        "A lazy n-dimensional array with autograd: operations record a graph that the fusing "
@@ -257,16 +284,27 @@ void bind_tensor(nb::module_& m) {
       .def(
           "item",
           [](const Tensor& x) -> nb::object {
-            double v;
-            {
-              nb::gil_scoped_release release;
-              v = x.item<double>();
+            nb::gil_scoped_release release;
+            if (is_float(x.dtype())) {
+              const double v = x.item<double>();
+              nb::gil_scoped_acquire acquire;
+              return nb::float_(v);
             }
-            if (is_float(x.dtype())) return nb::float_(v);
-            if (x.dtype() == DType::boolean) return nb::bool_(v != 0);
-            return nb::int_(int64_t(v));
+            const int64_t v = x.item<int64_t>();  // exact beyond 2^53
+            nb::gil_scoped_acquire acquire;
+            return x.dtype() == DType::boolean ? nb::object(nb::bool_(v != 0)) : nb::object(nb::int_(v));
           },
           "the value of a one-element tensor as a Python number")
+      // Python's truth and number protocols (one element only)
+      .def("__bool__", [](const Tensor& x) { return one_value(x, "bool") != 0; })
+      .def("__float__", [](const Tensor& x) { return one_value(x, "float"); })
+      .def("__int__",
+           [](const Tensor& x) -> int64_t {
+             if (!is_float(x.dtype())) return one_value<int64_t>(x, "int");  // exact beyond 2^53
+             const double v = one_value(x, "int");
+             if (!std::isfinite(v)) throw nb::value_error("int(): the tensor's value is not finite");
+             return int64_t(v);
+           })
       .def(
           "numpy", [](const Tensor& x) { return as_ndarray<nb::numpy>(x); },
           "a read-only NumPy view of the value (no copy for a realized host tensor)")
@@ -353,8 +391,18 @@ void bind_tensor(nb::module_& m) {
           "__ge__", [](const Tensor& a, const Tensor& b) { return a >= b; }, nb::is_operator())
       .def(
           "__ge__", [](const Tensor& a, double b) { return a >= b; }, nb::is_operator())
-      .def("eq", &Tensor::eq)
-      .def("ne", &Tensor::ne)
+      .def(
+          "__eq__", [](const Tensor& a, const Tensor& b) { return a.eq(b); }, nb::is_operator())
+      .def(
+          "__eq__", [](const Tensor& a, double b) { return a.eq(b); }, nb::is_operator())
+      .def(
+          "__ne__", [](const Tensor& a, const Tensor& b) { return a.ne(b); }, nb::is_operator())
+      .def(
+          "__ne__", [](const Tensor& a, double b) { return a.ne(b); }, nb::is_operator())
+      .def("eq", nb::overload_cast<const Tensor&>(&Tensor::eq, nb::const_))
+      .def("eq", nb::overload_cast<double>(&Tensor::eq, nb::const_))
+      .def("ne", nb::overload_cast<const Tensor&>(&Tensor::ne, nb::const_))
+      .def("ne", nb::overload_cast<double>(&Tensor::ne, nb::const_))
       .def("exp", &Tensor::exp)
       .def("log", &Tensor::log)
       .def("sqrt", &Tensor::sqrt)
@@ -406,9 +454,11 @@ void bind_tensor(nb::module_& m) {
       .def("transpose", &Tensor::transpose, nb::arg("a") = -2, nb::arg("b") = -1)
       .def_prop_ro("T", &Tensor::t)
       .def("expand", &Tensor::expand)
+      .def("expand", [](const Tensor& x, nb::args s) { return x.expand(nb::cast<Shape>(s)); })
       .def("slice", &Tensor::slice, nb::arg("axis"), nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)
       .def("pad", &Tensor::pad)
       .def("flip", &Tensor::flip)
+      .def("flip", [](const Tensor& x, nb::args a) { return x.flip(nb::cast<std::vector<int64_t>>(a)); })
       .def("squeeze", &Tensor::squeeze, nb::arg("axis") = nb::none())
       .def("unsqueeze", &Tensor::unsqueeze)
       .def("matmul", &Tensor::matmul);
@@ -482,10 +532,10 @@ void bind_tensor(nb::module_& m) {
   f.def("linear", &linear, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = Tensor());
   f.def(
       "conv2d",
-      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, std::pair<int64_t, int64_t> stride,
-         nb::object padding, int64_t groups) {
+      [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, nb::object stride, nb::object padding,
+         int64_t groups) {
         Conv2dOptions o;
-        o.stride = Size2(stride.first, stride.second);
+        o.stride = size2_of(stride, "conv2d: stride");
         if (nb::isinstance<nb::str>(padding))
           o.padding = Padding2d(nb::cast<std::string>(padding));
         else if (nb::isinstance<nb::int_>(padding))
@@ -497,21 +547,25 @@ void bind_tensor(nb::module_& m) {
         o.groups = groups;
         return conv2d(x, w, b ? *b : Tensor(), o);
       },
-      nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(),
-      nb::arg("stride") = std::pair<int64_t, int64_t>{1, 1}, nb::arg("padding") = "valid",
-      nb::arg("groups") = 1, "x (N,H,W,C), weight (O,KH,KW,C/groups), bias (O) -> (N,OH,OW,O)");
+      nb::arg("x"), nb::arg("weight"), nb::arg("bias") = nb::none(), nb::arg("stride") = 1,
+      nb::arg("padding") = "valid", nb::arg("groups") = 1,
+      "x (N,H,W,C), weight (O,KH,KW,C/groups), bias (O) -> (N,OH,OW,O)");
   f.def(
       "max_pool2d",
-      [](const Tensor& x, std::pair<int64_t, int64_t> k, std::optional<std::pair<int64_t, int64_t>> s) {
-        return max_pool2d(x, Size2(k.first, k.second), s ? Size2(s->first, s->second) : Size2(0));
+      [](const Tensor& x, nb::object k, nb::object s) {
+        return max_pool2d(x, size2_of(k, "max_pool2d: kernel"),
+                          s.is_none() ? Size2(0) : size2_of(s, "max_pool2d: stride"));
       },
-      nb::arg("x"), nb::arg("kernel"), nb::arg("stride") = nb::none());
+      nb::arg("x"), nb::arg("kernel"), nb::arg("stride") = nb::none(),
+      "x (N,H,W,C) -> (N,OH,OW,C); kernel and stride an int or (h, w); stride None: the kernel");
   f.def(
       "avg_pool2d",
-      [](const Tensor& x, std::pair<int64_t, int64_t> k, std::optional<std::pair<int64_t, int64_t>> s) {
-        return avg_pool2d(x, Size2(k.first, k.second), s ? Size2(s->first, s->second) : Size2(0));
+      [](const Tensor& x, nb::object k, nb::object s) {
+        return avg_pool2d(x, size2_of(k, "avg_pool2d: kernel"),
+                          s.is_none() ? Size2(0) : size2_of(s, "avg_pool2d: stride"));
       },
-      nb::arg("x"), nb::arg("kernel"), nb::arg("stride") = nb::none());
+      nb::arg("x"), nb::arg("kernel"), nb::arg("stride") = nb::none(),
+      "x (N,H,W,C) -> (N,OH,OW,C); kernel and stride an int or (h, w); stride None: the kernel");
   f.def("global_avg_pool2d", &global_avg_pool2d);
   f.def("dropout", &dropout, nb::arg("x"), nb::arg("p"), nb::arg("training") = true);
   f.def("one_hot", [](const Tensor& l, int64_t k) { return one_hot(l, k); });

@@ -125,6 +125,67 @@ def test_ops_match_numpy():
     close(ae.functional.softmax(A), np.exp(a) / np.exp(a).sum(1, keepdims=True))
 
 
+def test_python_truth_number_and_equality_protocols_follow_numpy():
+    """bool()/float()/int() take one-element tensors and == compares elementwise, as in NumPy.
+    Before: bool(tensor(0.0)) was True (any tensor of length >= 1), float(t) failed parsing
+    the repr, int(t) parsed the raw bytes, and t == 1 was False (identity) while t < 1 was
+    elementwise."""
+    assert bool(ae.tensor(0.0)) is False and bool(ae.tensor([2.0])) is True
+    assert bool(ae.tensor([[0]], dtype="int32")) is False and bool(ae.tensor(True)) is True
+    assert float(ae.tensor(2.5)) == 2.5 and int(ae.tensor(-2.7)) == -2 and int(ae.tensor(7, dtype="int64")) == 7
+    big = 2 ** 60 + 1  # not a double: int() and item() of an int64 tensor are exact
+    assert int(ae.tensor(np.array([big]))) == big and ae.tensor(np.array([big])).item() == big
+    assert ae.tensor(np.array([True])).item() is True
+    t = ae.tensor([[1.0, 2.0, 3.0]])
+    for convert in (bool, float, int):
+        with pytest.raises(ValueError, match=rf"{convert.__name__}\(\): a tensor of shape \(1, 3\) has 3 "
+                                             "elements, so its value is ambiguous"):
+            convert(t)
+    with pytest.raises(ValueError, match="not finite"):
+        int(ae.tensor(float("nan")))
+    a = np.array([[1.0, 2.0, 3.0]], np.float32)
+    assert np.array_equal(np.asarray(t == 2), a == 2) and np.array_equal(np.asarray(t != 2), a != 2)
+    assert np.array_equal(np.asarray(t == ae.tensor([1.0, 0.0, 3.0])), a == [1, 0, 3])
+    assert (t == 2).dtype == "bool" and np.array_equal(np.asarray(t.eq(3.0)), a == 3)
+    # An integer tensor compares with a float scalar as float32: 2.5 equals no integer.
+    assert not np.asarray(ae.tensor([2, 3], dtype="int32") == 2.5).any()
+    assert (t == None) is False and (t != "x") is True  # noqa: E711 - other types: identity
+    assert len({t, t, ae.tensor(1.0)}) == 2  # hashable by identity, like torch.Tensor
+
+
+def test_view_arguments_as_separate_ints_or_one_sequence():
+    a = np.arange(6, dtype=np.float32).reshape(1, 6)
+    t = ae.tensor(a)
+    for x, y in [(t.expand(3, 6), t.expand([3, 6])), (t.reshape(2, 3), t.reshape((2, 3))),
+                 (t.flip(1), t.flip([1])), (t.flip(0, 1), t.flip((0, 1))), (t.permute(1, 0), t.permute([1, 0]))]:
+        assert x.shape == y.shape and np.array_equal(np.asarray(x), np.asarray(y))
+    assert np.array_equal(np.asarray(t.flip(1)), a[:, ::-1])
+
+
+def test_functional_sizes_are_an_int_or_a_pair_as_in_the_layers():
+    F = ae.functional
+    x = ae.randn(2, 6, 6, 3)
+    w = ae.randn(4, 3, 3, 3)
+    for a, b in [(F.max_pool2d(x, 2), F.max_pool2d(x, (2, 2), (2, 2))), (F.max_pool2d(x, np.int64(2)), F.max_pool2d(x, 2)),
+                 (F.avg_pool2d(x, 3, 1), F.avg_pool2d(x, (3, 3), stride=(1, 1))),
+                 (F.conv2d(x, w, stride=2), F.conv2d(x, w, stride=(2, 2)))]:
+        assert a.shape == b.shape and np.array_equal(np.asarray(a), np.asarray(b))
+    assert F.max_pool2d(x, 2).shape == (2, 3, 3, 3) and F.avg_pool2d(x, 3, 1).shape == (2, 4, 4, 3)
+    with pytest.raises(TypeError, match=r"max_pool2d: kernel must be an int or an \(h, w\) pair of ints, got 'a'"):
+        F.max_pool2d(x, "a")  # an int kernel was nanobind's signature dump
+    with pytest.raises(TypeError, match="conv2d: stride must be an int or an"):
+        F.conv2d(x, w, stride=(1, 2, 3))
+    with pytest.raises(ValueError, match="leaky_relu: slope must be finite, got nan"):
+        F.leaky_relu(x, float("nan"))  # gave NaN for every negative input
+
+
+def test_a_shape_too_big_to_count_is_an_error_not_an_empty_tensor():
+    with pytest.raises(ValueError, match=r"\(1099511627776, 1073741824\) has more elements than a tensor can hold"):
+        ae.ones((1 << 40, 1 << 30))  # counted 0 elements, and summed to 0.0
+    with pytest.raises(ValueError, match="2\\^60"):
+        ae.ones((1 << 40, 1)) + ae.ones((1, 1 << 30))
+
+
 def test_constructors_and_seed():
     assert np.asarray(ae.zeros([2, 3])).sum() == 0 and np.asarray(ae.ones([2, 3])).sum() == 6
     assert np.asarray(ae.full([2], 7.0)).tolist() == [7.0, 7.0]

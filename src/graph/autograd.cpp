@@ -34,7 +34,7 @@ template <typename Sink>
 void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Sink&& sink) {
   AETHER_CHECK(root.requires_grad(), "backward",
                "the tensor does not require grad (no input has "
-               "requires_grad set, or it was computed under NoGradGuard)");
+               "requires_grad set, or it was computed with gradients off: NoGradGuard, no_grad())");
   Tensor dy = dy_in;
   if (!dy.defined()) {
     AETHER_CHECK(root.numel() == 1, "backward",
@@ -50,7 +50,7 @@ void run_backward(const Tensor& root, const Tensor& dy_in, bool retain_graph, Si
     if (t->grad_fn)
       AETHER_CHECK(!t->grad_fn->freed, "backward",
                    "the backward graph was already freed by an earlier "
-                   "backward(); call backward(dy, /*retain_graph=*/true) the first time");
+                   "backward(); pass retain_graph = true to the first backward to run it again");
   std::unordered_map<TensorImpl*, Tensor> grads;
   grads[root.impl().get()] = dy;
   for (TensorImpl* t : order) {

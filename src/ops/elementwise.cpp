@@ -48,6 +48,8 @@ Tensor Tensor::gt(const Tensor& o) const { return bin(Op::CmpLt, o, *this, "gt")
 Tensor Tensor::ge(const Tensor& o) const { return bin(Op::CmpLe, o, *this, "ge"); }
 Tensor Tensor::eq(const Tensor& o) const { return bin(Op::CmpEq, *this, o, "eq"); }
 Tensor Tensor::ne(const Tensor& o) const { return bin(Op::CmpNe, *this, o, "ne"); }
+Tensor Tensor::eq(double o) const { return eq(scalar_like(*this, o)); }
+Tensor Tensor::ne(double o) const { return ne(scalar_like(*this, o)); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }

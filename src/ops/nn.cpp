@@ -190,6 +190,7 @@ Tensor apply_mask(const Tensor& x, const Tensor& keep, double p) {
 // ---- activations ------------------------------------------------------------------------------------
 Tensor leaky_relu(const Tensor& x, double slope) {
   check_float(x, "leaky_relu");
+  AETHER_CHECK(std::isfinite(slope), "leaky_relu", "slope must be finite, got ", slope);
   return where(x < 0.0, x * slope, x);
 }
 

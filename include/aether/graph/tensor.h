@@ -131,6 +131,8 @@ class Tensor {
   Tensor ge(const Tensor& o) const;
   Tensor eq(const Tensor& o) const;
   Tensor ne(const Tensor& o) const;
+  Tensor eq(double o) const;  // against a scalar (an integer tensor compares as float32)
+  Tensor ne(double o) const;
   Tensor cast(DType dtype) const;  // no-op when already of that dtype
   Tensor to(DType dtype) const { return cast(dtype); }
   Tensor to(Device device) const;
