@@ -674,6 +674,46 @@ TEST(ModelData, AnUnwritableCheckpointFailsBeforeTraining) {
 }
 
 // ---- pooling strides in the architecture ------------------------------------------------------------
+// categorical_cross_entropy takes probabilities: a model ending in a built-in layer that gives
+// scores is an error at finalize (it trained on clamped scores, silently); a Softmax end, one
+// behind Flatten/Dropout or inside a nested Sequential, is fine, and so is the logits loss.
+TEST(ModelConfigure, CategoricalCrossEntropyNeedsProbabilities) {
+  ModelConfig c;
+  c.loss = "categorical_cross_entropy";
+  auto with_end = [&](std::vector<nn::ModulePtr> end) {
+    Model m;
+    m.add(mk<nn::Flatten>()).add(mk<nn::Linear>(8, 3));
+    for (auto& l : end) m.add(std::move(l));
+    m.configure(c).finalize({2, 4, 1});
+    return m.input_shape() == Shape{2, 4, 1};  // set by a finalize that passed
+  };
+  expect_error([&] { with_end({}); },
+               {"finalize: the loss categorical_cross_entropy takes probabilities, but the model ends with "
+                "Linear (layer 1), which gives unnormalised scores: end the model with a Softmax layer"});
+  expect_error([&] { with_end({mk<nn::ReLU>(), mk<nn::Dropout>(0.1)}); }, {"ends with ReLU (layer 2)"});
+  EXPECT_TRUE(with_end({mk<nn::Softmax>()}));
+  EXPECT_TRUE(with_end({mk<nn::Softmax>(), mk<nn::Dropout>(0.1)}));
+  EXPECT_TRUE(
+      with_end({mk<nn::Sequential>(std::vector<nn::ModulePtr>{mk<nn::Scale>(2.0), mk<nn::Softmax>()})}));
+  expect_error(
+      [&] {
+        with_end({mk<nn::Sequential>(std::vector<nn::ModulePtr>{mk<nn::Softmax>(), mk<nn::Scale>(2.0)})});
+      },
+      {"ends with Scale (layer 1)"});
+  c.loss = "cross_entropy";
+  EXPECT_TRUE(with_end({}));
+}
+
+TEST(Presets, NeedAtLeastTwoClasses) {
+  expect_error(
+      [] {
+        (void)make_preset("cifarnet", {32, 32, 3}, 1);
+      },
+      {"preset: cifarnet: a classifier needs at least 2 classes, got 1"});
+  expect_error([] { (void)make_preset("mlp", {28, 28, 1}, 0); }, {"at least 2 classes, got 0"});
+  EXPECT_NO_THROW((void)make_preset("mlp", {28, 28, 1}, 2));
+}
+
 TEST(PoolingConfig, StoresTheRealStride) {
   EXPECT_EQ(config_of(nn::MaxPool2d(2))["stride"], json({2, 2}));
   EXPECT_EQ(config_of(nn::MaxPool2d(Size2(2, 3)))["stride"], json({2, 3}));

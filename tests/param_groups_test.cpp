@@ -1,8 +1,8 @@
 // Parameter groups (ModelConfig::param_groups, optim::ParamOptions): frozen parameters keep their
 // values and get no gradient; a group's learning-rate scale and weight decay apply to its
 // parameters only (checked against the default update after one plain SGD step); the layer filter;
-// errors naming a group that matches nothing or has a bad value; a checkpoint of a model with groups
-// resumes bit-identically.
+// errors naming a group that matches nothing or has a bad value; configure on a finalized model
+// applies its groups and optimizer; a checkpoint of a model with groups resumes bit-identically.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -134,6 +134,48 @@ TEST(ParamGroups, BadGroupsAreNamed) {
   EXPECT_THROW(make({{.match = "*", .lr_scale = 0}}), Error);
   EXPECT_THROW(make({{.match = "", .lr_scale = 1}}), Error);
   EXPECT_THROW(make({{.match = "*", .weight_decay = NAN}}), Error);
+}
+
+// configure() on a finalized model takes the whole new recipe, as Keras' compile does: its groups,
+// frozen set and optimizer (fresh). Before, the optimizer finalize built stayed: freezing every
+// parameter afterwards still trained them all. A recipe that does not fit changes nothing.
+TEST(ParamGroups, ConfigureAfterFinalizeTakesTheWholeRecipe) {
+  Model m = make({});
+  ASSERT_EQ(m.optimizer()->params().size(), 6u);
+  ModelConfig c = m.config();
+  c.param_groups = {{.match = "0.*", .frozen = true}};
+  m.configure(c);
+  EXPECT_EQ(m.optimizer()->params().size(), 4u);
+  const auto w0 = values(m, "0.weight"), l0 = values(m, "4.weight");
+  m.train(tiny(), options(1));
+  EXPECT_EQ(values(m, "0.weight"), w0);
+  EXPECT_NE(values(m, "4.weight"), l0);
+  // Another optimizer: its own state slots after a step (Adam's first and second moments).
+  c.param_groups.clear();
+  c.optimizer = "adam";
+  c.lr = 1e-3;
+  m.configure(c);
+  EXPECT_EQ(m.optimizer()->params().size(), 6u);
+  EXPECT_TRUE(values(m, "0.weight") == w0 && m.network().named_parameters()[0].second->requires_grad());
+  m.train(tiny(), options(2));
+  EXPECT_NE(values(m, "0.weight"), w0);
+  EXPECT_NE(m.optimizer()->config().find("\"type\":\"Adam\""), std::string::npos) << m.optimizer()->config();
+  // A recipe that cannot apply is an error naming configure, and the model keeps its recipe.
+  ModelConfig bad = c;
+  bad.param_groups = {{.match = "0.*", .frozen = true}, {.match = "9.*"}};
+  try {
+    m.configure(bad);
+    ADD_FAILURE() << "a group that matches nothing was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("configure: param_groups[1]"), std::string::npos) << e.what();
+  }
+  bad = c;
+  bad.loss = "categorical_cross_entropy";  // the model ends with Linear: scores, not probabilities
+  EXPECT_THROW(m.configure(bad), Error);
+  EXPECT_EQ(m.config().loss, "cross_entropy");
+  EXPECT_TRUE(m.config().param_groups.empty());
+  EXPECT_EQ(m.optimizer()->params().size(), 6u);
+  for (auto& [n, t] : m.network().named_parameters()) EXPECT_TRUE(t->requires_grad()) << n;
 }
 
 // Groups and frozen parameters are part of the checkpoint's config: 2 epochs in one go equal 1

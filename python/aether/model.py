@@ -95,7 +95,10 @@ class Model:
     def configure(self, loss: Loss, optimizer: Any, accuracy: Any = None,
                   param_groups: Optional[List[Dict[str, Any]]] = None,
                   lookahead: Optional[Dict[str, float]] = None) -> "Model":
-        """param_groups: per-parameter settings, e.g. [{"match": "*.bias", "layer": "BatchNorm2d",
+        """The loss, optimizer and recipe. Called again on a finalized (or loaded) model it applies
+        the whole new recipe, as Keras' compile does: groups, frozen set and a fresh optimizer (its
+        momentum or moments start again); weights and epochs done stay.
+        param_groups: per-parameter settings, e.g. [{"match": "*.bias", "layer": "BatchNorm2d",
         "lr_scale": 64}, {"match": "0.weight", "frozen": True}]: a parameter takes the first group
         whose glob `match` matches its name ("3.bias": layer index and parameter; "*" by default)
         and whose `layer` (a layer type, "" any) holds it; `lr_scale` multiplies the learning rate,
@@ -201,6 +204,9 @@ class Model:
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: 2-D labels must be one-hot rows (a single 1 per row)")
+            if y.shape[1] != self._classes():
+                raise ValueError(f"{what}: one-hot labels have {y.shape[1]} columns, the model gives "
+                                 f"{self._classes()} classes")
             y = y.argmax(axis=1)
         elif y.ndim != 1:
             raise ValueError(f"{what}: labels must be (N,) classes or (N, K) one-hot, got shape {y.shape}")

@@ -99,3 +99,27 @@ def test_python_layer_mistakes_are_clear_errors():
         ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), accuracy=5)
     with pytest.raises(ValueError, match="lookahead's every must be >= 1, got 0"):
         ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), lookahead={"every": 0})
+
+
+def test_categorical_cross_entropy_needs_a_model_that_gives_probabilities():
+    """CategoricalCrossEntropy takes probabilities; on a Dense layer's scores it trained on clamped
+    values without a word. A Python layer last may compute probabilities itself: not refused."""
+    class Probabilities(ae.Layer):
+        def forward(self, x):
+            return ae.functional.softmax(x)
+
+    def finalize(*layers):
+        m = ae.Model()
+        for layer in layers:
+            m.add(layer)
+        m.configure(loss=ae.CategoricalCrossEntropy(), optimizer=ae.SGD())
+        m.finalize((4,))
+        return m
+
+    with pytest.raises(ValueError, match="categorical_cross_entropy takes probabilities, but the model ends with "
+                                         r"Linear \(layer 0\).*Softmax layer.*SoftmaxCategoricalCrossEntropy"):
+        finalize(ae.Dense(4, 3))
+    finalize(ae.Dense(4, 3), ae.SoftMax())
+    m = finalize(ae.Dense(4, 3), Probabilities())
+    p = m.predict(np.ones((2, 4), np.float32))
+    assert np.allclose(np.asarray(p).sum(1), 1, atol=1e-5)

@@ -226,6 +226,16 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
     with pytest.raises(ValueError, match=r"epochs is 1 and the model has trained 1 already.*\(pass more than 1\)"):
         flat.train(features, y[:10], verbose=False)
     assert len(flat.train(features, y[:10], epochs=2, verbose=False)["loss"]) == 1
+    with pytest.raises(ValueError, match="one-hot labels have 3 columns, the model gives 10 classes"):
+        flat.train(features, np.eye(3, dtype=np.float32)[y[:10] % 3], epochs=3, verbose=False)  # trained
+    # configure on a finalized model applies the whole recipe: a layer frozen afterwards still
+    # trained (the optimizer finalize built stayed).
+    (w, weight), (_, bias) = [(n, np.asarray(t).copy()) for n, t in flat.named_parameters()]
+    flat.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1),
+                   param_groups=[{"match": "*.weight", "frozen": True}])
+    flat.train(features, y[:10], epochs=3, verbose=False)
+    after = dict((n, np.asarray(t)) for n, t in flat.named_parameters())
+    assert w == "0.weight" and np.array_equal(after["0.weight"], weight) and not np.array_equal(after["0.bias"], bias)
     with pytest.raises(ValueError, match="MaxPool2d: stride must be >= 1, got 0"):
         ae.MaxPool2d(2, 0)
     with pytest.raises(ValueError, match="AvgPool2d: kernel_size must be >= 1"):

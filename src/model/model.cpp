@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "aether/backend/cuda.h"
 #include "aether/dist/communicator.h"
@@ -293,6 +294,109 @@ DType compute_dtype(const std::string& precision) {
 }  // namespace model_internal
 using namespace model_internal;
 
+namespace {
+// categorical_cross_entropy takes probabilities (it clamps them to [eps, 1 - eps] and takes logs).
+// Fed a built-in layer's unnormalised scores it trains on clamped values, learns little and says
+// nothing, so that is an error. A layer defined outside the library may give probabilities itself.
+void check_loss_input(const nn::Sequential& net, const std::string& loss, const char* op) {
+  if (loss != "categorical_cross_entropy") return;
+  static const std::set<std::string> passes_through = {"Flatten", "Dropout", "SpatialDropout"};
+  static const std::set<std::string> scores = {
+      "Linear",    "Conv2d",    "BatchNorm1d",     "BatchNorm2d",     "ReLU",     "LeakyReLU", "GELU",
+      "MaxPool2d", "AvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d", "Residual", "Scale"};
+  for (size_t i = net.size(); i-- > 0;) {
+    const std::string type = net[i]->type_name();
+    if (passes_through.count(type)) continue;
+    if (const auto* inner = dynamic_cast<const nn::Sequential*>(net[i].get()))
+      return check_loss_input(*inner, loss, op);
+    AETHER_CHECK(!scores.count(type), op,
+                 "the loss categorical_cross_entropy takes probabilities, but the model ends with ", type,
+                 " (layer ", i,
+                 "), which gives unnormalised scores: end the model with a Softmax layer, or use the "
+                 "cross_entropy loss (Python: SoftmaxCategoricalCrossEntropy), which takes scores");
+    return;
+  }
+}
+}  // namespace
+
+void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
+  check_loss_input(*net, c.loss, op);
+  std::vector<ParamInfo> infos;
+  collect_params(*net, "", infos);
+  std::vector<std::pair<Tensor*, bool>> requires_grad;  // per parameter: trained (not frozen)
+  std::vector<Tensor> params;
+  std::vector<std::string> names;
+  std::vector<optim::ParamOptions> popts;
+  std::vector<std::pair<std::string, double>> rules;  // per trained parameter: optimizer, momentum
+  std::vector<std::pair<Tensor*, int64_t>> limited;
+  std::vector<std::pair<size_t, int64_t>> own_schedules;
+  std::vector<bool> used(c.param_groups.size(), false);
+  for (const ParamInfo& p : infos) {
+    const ParamGroup* group = nullptr;
+    for (size_t k = 0; k < c.param_groups.size() && group == nullptr; ++k) {
+      const ParamGroup& g = c.param_groups[k];
+      if (::fnmatch(g.match.c_str(), p.name.c_str(), 0) == 0 && (g.layer.empty() || g.layer == p.layer)) {
+        group = &g;
+        used[k] = true;
+      }
+    }
+    requires_grad.emplace_back(p.tensor, group == nullptr || !group->frozen);
+    if (group != nullptr && group->frozen) continue;
+    if (group != nullptr && group->train_epochs > 0) limited.emplace_back(p.tensor, group->train_epochs);
+    if (group != nullptr && group->schedule_over_train_epochs)
+      own_schedules.emplace_back(params.size(), group->train_epochs);
+    params.push_back(*p.tensor);
+    names.push_back(p.name);
+    popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
+                          : optim::ParamOptions{});
+    rules.emplace_back(group && !group->optimizer.empty() ? group->optimizer : c.optimizer,
+                       group && group->momentum >= 0 ? group->momentum : c.momentum);
+    AETHER_CHECK(rules.back().first != "muon" || p.tensor->ndim() >= 2, op, "parameter '", p.name, "' (",
+                 p.layer, ", shape ", to_string(p.tensor->shape()),
+                 ") is given to muon, which trains matrices and filters (2 or more dims) only; give it to "
+                 "another optimizer with a ParamGroup (e.g. {.match = \"*.bias\", .optimizer = \"sgd\"})");
+  }
+  for (size_t k = 0; k < used.size(); ++k)
+    AETHER_CHECK(used[k], op, "param_groups[", k, "] (match \"", c.param_groups[k].match, "\"",
+                 c.param_groups[k].layer.empty() ? "" : ", layer \"" + c.param_groups[k].layer + "\"",
+                 ") matches no parameter; the parameters are named like \"",
+                 infos.empty() ? "" : infos[0].name, "\" (Model::network().named_parameters())");
+  // The optimizer takes parameters that require grad: set the flags, and put them back on a throw.
+  std::vector<bool> before;
+  for (auto& [t, on] : requires_grad) {
+    before.push_back(t->requires_grad());
+    t->set_requires_grad(on);
+  }
+  std::unique_ptr<optim::Optimizer> fresh;
+  try {
+    fresh = make_optimizer(c, params, rules);
+  } catch (...) {
+    for (size_t i = 0; i < before.size(); ++i) requires_grad[i].first->set_requires_grad(before[i]);
+    throw;
+  }
+  for (size_t i = 0; i < popts.size(); ++i) fresh->set_param_options(i, popts[i]);
+  fresh->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
+  std::vector<std::string> owners = names;
+  std::vector<std::vector<std::string>> slots;
+  for (const auto& [optimizer, momentum] : rules) slots.push_back(optimizer_slots(c, optimizer, momentum));
+  if (c.lookahead_every > 0) {  // lookahead averages the floating-point buffers too (BatchNorm's statistics)
+    std::vector<Tensor> buffers;
+    for (auto& [name, t] : net->named_buffers())
+      if (is_float(t->dtype())) {
+        buffers.push_back(*t);
+        owners.push_back(name);
+        slots.push_back({"lookahead"});
+      }
+    fresh->set_lookahead_buffers(std::move(buffers));
+  }
+  opt = std::move(fresh);
+  trained_names = std::move(names);
+  epoch_limited = std::move(limited);
+  own_schedule = std::move(own_schedules);
+  state_names = std::move(owners);
+  state_slots = std::move(slots);
+}
+
 Model::Model() : impl_(std::make_unique<Impl>()) {}
 Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
@@ -306,6 +410,9 @@ Model& Model::add(nn::ModulePtr layer) {
 
 Model& Model::configure(const ModelConfig& config) {
   check_config(config);
+  // A finalized model takes the new recipe whole (param groups, a fresh optimizer), as Keras'
+  // compile does; before, the optimizer finalize built kept its kind, groups and frozen set.
+  if (impl_->finalized) impl_->setup_training(config, "configure");
   impl_->config = config;
   impl_->configured = true;
   return *this;
@@ -342,67 +449,8 @@ Model& Model::finalize(const Shape& input_shape) {
     AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ",
                  to_string(out.shape()));
   }
+  m.setup_training(m.config, "finalize");
   m.input_shape = input_shape;
-  const auto& c = m.config;
-  // The parameter groups: each parameter's group (the first that matches), frozen ones left out of
-  // the optimizer (and of autograd: they get no gradient).
-  std::vector<ParamInfo> infos;
-  collect_params(*m.net, "", infos);
-  std::vector<Tensor> params;
-  std::vector<optim::ParamOptions> popts;
-  std::vector<std::pair<std::string, double>> rules;  // per trained parameter: optimizer, momentum
-  std::vector<bool> used(c.param_groups.size(), false);
-  m.trained_names.clear();
-  m.epoch_limited.clear();
-  m.own_schedule.clear();
-  for (const ParamInfo& p : infos) {
-    const ParamGroup* group = nullptr;
-    for (size_t k = 0; k < c.param_groups.size() && group == nullptr; ++k) {
-      const ParamGroup& g = c.param_groups[k];
-      if (::fnmatch(g.match.c_str(), p.name.c_str(), 0) == 0 && (g.layer.empty() || g.layer == p.layer)) {
-        group = &g;
-        used[k] = true;
-      }
-    }
-    p.tensor->set_requires_grad(group == nullptr || !group->frozen);
-    if (group != nullptr && group->frozen) continue;
-    if (group != nullptr && group->train_epochs > 0)
-      m.epoch_limited.emplace_back(p.tensor, group->train_epochs);
-    if (group != nullptr && group->schedule_over_train_epochs)
-      m.own_schedule.emplace_back(params.size(), group->train_epochs);
-    params.push_back(*p.tensor);
-    m.trained_names.push_back(p.name);
-    popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
-                          : optim::ParamOptions{});
-    rules.emplace_back(group && !group->optimizer.empty() ? group->optimizer : c.optimizer,
-                       group && group->momentum >= 0 ? group->momentum : c.momentum);
-    AETHER_CHECK(rules.back().first != "muon" || p.tensor->ndim() >= 2, "finalize", "parameter '", p.name,
-                 "' (", p.layer, ", shape ", to_string(p.tensor->shape()),
-                 ") is given to muon, which trains matrices and filters (2 or more dims) only; give it to "
-                 "another optimizer with a ParamGroup (e.g. {.match = \"*.bias\", .optimizer = \"sgd\"})");
-  }
-  for (size_t k = 0; k < used.size(); ++k)
-    AETHER_CHECK(used[k], "finalize", "param_groups[", k, "] (match \"", c.param_groups[k].match, "\"",
-                 c.param_groups[k].layer.empty() ? "" : ", layer \"" + c.param_groups[k].layer + "\"",
-                 ") matches no parameter; the parameters are named like \"",
-                 infos.empty() ? "" : infos[0].name, "\" (Model::network().named_parameters())");
-  m.opt = make_optimizer(c, params, rules);
-  for (size_t i = 0; i < popts.size(); ++i) m.opt->set_param_options(i, popts[i]);
-  m.opt->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
-  m.state_names = m.trained_names;
-  m.state_slots.clear();
-  for (const auto& [optimizer, momentum] : rules)
-    m.state_slots.push_back(optimizer_slots(c, optimizer, momentum));
-  if (c.lookahead_every > 0) {  // lookahead averages the floating-point buffers too (BatchNorm's statistics)
-    std::vector<Tensor> buffers;
-    for (auto& [name, t] : m.net->named_buffers())
-      if (is_float(t->dtype())) {
-        buffers.push_back(*t);
-        m.state_names.push_back(name);
-        m.state_slots.push_back({"lookahead"});
-      }
-    m.opt->set_lookahead_buffers(std::move(buffers));
-  }
   m.finalized = true;
   return *this;
 }

@@ -57,6 +57,11 @@ struct Model::Impl {
   // Trained parameters (the optimizer's index) whose schedule spans their own first epochs
   // (ParamGroup::schedule_over_train_epochs): index, epochs.
   std::vector<std::pair<size_t, int64_t>> own_schedule;
+  // The training `c` asks of the built network: each parameter's group (the first that matches),
+  // frozen ones left out of the optimizer and of autograd, and a fresh optimizer (finalize, and
+  // configure on a finalized model). Everything is checked before anything changes: a throw leaves
+  // the model as it was. `op` names the caller in errors.
+  void setup_training(const ModelConfig& c, const char* op);
   // The epoch's parameters that train (train() calls it before every epoch).
   void set_trained_for_epoch(int64_t epoch) {
     for (auto& [t, n] : epoch_limited) t->set_requires_grad(epoch < n);

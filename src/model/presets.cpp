@@ -251,6 +251,7 @@ std::string preset_dataset(const std::string& name) {
 
 Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
   AETHER_CHECK(s.size() == 3, "preset", "image shape must be (H, W, C), got ", to_string(s));
+  AETHER_CHECK(k >= 2, "preset", name, ": a classifier needs at least 2 classes, got ", k);
   Preset p;
   p.name = name;
   if (name == "mlp") {

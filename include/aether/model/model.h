@@ -203,6 +203,10 @@ class Model {
   ~Model();
 
   Model& add(nn::ModulePtr layer);
+  // The loss, optimizer and recipe. On a finalized model (a loaded one too) it applies the whole new
+  // recipe, as Keras' compile does: param groups, frozen set and a fresh optimizer (its momentum or
+  // moments start again); the weights, epochs and steps done stay. A recipe that does not fit the
+  // network throws and changes nothing.
   Model& configure(const ModelConfig& config);
   Model& to(Device device);
   Model& to(const std::string& device);  // "cpu", "cuda", "cuda:1"
