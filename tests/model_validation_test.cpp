@@ -704,6 +704,22 @@ TEST(ModelConfigure, CategoricalCrossEntropyNeedsProbabilities) {
   EXPECT_TRUE(with_end({}));
 }
 
+// A layer that folds the batch away still gives two dims: (N, K) must keep N.
+TEST(ModelConfigure, TheLastLayerMustKeepTheBatch) {
+  struct SumOverBatch : nn::Module {
+    Tensor forward(const Tensor& x) override { return x.sum({0}).reshape({1, -1}); }
+    std::string type_name() const override { return "SumOverBatch"; }
+    std::string config() const override { return R"({"type": "SumOverBatch"})"; }
+  };
+  Model m;
+  m.add(mk<nn::Flatten>()).add(mk<nn::Linear>(8, 3)).add(mk<SumOverBatch>());
+  expect_error(
+      [&] {
+        m.configure(ModelConfig{}).finalize({2, 4, 1});
+      },
+      {"finalize: the last layer must give (N, classes), got (1, 3) for a batch of 2 (2, 2, 4, 1)"});
+}
+
 TEST(Presets, NeedAtLeastTwoClasses) {
   expect_error(
       [] {

@@ -5,6 +5,7 @@ shared/data/cifar-10 folder, or what `aether data fetch` downloaded)."""
 
 from __future__ import annotations
 
+import os
 from typing import Optional, Tuple, Union
 
 import numpy as np
@@ -14,11 +15,13 @@ from . import _aether
 Arrays = Tuple[np.ndarray, np.ndarray]
 
 
-def load(name: str, split: Optional[str] = None, data_dir: Optional[str] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
+def load(name: str, split: Optional[str] = None, data_dir: Optional[Union[str, os.PathLike]] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
     """(X, y) of one split ("train" or "test"), or ((X_train, y_train), (X_test, y_test))."""
+    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"datasets: data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
     if split is None:
         return load(name, "train", data_dir), load(name, "test", data_dir)
-    ds = _aether._load_dataset(name, split, data_dir or "")
+    ds = _aether._load_dataset(name, split, os.fspath(data_dir) if data_dir is not None else "")
     return _aether._dataset_arrays(ds)
 
 

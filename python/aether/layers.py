@@ -197,6 +197,8 @@ class ReLU(_Builtin):
 
 class LeakyReLU(_Builtin):
     def __init__(self, alpha: float = 0.01):
+        if not math.isfinite(alpha):
+            raise ValueError(f"LeakyReLU: alpha must be finite, got {alpha}")
         self.alpha = float(alpha)
 
     def build(self, shape):
@@ -295,7 +297,8 @@ class Layer(_aether._Layer):
         super().__init__()
 
     def forward(self, x: Tensor) -> Tensor:
-        raise NotImplementedError(f"{type(self).__name__}.forward")
+        raise NotImplementedError(f"{type(self).__name__}: a Layer subclass must define forward(self, x), "
+                                  "returning a Tensor")
 
     def add_parameter(self, name: str, tensor: Tensor) -> Tensor:
         """Registers a trained tensor under `name` (no '.'; unique in the layer) and returns it."""

@@ -158,6 +158,10 @@ class Model:
         """Builds the layers for one sample's shape (H, W, C) or (features,)."""
         if self._finalized:
             raise RuntimeError("Model.finalize: already finalized")
+        if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, (Sequence, np.ndarray)):
+            raise TypeError(f"Model.finalize: input_shape must be a sequence of ints such as (32, 32, 3), "
+                            f"got {input_shape!r}")
+        input_shape = [integer(s, "Model.finalize: input_shape's sizes", 1) for s in input_shape]
         if self._loss is None:
             raise RuntimeError("Model.finalize: call configure() first")
         shape = tuple(int(s) for s in input_shape)
@@ -176,7 +180,8 @@ class Model:
         "airbench93", "airbench94_muon") with its training recipe
         (optimizer, schedule, batch size, augmentation), as `aether train --model NAME` builds it.
         Seed with aether.manual_seed() first."""
-        layers, config, data = _aether._preset(name, [int(s) for s in input_shape], int(classes))
+        layers, config, data = _aether._preset(name, [int(s) for s in input_shape],
+                                               integer(classes, "Model.preset: classes", 2))
         m = cls()
         for l in layers:
             m._layers.append(l)
@@ -200,6 +205,9 @@ class Model:
         regression = self._cpp.config["loss"] == "mse" and isinstance(self._loss, Loss) and self._loss.regression
         if regression:
             t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
+            if t.shape[1] != self._classes():
+                raise ValueError(f"{what}: the targets have {t.shape[1]} values per sample (shape {y.shape}), "
+                                 f"the model gives {self._classes()}")
             return _aether._dataset_from_arrays(images, images, None, t, 0, what)
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):

@@ -26,5 +26,9 @@ DType dtype_from_dlpack(nb::dlpack::dtype t);
 // Wraps a C-contiguous host NumPy-compatible array (anything nanobind's ndarray accepts) as a
 // Tensor: without a copy unless `copy`.
 Tensor tensor_from_array(nb::handle array, bool copy);
+// A kernel size, stride, dilation or padding given as an int or an (h, w) pair (padding also
+// "same" / "valid"), as the layers take them; throws TypeError naming `what` otherwise.
+Size2 size2_of(nb::handle v, const char* what);
+Padding2d padding2d_of(nb::handle v, const char* what);
 
 }  // namespace aether::py

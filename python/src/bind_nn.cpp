@@ -88,6 +88,12 @@ class PyModule : public nn::Module {
   std::deque<Tensor> tensors_;  // deque: push_back keeps earlier elements in place
 };
 
+// "TypeError: what it says", without the traceback python_error::what() holds.
+std::string python_error_text(const nb::python_error& e) {
+  return nb::cast<std::string>(nb::handle(e.type()).attr("__name__")) + ": " +
+         nb::cast<std::string>(nb::str(e.value()));
+}
+
 // Rebuilds Python layers when a checkpoint is loaded: imports the module, finds the class and
 // calls its from_config(args).
 nn::ModulePtr python_module_factory(const std::string& config_json) {
@@ -96,25 +102,27 @@ nn::ModulePtr python_module_factory(const std::string& config_json) {
   const std::string name = config.at("class").get<std::string>();
   const size_t dot = name.rfind('.');
   AETHER_CHECK_RUNTIME(dot != std::string::npos, "load", "Python layer class '", name, "' has no module");
-  nb::object cls = nb::module_::import_(name.substr(0, dot).c_str());
-  std::string rest = name.substr(dot + 1);
-  for (size_t p; (p = rest.find('.')) != std::string::npos; rest = rest.substr(p + 1))
-    cls = cls.attr(rest.substr(0, p).c_str());
-  cls = cls.attr(rest.c_str());
-  nb::object layer = cls.attr("from_config")(from_json(config.value("args", nlohmann::json::object())));
-  return nb::cast<nn::ModulePtr>(layer);
-}
-
-Size2 size2(nb::handle v) {
-  if (nb::isinstance<nb::int_>(v)) return Size2(nb::cast<int64_t>(v));
-  auto p = nb::cast<std::pair<int64_t, int64_t>>(v);
-  return Size2(p.first, p.second);
-}
-Padding2d padding2d(nb::handle v) {
-  if (nb::isinstance<nb::str>(v)) return Padding2d(nb::cast<std::string>(v));
-  if (nb::isinstance<nb::int_>(v)) return Padding2d(nb::cast<int64_t>(v));
-  auto p = nb::cast<std::pair<int64_t, int64_t>>(v);
-  return Padding2d(p.first, p.second);
+  nb::object cls;
+  try {
+    cls = nb::module_::import_(name.substr(0, dot).c_str());
+    std::string rest = name.substr(dot + 1);
+    for (size_t p; (p = rest.find('.')) != std::string::npos; rest = rest.substr(p + 1))
+      cls = cls.attr(rest.substr(0, p).c_str());
+    cls = cls.attr(rest.c_str());
+  } catch (const nb::python_error& e) {
+    throw Error(detail::cat("the Python layer class '", name, "' cannot be found (", python_error_text(e),
+                            "); import the module that defines it, under the same name, before loading"),
+                ErrorKind::runtime);
+  }
+  const nlohmann::json args = config.value("args", nlohmann::json::object());
+  try {
+    return nb::cast<nn::ModulePtr>(cls.attr("from_config")(from_json(args)));
+  } catch (const nb::python_error& e) {
+    throw Error(detail::cat("rebuilding the Python layer ", name, " with from_config(", args.dump(),
+                            ") failed: ", python_error_text(e),
+                            " (a Layer whose __init__ takes arguments returns them from get_config())"),
+                ErrorKind::runtime);
+  }
 }
 
 }  // namespace
@@ -180,11 +188,11 @@ void bind_nn(nb::module_& m) {
           [](nn::Conv2d* self, int64_t in, int64_t out, nb::handle kernel, nb::handle stride,
              nb::handle padding, nb::handle dilation, int64_t groups, bool bias) {
             Conv2dOptions o;
-            o.stride = size2(stride);
-            o.padding = padding2d(padding);
-            o.dilation = size2(dilation);
+            o.stride = size2_of(stride, "Conv2d: stride");
+            o.padding = padding2d_of(padding, "Conv2d: padding");
+            o.dilation = size2_of(dilation, "Conv2d: dilation");
             o.groups = groups;
-            new (self) nn::Conv2d(in, out, size2(kernel), o, bias);
+            new (self) nn::Conv2d(in, out, size2_of(kernel, "Conv2d: kernel_size"), o, bias);
           },
           arg("in_channels"), arg("out_channels"), arg("kernel_size"), arg("stride") = 1, arg("padding") = 0,
           arg("dilation") = 1, arg("groups") = 1, arg("bias") = true)
@@ -205,14 +213,16 @@ void bind_nn(nb::module_& m) {
       .def(
           "__init__",
           [](nn::MaxPool2d* self, nb::handle k, nb::handle s, nb::handle p) {
-            new (self) nn::MaxPool2d(size2(k), size2(s), size2(p));
+            new (self) nn::MaxPool2d(size2_of(k, "MaxPool2d: kernel"), size2_of(s, "MaxPool2d: stride"),
+                                     size2_of(p, "MaxPool2d: padding"));
           },
           arg("kernel"), arg("stride") = 0, arg("padding") = 0);
   nb::class_<nn::AvgPool2d, nn::Module>(m, "_AvgPool2d")
       .def(
           "__init__",
           [](nn::AvgPool2d* self, nb::handle k, nb::handle s, nb::handle p, bool cip) {
-            new (self) nn::AvgPool2d(size2(k), size2(s), size2(p), cip);
+            new (self) nn::AvgPool2d(size2_of(k, "AvgPool2d: kernel"), size2_of(s, "AvgPool2d: stride"),
+                                     size2_of(p, "AvgPool2d: padding"), cip);
           },
           arg("kernel"), arg("stride") = 0, arg("padding") = 0, arg("count_include_pad") = false);
   nb::class_<nn::GlobalAvgPool2d, nn::Module>(m, "_GlobalAvgPool2d").def(nb::init<>());
@@ -233,6 +243,9 @@ void bind_nn(nb::module_& m) {
         Shape s = sample;
         s.insert(s.begin(), 2);
         Shape out = mod.forward(Tensor::zeros(s)).shape();
+        if (out.empty() || out[0] != 2)
+          throw Error(mod.type_name() + ": a layer must keep the batch axis first: a batch of 2 samples " +
+                      to_string(s) + " gave " + to_string(out));
         out.erase(out.begin());
         return out;
       },

@@ -209,7 +209,6 @@ Tensor tensor_from_array(nb::handle array, bool copy) {
   return Tensor::from_external(const_cast<void*>(a.data()), shape, dtype, keep_alive(array));
 }
 
-// A kernel size or stride given as an int or an (h, w) pair, as the layers take them.
 Size2 size2_of(nb::handle v, const char* what) {
   if (PyIndex_Check(v.ptr()))
     return Size2(nb::cast<int64_t>(nb::steal(PyNumber_Index(v.ptr()))));  // int, np.int64
@@ -219,6 +218,12 @@ Size2 size2_of(nb::handle v, const char* what) {
                           nb::cast<std::string>(nb::repr(v)))
                              .c_str());
   return Size2(p.first, p.second);
+}
+
+Padding2d padding2d_of(nb::handle v, const char* what) {
+  if (nb::isinstance<nb::str>(v)) return Padding2d(nb::cast<std::string>(v));
+  const Size2 hw = size2_of(v, what);
+  return Padding2d(hw.h, hw.w);
 }
 
 // The value of a one-element tensor for Python's bool(), float() and int(), as in NumPy: "if t:"
@@ -536,14 +541,7 @@ void bind_tensor(nb::module_& m) {
          int64_t groups) {
         Conv2dOptions o;
         o.stride = size2_of(stride, "conv2d: stride");
-        if (nb::isinstance<nb::str>(padding))
-          o.padding = Padding2d(nb::cast<std::string>(padding));
-        else if (nb::isinstance<nb::int_>(padding))
-          o.padding = Padding2d(nb::cast<int64_t>(padding));
-        else {
-          auto p = nb::cast<std::pair<int64_t, int64_t>>(padding);
-          o.padding = Padding2d(p.first, p.second);
-        }
+        o.padding = padding2d_of(padding, "conv2d: padding");
         o.groups = groups;
         return conv2d(x, w, b ? *b : Tensor(), o);
       },

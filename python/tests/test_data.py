@@ -1,6 +1,7 @@
 """Data sets as NumPy arrays, and the preprocessing transforms."""
 
 import os
+import pathlib
 
 import numpy as np
 import pytest
@@ -34,6 +35,10 @@ def test_missing_data_set_errors():
         ae.datasets.fashion_mnist("validation")
     with pytest.raises(RuntimeError, match="fashion"):
         ae.datasets.fashion_mnist("train", data_dir="/nonexistent/dir")
+    with pytest.raises(TypeError, match="data_dir must be a path .*got int"):
+        ae.datasets.cifar10(data_dir=5)  # was nanobind's signature dump
+    with pytest.raises(RuntimeError, match="fashion"):
+        ae.datasets.fashion_mnist("train", data_dir=pathlib.Path("/nonexistent/dir"))  # a PathLike is a path
 
 
 def test_preprocessing():

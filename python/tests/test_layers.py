@@ -67,6 +67,35 @@ def test_python_layers_train_save_and_load(tmp_path):
     assert type(again.network[1]).__name__ == "Scale"
 
 
+class NeedsArg(ae.Layer):
+    """No get_config: its constructor's argument is not saved."""
+
+    def __init__(self, k):
+        super().__init__()
+        self.k = k
+
+    def forward(self, x):
+        return x * self.k
+
+
+def test_a_layer_that_cannot_be_rebuilt_names_itself_on_load(tmp_path):
+    class Local(ae.Layer):  # not importable: defined in a function
+        def forward(self, x):
+            return x
+
+    for layer, error in [(NeedsArg(2.0), r"rebuilding the Python layer \S*NeedsArg with from_config\(\{\}\) "
+                                         r"failed: TypeError: .*missing 1 required positional argument: 'k'.*"
+                                         r"returns them from get_config\(\)"),
+                         (Local(), r"the Python layer class '\S*Local' cannot be found")]:
+        m = ae.Model()
+        m.add(ae.Dense(4, 3)); m.add(layer)
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+        m.finalize((4,))
+        m.save(tmp_path / "m.aether")
+        with pytest.raises(RuntimeError, match=error):  # was the bare TypeError / AttributeError
+            ae.Model.load(tmp_path / "m.aether")
+
+
 def test_layer_errors():
     with pytest.raises(AttributeError, match="nope"):
         Scale(2).nope
@@ -99,6 +128,34 @@ def test_python_layer_mistakes_are_clear_errors():
         ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), accuracy=5)
     with pytest.raises(ValueError, match="lookahead's every must be >= 1, got 0"):
         ae.Model().configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(), lookahead={"every": 0})
+
+
+def test_layers_that_lose_the_batch_axis_or_lack_forward_are_named():
+    class Flat(ae.Layer):
+        def forward(self, x):
+            return x.reshape(-1)  # drops the batch axis
+
+    class Total(ae.Layer):
+        def forward(self, x):
+            return x.sum()
+
+    class NoForward(ae.Layer):
+        pass
+
+    for layer, shape in [(Flat(), r"\(384,\)"), (Total(), r"\(\)")]:
+        m = ae.Model()
+        m.add(layer); m.add(ae.Dense(192, 2))
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+        with pytest.raises(ValueError, match=rf"{type(layer).__name__}: a layer must keep the batch axis first: "
+                                             rf"a batch of 2 samples \(2, 8, 8, 3\) gave {shape}"):
+            m.finalize((8, 8, 3))  # was IndexError "tuple index out of range"
+    m = ae.Model()
+    m.add(NoForward())
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+    with pytest.raises(NotImplementedError, match="NoForward: a Layer subclass must define forward"):
+        m.finalize((4,))
+    with pytest.raises(ValueError, match="LeakyReLU: alpha must be finite, got nan"):
+        ae.LeakyReLU(float("nan"))
 
 
 def test_categorical_cross_entropy_needs_a_model_that_gives_probabilities():

@@ -226,6 +226,16 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
     with pytest.raises(ValueError, match=r"epochs is 1 and the model has trained 1 already.*\(pass more than 1\)"):
         flat.train(features, y[:10], verbose=False)
     assert len(flat.train(features, y[:10], epochs=2, verbose=False)["loss"]) == 1
+    with pytest.raises(TypeError, match=r"input_shape must be a sequence of ints such as \(32, 32, 3\), got '784'"):
+        ae.Model().finalize("784")  # a string was read as (7, 8, 4)
+    with pytest.raises(ValueError, match="Model.preset: classes must be >= 2, got 1"):
+        ae.Model.preset("mlp", (28, 28, 1), classes=1)
+    regression = ae.Model()
+    regression.add(ae.Dense(784, 2))
+    regression.configure(loss=ae.MeanSquaredError(), optimizer=ae.SGD(lr=0.01))
+    regression.finalize(np.array([784]))
+    with pytest.raises(ValueError, match=r"train: the targets have 1 values per sample \(shape \(10,\)\), the model gives 2"):
+        regression.train(features, y[:10], verbose=False)  # class labels given to a regression model
     with pytest.raises(ValueError, match="one-hot labels have 3 columns, the model gives 10 classes"):
         flat.train(features, np.eye(3, dtype=np.float32)[y[:10] % 3], epochs=3, verbose=False)  # trained
     # configure on a finalized model applies the whole recipe: a layer frozen afterwards still

@@ -446,8 +446,9 @@ Model& Model::finalize(const Shape& input_shape) {
     Shape s = input_shape;
     s.insert(s.begin(), 2);
     const Tensor out = m.forward(Tensor::zeros(s, DType::float32, m.device));
-    AETHER_CHECK(out.ndim() == 2, "finalize", "the last layer must give (N, classes), got ",
-                 to_string(out.shape()));
+    AETHER_CHECK(out.ndim() == 2 && out.shape()[0] == 2, "finalize",
+                 "the last layer must give (N, classes), got ", to_string(out.shape()), " for a batch of 2 ",
+                 to_string(s));
   }
   m.setup_training(m.config, "finalize");
   m.input_shape = input_shape;
