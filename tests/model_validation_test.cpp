@@ -621,6 +621,38 @@ TEST(ModelData, NonFiniteFloatValuesNameTheItem) {
             "Dataset: tiny: the target of item 2 holds NaN; targets must be finite");
 }
 
+// Labels must be classes the model gives, targets as wide as its output (was: a label past the
+// output failed inside a step as one_hot's error; too wide targets as mse_loss's shape error).
+TEST(ModelData, LabelsAndTargetsMustFitTheOutput) {
+  manual_seed(8);
+  Model m = make_model();  // 2 outputs
+  data::Dataset three = tiny_dataset(32, 8, 8, "three");
+  three.num_classes = 3;
+  three.class_names.push_back("middle");
+  expect_error([&] { m.train(three, train_options(1)); },
+               {"train: data set 'three' has 3 classes, the model gives 2"});
+  expect_error([&] { m.evaluate(three); }, {"evaluate: data set 'three' has 3 classes, the model gives 2"});
+  EXPECT_EQ(m.predict(three).shape(), (Shape{32, 2}));  // predict reads no labels
+  EXPECT_EQ(m.steps_done(), 0);
+
+  Model r;
+  r.add(mk<nn::Flatten>()).add(mk<nn::Linear>(64, 2));
+  ModelConfig c;
+  c.loss = "mse";
+  r.configure(c).finalize({8, 8, 1});
+  data::Dataset wide = tiny_dataset(32, 8, 8, "wide");
+  wide.labels.clear();
+  wide.num_classes = 0;
+  wide.class_names.clear();
+  wide.target_dim = 3;
+  wide.targets.assign(32 * 3, 0.5f);
+  expect_error([&] { r.train(wide, train_options(1)); },
+               {"train: data set 'wide' has 3 targets per sample, the model gives 2"});
+  wide.target_dim = 2;
+  wide.targets.resize(32 * 2);
+  EXPECT_EQ(r.train(wide, train_options(1)).epochs.size(), 1u);
+}
+
 TEST(ModelData, TrainOptionsThatCannotApply) {
   manual_seed(10);
   Model m = make_model();

@@ -205,9 +205,6 @@ class Model:
         regression = self._cpp.config["loss"] == "mse" and isinstance(self._loss, Loss) and self._loss.regression
         if regression:
             t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
-            if t.shape[1] != self._classes():
-                raise ValueError(f"{what}: the targets have {t.shape[1]} values per sample (shape {y.shape}), "
-                                 f"the model gives {self._classes()}")
             return _aether._dataset_from_arrays(images, images, None, t, 0, what)
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):

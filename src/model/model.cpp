@@ -438,6 +438,7 @@ Model& Model::finalize(const Shape& input_shape) {
   AETHER_CHECK(m.configured, "finalize", "call configure() before finalize()");
   AETHER_CHECK(m.net->size() > 0, "finalize", "the model has no layers");
   check_shape(input_shape, "finalize");
+  int64_t outputs = 0;  // K of the model's (N, K)
   {  // Build the forward graph on a lazy batch of 2: shape errors surface here, nothing is computed.
     // Evaluation mode: in training mode batch norm would update its running statistics and dropout
     // would draw from the global generator (changing every later random number).
@@ -449,9 +450,11 @@ Model& Model::finalize(const Shape& input_shape) {
     AETHER_CHECK(out.ndim() == 2 && out.shape()[0] == 2, "finalize",
                  "the last layer must give (N, classes), got ", to_string(out.shape()), " for a batch of 2 ",
                  to_string(s));
+    outputs = out.shape()[1];
   }
   m.setup_training(m.config, "finalize");
   m.input_shape = input_shape;
+  m.outputs = outputs;
   m.finalized = true;
   return *this;
 }
@@ -897,7 +900,7 @@ Tensor Model::predict(const Tensor& images) {
 Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
   auto& m = *impl_;
   m.require_finalized("predict");
-  m.check_data(d, "predict");
+  m.check_data(d, "predict", /*scored=*/false);
   data::DataLoader loader(d, m.eval_loader(batch_size));
   loader.begin_epoch(0);
   std::vector<Tensor> parts;

@@ -44,6 +44,7 @@ struct Model::Impl {
   Device device = Device::cpu();
   std::string precision = "float32";
   Shape input_shape;
+  int64_t outputs = 0;  // the model's output width K: (N, K) (finalize)
   bool finalized = false;
   std::unique_ptr<optim::Optimizer> opt;
   // The names of the optimizer's parameters, in its order (finalize): its state's index in checkpoints.
@@ -160,13 +161,18 @@ struct Model::Impl {
     return lo;
   }
   // `d` must be consistent (Dataset::check: sizes, labels in range, finite float values) and not
-  // empty, and one sample must have the model's input shape (H, W, C), or as many values when the
-  // model takes flat input.
-  void check_data(const data::Dataset& d, const char* op) const {
+  // empty, one sample must have the model's input shape (H, W, C), or as many values when the
+  // model takes flat input, and with `scored` (train, evaluate) its labels must be classes the
+  // model gives, or its targets as wide as the model's output.
+  void check_data(const data::Dataset& d, const char* op, bool scored = true) const {
     d.check();
     AETHER_CHECK(d.n > 0, op, "data set '", d.name, "' is empty");
     AETHER_CHECK(!d.has_targets() || config.loss == "mse", op, "data set '", d.name,
                  "' has regression targets, which need the mse loss (configured: ", config.loss, ")");
+    AETHER_CHECK(!scored || !d.has_targets() || d.target_dim == outputs, op, "data set '", d.name, "' has ",
+                 d.target_dim, " targets per sample, the model gives ", outputs);
+    AETHER_CHECK(!scored || d.has_targets() || d.num_classes <= outputs, op, "data set '", d.name, "' has ",
+                 d.num_classes, " classes, the model gives ", outputs);
     const Shape sample{d.h, d.w, d.c};
     AETHER_CHECK(
         sample == input_shape || (input_shape.size() == 1 && Shape({d.h * d.w * d.c}) == input_shape), op,
