@@ -207,6 +207,7 @@ TEST(Errors, TooManyElements) {
   expect_error([&] { (void)Tensor::ones({big, wide}); }, {"constant", "(1099511627776, 1073741824)", "2^60"});
   expect_error([&] { (void)Tensor::rand({big, big}); }, {"rand", "2^60"});
   expect_error([&] { (void)Tensor::ones({8, 1}).reshape({2, big, big}); }, {"reshape", "2^60"});
+  expect_error([&] { (void)Tensor::ones({8, 1}).reshape({big, big, -1}); }, {"reshape", "2^60"});
   // Shapes made by ops from valid inputs: a broadcast, an expand.
   expect_error([&] { (void)(Tensor::ones({big, 1}) + Tensor::ones({1, wide})); }, {"2^60"});
   expect_error([&] { (void)Tensor::ones({big, 1}).expand({big, wide}); }, {"expand", "2^60"});

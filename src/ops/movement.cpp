@@ -15,7 +15,8 @@ Tensor Tensor::reshape(const Shape& shape_in) const {
       infer = int(i);
     } else {
       AETHER_CHECK(s[i] >= 0, "reshape", "bad size in ", to_string(shape_in));
-      known *= s[i];
+      AETHER_CHECK(!__builtin_mul_overflow(known, s[i], &known), "reshape", "shape ", to_string(shape_in),
+                   " has more elements than a tensor can hold (at most 2^60)");
     }
   }
   if (infer >= 0) {
