@@ -143,15 +143,16 @@ class Model:
 
     def to(self, device: str) -> "Model":
         """"cpu", "cuda", "cuda:N"; Aether-ML's "numpy" and "cupy" name the CPU and the GPU."""
-        self._device = device_name(device)
+        name = device_name(device)
         if self._finalized:
-            self._cpp.to(self._device)
+            self._cpp.to(name)  # a device that cannot be used changes nothing
+        self._device = name
         return self
 
     def set_precision(self, precision: str) -> "Model":
+        """"float32" (the default), "bfloat16" or "float16" (also "fp32", "bf16", "fp16")."""
+        self._cpp.set_precision(precision)  # checks the name now, finalized or not
         self._precision = precision
-        if self._finalized:
-            self._cpp.set_precision(precision)
         return self
 
     def finalize(self, input_shape: Sequence[int]) -> "Model":
@@ -164,13 +165,21 @@ class Model:
         input_shape = [integer(s, "Model.finalize: input_shape's sizes", 1) for s in input_shape]
         if self._loss is None:
             raise RuntimeError("Model.finalize: call configure() first")
-        shape = tuple(int(s) for s in input_shape)
+        shape = tuple(input_shape)
+        modules = []
         for layer in self._layers:
             module, shape = _build(layer, shape)
-            self._cpp.add(module)
-        self._cpp.set_precision(self._precision)
-        self._cpp.finalize([int(s) for s in input_shape])
-        self._cpp.to(self._device)
+            modules.append(module)
+        # Built on a fresh engine model and kept only once it stands: a finalize that fails (a
+        # device or param group that does not fit) leaves this model as it was, to fix and retry.
+        cpp = _aether._Model()
+        cpp.configure(self._cpp.config)
+        for module in modules:
+            cpp.add(module)
+        cpp.set_precision(self._precision)
+        cpp.finalize(input_shape)
+        cpp.to(self._device)
+        self._cpp = cpp
         self._finalized = True
         return self
 

@@ -185,6 +185,34 @@ def test_bad_input_gets_clear_errors(fmnist):
 
 
 
+def test_a_finalize_that_fails_changes_nothing_and_can_be_retried():
+    """A failed finalize had added the layers to the engine's model already: the retry failed with
+    "Model::add: the model is finalized" (a bad device) or doubled the layers (a bad second layer)."""
+    def model(*layers):
+        m = ae.Model()
+        for layer in layers:
+            m.add(layer)
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+        return m
+
+    m = model(ae.Dense(4, 3), ae.Dense(3, 2))
+    m.to("tpu")
+    with pytest.raises(ValueError, match="unknown device 'tpu'"):
+        m.finalize((4,))
+    m.to("cpu").finalize((4,))
+    assert [n for n, _ in m.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
+    with pytest.raises(ValueError, match="unknown precision 'fp8'"):
+        model(ae.Dense(4, 2)).set_precision("fp8")  # said so only at finalize
+    bad_group = ae.Model()
+    bad_group.add(ae.Dense(4, 2))
+    bad_group.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(),
+                        param_groups=[{"match": "9.*", "frozen": True}])
+    with pytest.raises(ValueError, match=r"param_groups\[0\].*matches no parameter"):
+        bad_group.finalize((4,))
+    bad_group.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+    assert len(bad_group.finalize((4,)).network) == 1
+
+
 def test_data_and_settings_that_cannot_work_are_errors(fmnist):
     """Each used to pass silently or fail late: empty data trained "an epoch" of loss 0 and
     evaluated to accuracy 0; batch_size=0 meant the default; NaN pixels ended in "the loss became
