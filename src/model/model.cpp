@@ -317,19 +317,23 @@ void check_loss_input(const nn::Sequential& net, const std::string& loss, const 
     return;
   }
 }
-}  // namespace
 
-void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
-  check_loss_input(*net, c.loss, op);
-  std::vector<ParamInfo> infos;
-  collect_params(*net, "", infos);
-  std::vector<std::pair<Tensor*, bool>> requires_grad;  // per parameter: trained (not frozen)
-  std::vector<Tensor> params;
+// What a config's param groups make of the network's parameters: each takes the first group that
+// matches; frozen ones are left out of the optimizer (and of autograd). Nothing changes while it is
+// made; it throws, naming `op`, for a group that matches nothing or a muon parameter of one dim.
+struct TrainingPlan {
+  std::vector<std::pair<Tensor*, bool>> requires_grad;  // every parameter: trained (not frozen)
+  std::vector<Tensor> params;                           // the trained ones, in the optimizer's order
   std::vector<std::string> names;
-  std::vector<optim::ParamOptions> popts;
+  std::vector<optim::ParamOptions> options;
   std::vector<std::pair<std::string, double>> rules;  // per trained parameter: optimizer, momentum
-  std::vector<std::pair<Tensor*, int64_t>> limited;
-  std::vector<std::pair<size_t, int64_t>> own_schedules;
+  std::vector<std::pair<Tensor*, int64_t>> epoch_limited;
+  std::vector<std::pair<size_t, int64_t>> own_schedule;
+};
+TrainingPlan plan_training(nn::Module& net, const ModelConfig& c, const char* op) {
+  std::vector<ParamInfo> infos;
+  collect_params(net, "", infos);
+  TrainingPlan plan;
   std::vector<bool> used(c.param_groups.size(), false);
   for (const ParamInfo& p : infos) {
     const ParamGroup* group = nullptr;
@@ -340,18 +344,19 @@ void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
         used[k] = true;
       }
     }
-    requires_grad.emplace_back(p.tensor, group == nullptr || !group->frozen);
+    plan.requires_grad.emplace_back(p.tensor, group == nullptr || !group->frozen);
     if (group != nullptr && group->frozen) continue;
-    if (group != nullptr && group->train_epochs > 0) limited.emplace_back(p.tensor, group->train_epochs);
+    if (group != nullptr && group->train_epochs > 0)
+      plan.epoch_limited.emplace_back(p.tensor, group->train_epochs);
     if (group != nullptr && group->schedule_over_train_epochs)
-      own_schedules.emplace_back(params.size(), group->train_epochs);
-    params.push_back(*p.tensor);
-    names.push_back(p.name);
-    popts.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
-                          : optim::ParamOptions{});
-    rules.emplace_back(group && !group->optimizer.empty() ? group->optimizer : c.optimizer,
-                       group && group->momentum >= 0 ? group->momentum : c.momentum);
-    AETHER_CHECK(rules.back().first != "muon" || p.tensor->ndim() >= 2, op, "parameter '", p.name, "' (",
+      plan.own_schedule.emplace_back(plan.params.size(), group->train_epochs);
+    plan.params.push_back(*p.tensor);
+    plan.names.push_back(p.name);
+    plan.options.push_back(group ? optim::ParamOptions{group->lr_scale, group->weight_decay}
+                                 : optim::ParamOptions{});
+    plan.rules.emplace_back(group && !group->optimizer.empty() ? group->optimizer : c.optimizer,
+                            group && group->momentum >= 0 ? group->momentum : c.momentum);
+    AETHER_CHECK(plan.rules.back().first != "muon" || p.tensor->ndim() >= 2, op, "parameter '", p.name, "' (",
                  p.layer, ", shape ", to_string(p.tensor->shape()),
                  ") is given to muon, which trains matrices and filters (2 or more dims) only; give it to "
                  "another optimizer with a ParamGroup (e.g. {.match = \"*.bias\", .optimizer = \"sgd\"})");
@@ -361,24 +366,33 @@ void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
                  c.param_groups[k].layer.empty() ? "" : ", layer \"" + c.param_groups[k].layer + "\"",
                  ") matches no parameter; the parameters are named like \"",
                  infos.empty() ? "" : infos[0].name, "\" (Model::network().named_parameters())");
+  return plan;
+}
+}  // namespace
+
+void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
+  check_loss_input(*net, c.loss, op);
+  TrainingPlan plan = plan_training(*net, c, op);
   // The optimizer takes parameters that require grad: set the flags, and put them back on a throw.
   std::vector<bool> before;
-  for (auto& [t, on] : requires_grad) {
+  for (auto& [t, on] : plan.requires_grad) {
     before.push_back(t->requires_grad());
     t->set_requires_grad(on);
   }
   std::unique_ptr<optim::Optimizer> fresh;
   try {
-    fresh = make_optimizer(c, params, rules);
+    fresh = make_optimizer(c, plan.params, plan.rules);
   } catch (...) {
-    for (size_t i = 0; i < before.size(); ++i) requires_grad[i].first->set_requires_grad(before[i]);
+    for (size_t i = 0; i < before.size(); ++i) plan.requires_grad[i].first->set_requires_grad(before[i]);
     throw;
   }
-  for (size_t i = 0; i < popts.size(); ++i) fresh->set_param_options(i, popts[i]);
+  for (size_t i = 0; i < plan.options.size(); ++i) fresh->set_param_options(i, plan.options[i]);
   fresh->set_lookahead(c.lookahead_every, 1.0 - c.lookahead_decay);
-  std::vector<std::string> owners = names;
+  // The optimizer's state owners (checkpoints index its state by them) and the slots each has.
+  std::vector<std::string> owners = plan.names;
   std::vector<std::vector<std::string>> slots;
-  for (const auto& [optimizer, momentum] : rules) slots.push_back(optimizer_slots(c, optimizer, momentum));
+  for (const auto& [optimizer, momentum] : plan.rules)
+    slots.push_back(optimizer_slots(c, optimizer, momentum));
   if (c.lookahead_every > 0) {  // lookahead averages the floating-point buffers too (BatchNorm's statistics)
     std::vector<Tensor> buffers;
     for (auto& [name, t] : net->named_buffers())
@@ -390,9 +404,9 @@ void Model::Impl::setup_training(const ModelConfig& c, const char* op) {
     fresh->set_lookahead_buffers(std::move(buffers));
   }
   opt = std::move(fresh);
-  trained_names = std::move(names);
-  epoch_limited = std::move(limited);
-  own_schedule = std::move(own_schedules);
+  trained_names = std::move(plan.names);
+  epoch_limited = std::move(plan.epoch_limited);
+  own_schedule = std::move(plan.own_schedule);
   state_names = std::move(owners);
   state_slots = std::move(slots);
 }
