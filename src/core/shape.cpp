@@ -2,6 +2,7 @@
 #include "aether/core/shape.h"
 
 #include <algorithm>
+#include <limits>
 #include <ostream>
 #include <sstream>
 
@@ -10,6 +11,8 @@
 namespace aether {
 
 int64_t numel(const Shape& s) {
+  // An empty shape's other dims may multiply past int64 (check_shape allows any size beside a 0).
+  if (std::find(s.begin(), s.end(), 0) != s.end()) return 0;
   int64_t n = 1;
   for (int64_t d : s) n *= d;
   return n;
@@ -29,7 +32,9 @@ Shape contiguous_strides(const Shape& s) {
   int64_t acc = 1;
   for (int i = int(s.size()) - 1; i >= 0; --i) {
     st[i] = acc;
-    acc *= std::max<int64_t>(s[i], 1);
+    // An empty tensor's dims may multiply past int64; its strides are never used: saturate.
+    if (__builtin_mul_overflow(acc, std::max<int64_t>(s[i], 1), &acc))
+      acc = std::numeric_limits<int64_t>::max();
   }
   return st;
 }
