@@ -215,12 +215,13 @@ class Model:
         if regression:
             t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
             return _aether._dataset_from_arrays(images, images, None, t, 0, what)
+        classes = self._classes()  # builds the forward graph once (nothing is computed)
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: 2-D labels must be one-hot rows (a single 1 per row)")
-            if y.shape[1] != self._classes():
+            if y.shape[1] != classes:
                 raise ValueError(f"{what}: one-hot labels have {y.shape[1]} columns, the model gives "
-                                 f"{self._classes()} classes")
+                                 f"{classes} classes")
             y = y.argmax(axis=1)
         elif y.ndim != 1:
             raise ValueError(f"{what}: labels must be (N,) classes or (N, K) one-hot, got shape {y.shape}")
@@ -230,7 +231,7 @@ class Model:
             else:
                 raise TypeError(f"{what}: class labels must be integers, got dtype {y.dtype}")
         labels = np.ascontiguousarray(y, dtype=np.int64)
-        return _aether._dataset_from_arrays(images, images, labels, None, self._classes(), what)
+        return _aether._dataset_from_arrays(images, images, labels, None, classes, what)
 
     def _require_finalized(self, what: str) -> None:
         if not self._finalized:
