@@ -122,3 +122,74 @@ def _tolist(self: Tensor) -> Any:
 
 Tensor.__getitem__ = _getitem
 Tensor.tolist = _tolist
+
+
+# ---- NumPy arrays as operands, NumPy functions on tensors ----------------------------------------
+# `t * mask` and `mask * t` with a NumPy array `mask` are Tensors (recorded for autograd), not
+# ndarrays: before, NumPy's operators took the tensor as an array and the result lost its gradient.
+# The array is copied (operations are lazy: a later write to it must not change the result) and
+# keeps its dtype, so float32 * float64 is float64, as in NumPy and PyTorch. A priority above
+# ndarray's makes NumPy's operators (and a NumPy scalar's) defer to the Tensor's reflected ones,
+# as PyTorch's does; NumPy ufuncs (np.exp(t)) still take the tensor as an array.
+Tensor.__array_priority__ = 1000
+
+
+def _binary_operator(name: str, swapped: Optional[str] = None) -> None:
+    """Tensor.<name> taking a NumPy array too; `swapped` names the op of a reflected operator
+    (__rsub__: other - self is other.__sub__(self))."""
+    base = getattr(Tensor, name, None)
+
+    def op(self: Tensor, other: Any) -> Any:
+        if isinstance(other, np.ndarray):
+            o = tensor(other, device=self.device, copy=True)
+            return getattr(o, swapped)(self) if swapped else base(self, o)
+        return NotImplemented if base is None else base(self, other)
+
+    op.__name__ = name
+    setattr(Tensor, name, op)
+
+
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__eq__", "__ne__"):
+    _binary_operator(_name)
+for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
+                   ("__rtruediv__", "__truediv__"), ("__rmatmul__", "__matmul__")):
+    _binary_operator(_name, _op)
+
+
+def _reduction(name: str, takes_dtype: bool) -> None:
+    """Tensor.<name> taking NumPy's keywords, so that np.sum(t), np.mean(t, axis=0), np.var(t, ddof=1),
+    np.max(t), np.argmax(t) return Tensors (NumPy calls the method with axis=, out=, dtype=...). dtype
+    casts before reducing, as NumPy's accumulator type; out= cannot be honoured by immutable tensors."""
+    base = getattr(Tensor, name)
+
+    def reduce(self: Tensor, *args: Any, dtype: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
+        if out is not None:
+            raise TypeError(f"Tensor.{name}: out= is not supported (tensors are values: use the result)")
+        if dtype is not None:
+            if not takes_dtype:
+                raise TypeError(f"Tensor.{name} takes no dtype")
+            self = self.astype(dtype if isinstance(dtype, str) else np.dtype(dtype).name)
+        return base(self, *args, **kwargs)
+
+    reduce.__name__, reduce.__doc__ = name, base.__doc__
+    setattr(Tensor, name, reduce)
+
+
+for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("max", False), ("min", False)):
+    _reduction(_name, _dt)
+
+_argmax = Tensor.argmax
+
+
+def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = False, *, out: Any = None) -> Tensor:
+    """The index of the largest element along axis; axis=None: of the flattened tensor (NumPy)."""
+    if out is not None:
+        raise TypeError("Tensor.argmax: out= is not supported (tensors are values: use the result)")
+    if axis is not None:
+        return _argmax(self, axis, keepdims)
+    i = _argmax(self.reshape(-1), 0, False)
+    return i.reshape([1] * self.ndim) if keepdims else i
+
+
+Tensor.argmax = _argmax_any_axis

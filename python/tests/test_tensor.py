@@ -153,6 +153,52 @@ def test_python_truth_number_and_equality_protocols_follow_numpy():
     assert len({t, t, ae.tensor(1.0)}) == 2  # hashable by identity, like torch.Tensor
 
 
+def test_numpy_arrays_as_operands_give_tensors_that_keep_their_gradient():
+    """t * a and a * t with an ndarray a are Tensors recorded for autograd. Before, NumPy's operators
+    took over (in both orders): the result was an ndarray and the gradient was lost."""
+    rng = np.random.default_rng(3)
+    x0, a, m = (rng.standard_normal(s).astype(np.float32) for s in ((2, 3), (2, 3), (3, 4)))
+    x = ae.tensor(x0, requires_grad=True)
+    close = lambda t, ref: np.testing.assert_allclose(np.asarray(t), ref, rtol=1e-6, atol=1e-6)
+    for got, ref in [(x + a, x0 + a), (a + x, a + x0), (x - a, x0 - a), (a - x, a - x0), (x * a, x0 * a),
+                     (a * x, a * x0), (x / (a + 5), x0 / (a + 5)), ((a + 5) / x, (a + 5) / x0), (x @ m, x0 @ m),
+                     (a.T @ x, a.T @ x0), (np.float32(2) * x, 2 * x0), (np.float64(2) - x, 2 - x0)]:
+        assert isinstance(got, ae.Tensor) and got.requires_grad
+        close(got, ref)
+    for got, ref in [(a < x, a < x0), (x <= a, x0 <= a), (a > x, a > x0), (a >= x, a >= x0), (a == x, a == x0),
+                     (x != a, x0 != a)]:
+        assert isinstance(got, ae.Tensor) and got.dtype == "bool"
+        assert np.array_equal(np.asarray(got), ref)
+    ((a * x).sum() + (x @ m).sum()).backward()
+    close(x.grad, a + m.sum(1))
+    # The array is copied: a later write to it does not change a lazy result.
+    b = np.ones(3, np.float32)
+    y = x.detach() + b
+    b[:] = 100
+    close(y, x0 + 1)
+    # An array keeps its dtype: float32 with float64 is float64, as in NumPy and PyTorch.
+    assert (x + np.ones(3)).dtype == "float64"
+    with pytest.raises(TypeError):
+        x + "a"
+
+
+def test_numpy_reductions_on_tensors_are_tensors():
+    """np.sum(t), np.mean, np.var, np.max, np.min, np.argmax call the Tensor's methods with NumPy's
+    keywords (axis, dtype, out): before, each failed with nanobind's signature list."""
+    a = np.array([[1.0, 5.0, 3.0], [4.0, 2.0, 6.0]], np.float32)
+    t = ae.tensor(a)
+    close = lambda r, ref: np.testing.assert_allclose(np.asarray(r), ref, rtol=1e-6)
+    for f in (np.sum, np.mean, np.max, np.min, np.var, np.argmax):
+        assert isinstance(f(t), ae.Tensor)
+        close(f(t), f(a)); close(f(t, axis=1), f(a, axis=1)); close(f(t, axis=0, keepdims=True), f(a, axis=0, keepdims=True))
+    close(np.var(t, axis=1, ddof=1), np.var(a, axis=1, ddof=1))
+    assert np.sum(t, dtype=np.float64).dtype == "float64" and t.sum(0, True).shape == (1, 3)
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.sum(t, out=np.zeros(()))
+    with pytest.raises(TypeError, match="takes no dtype"):
+        t.max(dtype="float64")
+
+
 def test_view_arguments_as_separate_ints_or_one_sequence():
     a = np.arange(6, dtype=np.float32).reshape(1, 6)
     t = ae.tensor(a)
