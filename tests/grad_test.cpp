@@ -116,6 +116,18 @@ TEST(Grad, PowZeroHasZeroGradient) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
 }
 
+// PyTorch's rules where the formulas are 0 * inf: d/dx of x^0 is 0 (also at x = 0), d/de of 0^e is
+// 0 for e >= 0; and 0^e for e < 0 is inf with a -inf exponent gradient, as x^e ln x gives.
+TEST(Grad, PowOfTensorsAtZero) {
+  const Tensor x = Tensor::from_vector<double>({0, 0, 0, 0, 2}).set_requires_grad();
+  const Tensor e = Tensor::from_vector<double>({0, 2, 0.5, -1, 0}).set_requires_grad();
+  const Tensor y = x.pow(e);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{1, 0, 0, INFINITY, 1}));
+  y.sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, INFINITY, -INFINITY, 0}));
+  EXPECT_EQ(e.grad().to_vector<double>(), (std::vector<double>{0, 0, 0, -INFINITY, std::log(2.0)}));
+}
+
 // ---- elementwise binary, with broadcasting ---------------------------------------------------------------
 TEST(Grad, Binary) {
   const Shape s{2, 3};
@@ -132,6 +144,16 @@ TEST(Grad, Binary) {
     check_grad("minimum" + b, [](auto x) { return x[0].minimum(x[1]); },
                {in(s, -2, 2), in(bs, -2.05, 1.95, 1)});
   }
+  for (const auto& bs : {Shape{2, 3}, Shape{3}, Shape{}})
+    check_grad("pow b=" + to_string(bs), [](auto x) { return x[0].pow(x[1]); },
+               {in(s, 0.3, 3), in(bs, -2, 2, 1)});
+  // A negative base with integer exponents (its exponent's gradient, x^e ln x, is NaN there: not checked).
+  check_grad("pow of negative x",
+             [](auto x) {
+               return x[0].pow(Tensor::from_vector<double>({2, 3, -1}, {3}));
+             },
+             {{{-2, -1.5, -0.3, 0.4, 1.1, 2}, s}});
+  check_grad("base^x", [](auto x) { return pow(2.5, x[0]) + pow(0.5, x[0]); }, {in(s)});
   check_grad("x * x", [](auto x) { return x[0] * x[0]; }, {in(s)});
   check_grad("scalars", [](auto x) { return (2.0 - x[0]) * 3.0 / (x[0] * x[0] + 1.0) + 0.5; }, {in(s)});
 }

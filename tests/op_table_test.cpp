@@ -75,6 +75,7 @@ Example example(Op op, bool grad = false) {
     case Op::Mul:
     case Op::Div:
     case Op::Max:
+    case Op::Pow:
     case Op::CmpLt:
     case Op::CmpLe:
     case Op::CmpEq:
@@ -249,7 +250,7 @@ TEST(OpTable, EveryRowsPropertiesMatchTheOp) {
     EXPECT_STRNE(op_snippet(op, true), "");
     // Float-only ops: the tensor API refuses integers, and the row has no integer snippet.
     if (op_has(op, kFloatOnly)) {
-      EXPECT_THROW(prim::unary(op, i), Error);
+      EXPECT_THROW(op_kind(op) == OpKind::Binary ? prim::binary(op, i, i) : prim::unary(op, i), Error);
       EXPECT_STREQ(op_snippet(op, false), "");
     } else {
       EXPECT_STRNE(op_snippet(op, false), "");

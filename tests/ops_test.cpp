@@ -251,6 +251,10 @@ TEST(Ops, BinaryAllDTypes) {
     // True division: integers and bool divide as float32.
     const DType dt = fl ? t : DType::float32;
     expect_values(a / b, dt, s, zip(d.a, d.b, [&](double x, double y) { return x / y; }), "div " + n);
+    // pow: C's pow, integers and bool in float32 (negative bases with integer exponents, 200^100 = inf).
+    expect_values(a.pow(b), dt, s,
+                  zip(d.a, d.b, [&](double x, double y) { return round_to(std::pow(x, y), dt); }),
+                  "pow " + n);
     expect_values(a.maximum(b), t, s, zip(d.a, d.b, [](double x, double y) { return std::max(x, y); }),
                   "maximum " + n);
     expect_values(a.minimum(b), t, s, zip(d.a, d.b, [](double x, double y) { return std::min(x, y); }),

@@ -124,6 +124,7 @@ const std::vector<Case>& cases() {
       {"Mul", Op::Mul, {{e}, {e}}, [](auto& x) { return bin(Op::Mul, x); }, once},
       {"Div", Op::Div, {{e}, {e, 0.5, 2}}, [](auto& x) { return bin(Op::Div, x); }, once},
       {"Max", Op::Max, {{e}, {e}}, [](auto& x) { return bin(Op::Max, x); }, exact},
+      {"Pow", Op::Pow, {{e, 0.5, 2}, {e, -2, 2}}, [](auto& x) { return bin(Op::Pow, x); }, once},
       {"CmpLt", Op::CmpLt, {{e}, {e}}, [](auto& x) { return bin(Op::CmpLt, x); }, exact},
       {"CmpLe", Op::CmpLe, {{e}, {e}}, [](auto& x) { return bin(Op::CmpLe, x); }, exact},
       {"CmpEq",

@@ -149,11 +149,11 @@ def _binary_operator(name: str, swapped: Optional[str] = None) -> None:
     setattr(Tensor, name, op)
 
 
-for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__", "__lt__", "__le__", "__gt__", "__ge__",
-              "__eq__", "__ne__"):
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__matmul__", "__lt__", "__le__", "__gt__",
+              "__ge__", "__eq__", "__ne__"):
     _binary_operator(_name)
 for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
-                   ("__rtruediv__", "__truediv__"), ("__rmatmul__", "__matmul__")):
+                   ("__rtruediv__", "__truediv__"), ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
     _binary_operator(_name, _op)
 
 

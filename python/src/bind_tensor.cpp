@@ -377,7 +377,11 @@ void bind_tensor(nb::module_& m) {
       .def(
           "__rtruediv__", [](const Tensor& a, double b) { return b / a; }, nb::is_operator())
       .def(
+          "__pow__", [](const Tensor& a, const Tensor& e) { return a.pow(e); }, nb::is_operator())
+      .def(
           "__pow__", [](const Tensor& a, double e) { return a.pow(e); }, nb::is_operator())
+      .def(
+          "__rpow__", [](const Tensor& e, double base) { return pow(base, e); }, nb::is_operator())
       .def(
           "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, nb::is_operator())
       .def(
@@ -418,7 +422,8 @@ void bind_tensor(nb::module_& m) {
       .def("abs", &Tensor::abs)
       .def("__abs__", &Tensor::abs)
       .def("square", &Tensor::square)
-      .def("pow", &Tensor::pow)
+      .def("pow", nb::overload_cast<const Tensor&>(&Tensor::pow, nb::const_))
+      .def("pow", nb::overload_cast<double>(&Tensor::pow, nb::const_))
       .def("maximum", &Tensor::maximum)
       .def("minimum", &Tensor::minimum)
       .def("clamp", &Tensor::clamp, nb::arg("lo"), nb::arg("hi"))

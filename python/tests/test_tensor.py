@@ -171,6 +171,15 @@ def test_numpy_arrays_as_operands_give_tensors_that_keep_their_gradient():
         assert np.array_equal(np.asarray(got), ref)
     ((a * x).sum() + (x @ m).sum()).backward()
     close(x.grad, a + m.sum(1))
+    # Powers: tensor exponents and scalar or array bases, with gradients for base and exponent.
+    e = ae.tensor([[2.0, 0.5, 3.0], [1.0, 2.0, -1.0]], requires_grad=True)
+    xp, e0 = np.abs(x0) + 0.5, np.asarray(e)
+    b = ae.tensor(xp, requires_grad=True)
+    for got, ref in [(b ** e, xp ** e0), (2 ** e, 2.0 ** e0), (xp ** e, xp ** e0), (b ** e0, xp ** e0)]:
+        assert isinstance(got, ae.Tensor) and got.requires_grad
+        close(got, ref)
+    (b ** e).sum().backward()
+    close(b.grad, e0 * xp ** (e0 - 1)); close(e.grad, xp ** e0 * np.log(xp))
     # The array is copied: a later write to it does not change a lazy result.
     b = np.ones(3, np.float32)
     y = x.detach() + b

@@ -287,6 +287,9 @@ class Lowerer {
       case Op::Sin:
         if (!is_float(n.dtype)) throw Unsupported{"a transcendental op on integers"};
         return alu(n, {src(0)});
+      case Op::Pow:
+        if (!is_float(n.dtype)) throw Unsupported{"a transcendental op on integers"};
+        return alu(n, {src(0), src(1)});
       case Op::Copy:
       case Op::Cast:
       case Op::Neg:

@@ -61,6 +61,14 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Sub: return {dy, -dy};
     case Op::Mul: return {dy * x(1), dy * x(0)};
     case Op::Div: return {dy / x(1), -dy * x(0) / (x(1) * x(1))};
+    case Op::Pow: {
+      // d x^e/dx = e x^(e-1), 0 where e = 0 (x^0 is flat, also at x = 0); d x^e/de = x^e ln x, 0 at
+      // x = 0 with e >= 0 (its limit). PyTorch's rules.
+      const Tensor b = x(0), e = x(1), zero = Tensor::zeros_like(b);
+      const Tensor de = out() * b.log();
+      return {dy * where(e.eq(0.0), zero, e * prim::binary(Op::Pow, b, e - 1.0)),
+              dy * where(b.eq(0.0), where(e >= 0.0, zero, de), de)};
+    }
     case Op::Max: {
       // Ties split the gradient evenly, so max(a, a) has gradient 1 in total.
       const Tensor a = x(0), b = x(1);

@@ -142,6 +142,9 @@ Tensor binary(Op op, const Tensor& a, const Tensor& b) {
   AETHER_CHECK(a.shape() == b.shape(), op_name(op), "expected equal shapes, got ", desc(a), " and ", desc(b));
   AETHER_CHECK_DTYPE(a.dtype() == b.dtype(), op_name(op), "expected equal dtypes, got ", desc(a), " and ",
                      desc(b));
+  if (op_has(op, kFloatOnly))
+    AETHER_CHECK_DTYPE(is_float(a.dtype()), op_name(op), "expected float tensors, got ", desc(a),
+                       " (cast them first)");
   return apply(op, {a, b}, {}, op_has(op, kBoolResult) ? DType::boolean : a.dtype(), a.shape());
 }
 

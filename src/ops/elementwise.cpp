@@ -110,6 +110,9 @@ Tensor Tensor::pow(double e) const {
   return (as_float(*this).log() * e).exp();  // x^e = exp(e ln x), for x > 0
 }
 
+Tensor Tensor::pow(const Tensor& e) const { return bin(Op::Pow, as_float(*this), as_float(e), "pow"); }
+Tensor pow(double base, const Tensor& e) { return scalar_like(e, base).pow(e); }
+
 Tensor Tensor::cast(DType dtype) const {
   if (dtype == this->dtype()) return *this;
   return prim::cast(*this, dtype);

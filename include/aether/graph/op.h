@@ -73,6 +73,8 @@ enum : uint32_t {
     "ae_div((i64)$0, (i64)$1)")                                                                 \
   X(Max,    Binary, 2, kSavesIn0 | kSavesIn1, nan_max(a, b), "ae_max($0, $1)",                 \
     "ae_maxi((i64)$0, (i64)$1)")                                                                \
+  X(Pow,    Binary, 2, kFloatOnly | kSavesIn0 | kSavesIn1 | kSavesOut,                        \
+    decltype(a)(std::pow(a, b)), "$Bpow$F($0, $1)", "") /* C's pow: x < 0 needs an integer b */ \
   X(CmpLt,  Binary, 2, kBoolResult | kNoGrad, a < b, "($0 < $1)", "($0 < $1)")                 \
   X(CmpLe,  Binary, 2, kBoolResult | kNoGrad, a <= b, "($0 <= $1)", "($0 <= $1)")              \
   X(CmpEq,  Binary, 2, kBoolResult | kNoGrad, a == b, "($0 == $1)", "($0 == $1)")              \
@@ -127,7 +129,7 @@ constexpr int kNumOps = 0
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
     ;
-static_assert(kNumOps == 38, "op table changed: update the op tests and CONTRIBUTING.md");
+static_assert(kNumOps == 39, "op table changed: update the op tests and CONTRIBUTING.md");
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);

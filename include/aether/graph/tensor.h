@@ -121,7 +121,10 @@ class Tensor {
   Tensor cos() const;
   Tensor abs() const;
   Tensor square() const;
-  Tensor pow(double exponent) const;
+  Tensor pow(double exponent) const;  // integer exponents by repeated squaring (exact for integers)
+  // x^e elementwise, broadcast, as C's pow (a negative x needs an integer e, else NaN); integer and
+  // bool operands compute in float32. Gradients for both (PyTorch's rules at x = 0 and e = 0).
+  Tensor pow(const Tensor& exponent) const;
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor clamp(double lo, double hi) const;
@@ -197,6 +200,7 @@ Tensor operator<=(const Tensor& a, double b);
 Tensor operator>(const Tensor& a, double b);
 Tensor operator>=(const Tensor& a, double b);
 
+Tensor pow(double base, const Tensor& exponent);  // base^e elementwise: Tensor(base).pow(e)
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, double b);
 Tensor where(const Tensor& cond, double a, const Tensor& b);
