@@ -79,6 +79,8 @@ TEST(cuda_runtime, DeviceParse) {
   EXPECT_TRUE(contains(error_of([] { (void)Device::parse("gpu"); }), "unknown device 'gpu'"));
   EXPECT_TRUE(contains(error_of([] { (void)Device::parse("cuda:x"); }), "bad device index"));
   EXPECT_TRUE(contains(error_of([] { (void)Device::parse("cuda:"); }), "bad device index"));
+  // Was std::out_of_range from std::stoi ("stoi", an IndexError in Python).
+  EXPECT_TRUE(contains(error_of([] { (void)Device::parse("cuda:99999999999999"); }), "bad device index"));
   if (cuda_device_count() > 0) {
     EXPECT_EQ(Device::parse("cuda"), (Device{DeviceType::cuda, 0}));
     EXPECT_EQ(Device::parse("cuda:0"), (Device{DeviceType::cuda, 0}));

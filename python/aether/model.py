@@ -144,8 +144,9 @@ class Model:
     def to(self, device: str) -> "Model":
         """"cpu", "cuda", "cuda:N"; Aether-ML's "numpy" and "cupy" name the CPU and the GPU."""
         name = device_name(device)
-        if self._finalized:
-            self._cpp.to(name)  # a device that cannot be used changes nothing
+        # Checked now, finalized or not: an unknown name or a device this machine lacks raises here
+        # and changes nothing (before, anything was accepted until finalize).
+        self._cpp.to(name)
         self._device = name
         return self
 
@@ -196,7 +197,7 @@ class Model:
             m._layers.append(l)
         m._cpp.configure(config)
         m._loss = Loss()
-        m._device = device_name(device)
+        m.to(device)
         m._defaults = dict(data)
         m._preset_name = name
         return m.finalize(input_shape)

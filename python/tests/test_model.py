@@ -196,10 +196,14 @@ def test_a_finalize_that_fails_changes_nothing_and_can_be_retried():
         return m
 
     m = model(ae.Dense(4, 3), ae.Dense(3, 2))
-    m.to("tpu")
+    # A device is checked by to() itself (it was accepted until finalize), and a failed to() keeps
+    # the device.
+    for bad, error in (("tpu", "unknown device 'tpu'"), ("cuda:99999999999999", "bad device index")):
+        with pytest.raises(ValueError, match=error):
+            m.to(bad)
     with pytest.raises(ValueError, match="unknown device 'tpu'"):
-        m.finalize((4,))
-    m.to("cpu").finalize((4,))
+        ae.Model.preset("mlp", (28, 28, 1), device="tpu")
+    m.finalize((4,))
     assert [n for n, _ in m.named_parameters()] == ["0.weight", "0.bias", "1.weight", "1.bias"]
     with pytest.raises(ValueError, match="unknown precision 'fp8'"):
         model(ae.Dense(4, 2)).set_precision("fp8")  # said so only at finalize

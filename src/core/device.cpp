@@ -33,8 +33,9 @@ Device Device::parse(const std::string& s) {
   if (s == "cuda") return cuda(0);
   if (s.rfind("cuda:", 0) == 0) {
     const std::string idx = s.substr(5);
-    AETHER_CHECK(!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos, "Device::parse",
-                 "bad device index in '", s, "' (expected cuda:N)");
+    // At most 9 digits: std::stoi of a longer index could overflow (std::out_of_range).
+    AETHER_CHECK(!idx.empty() && idx.size() <= 9 && idx.find_first_not_of("0123456789") == std::string::npos,
+                 "Device::parse", "bad device index in '", s, "' (expected cuda:N)");
     return cuda(std::stoi(idx));
   }
   throw Error("Device::parse: unknown device '" + s + "' (expected cpu, cuda or cuda:N)");
