@@ -82,38 +82,56 @@ def randn(*shape: int, dtype: str = "float32") -> Tensor:
     return _aether.randn(list(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), dtype)
 
 
-def _getitem(self: Tensor, index: Union[int, slice, tuple]) -> Tensor:
-    """Basic indexing: integers, slices (positive steps) and Ellipsis, as in NumPy."""
+def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
+    """Basic indexing as in NumPy: integers, slices (negative steps too), Ellipsis and None (a new
+    axis of size 1). A view of the tensor, recorded for autograd."""
     if not isinstance(index, tuple):
         index = (index,)
     if sum(i is Ellipsis for i in index) > 1:
         raise IndexError("an index can only have a single ellipsis")
+    used = sum(i is not None and i is not Ellipsis for i in index)  # entries that index an axis
+    if used > self.ndim:
+        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
     if Ellipsis in index:
         k = index.index(Ellipsis)
-        fill = self.ndim - (len(index) - 1)
-        index = index[:k] + (slice(None),) * fill + index[k + 1:]
-    if len(index) > self.ndim:
-        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
-    out, axis, drop = self, 0, []
+        index = index[:k] + (slice(None),) * (self.ndim - used) + index[k + 1:]
+    out, axis, shape = self, 0, []  # axis: of self; shape: the result's, built entry by entry
     for i in index:
+        if i is None:
+            shape.append(1)
+            continue
         n = self.shape[axis]
-        if isinstance(i, (int, np.integer)):
+        if isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
             j = int(i) + n if i < 0 else int(i)
             if not 0 <= j < n:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
             out = out.slice(axis, j, j + 1)
-            drop.append(axis)
         elif isinstance(i, slice):
-            start, stop, step = i.indices(n)
-            if step <= 0:
-                raise IndexError("aether tensors take slices with positive steps only")
-            out = out.slice(axis, start, max(start, stop), step)
+            r = range(*i.indices(n))
+            if r.step < 0 and len(r):  # a reversed view: flip the axis, then step forward from the mirror
+                out = out.flip(axis).slice(axis, n - 1 - r.start, n - r[-1], -r.step)
+            else:
+                out = out.slice(axis, r.start, r[-1] + 1 if len(r) else r.start, max(r.step, 1))
+            shape.append(len(r))
         else:
-            raise IndexError(f"aether tensors take integers, slices and ... as indices, got {type(i).__name__}")
+            raise IndexError(f"aether tensors take integers, slices, ... and None as indices, got {type(i).__name__}")
         axis += 1
-    for a in reversed(drop):
-        out = out.squeeze(a)
-    return out
+    shape += self.shape[axis:]
+    return out if tuple(shape) == tuple(out.shape) else out.reshape(shape)
+
+
+def _contains(self: Tensor, value: Any) -> bool:
+    """`value in t`: whether any element equals value, as in NumPy."""
+    return bool(np.asarray(self == value).any())
+
+
+def _format(self: Tensor, spec: str) -> str:
+    """f"{loss:.4f}" formats a one-element tensor's value; an empty spec gives str(t)."""
+    if not spec:
+        return str(self)
+    if self.size != 1:
+        raise TypeError(f"format spec {spec!r} needs a tensor of one element, got shape {tuple(self.shape)}")
+    return format(self.item(), spec)
 
 
 def _tolist(self: Tensor) -> Any:
@@ -121,6 +139,8 @@ def _tolist(self: Tensor) -> Any:
 
 
 Tensor.__getitem__ = _getitem
+Tensor.__contains__ = _contains
+Tensor.__format__ = _format
 Tensor.tolist = _tolist
 
 

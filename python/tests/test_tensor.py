@@ -258,8 +258,61 @@ def test_index_errors():
         t[2]
     with pytest.raises(IndexError):
         t[0, 0, 0]
-    with pytest.raises(IndexError):
-        t[::-1]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        t[..., ...]
+    with pytest.raises(IndexError, match="got list"):
+        t[[0, 1]]  # gathers are not views
+    with pytest.raises(IndexError, match="got Tensor"):
+        t[t > 0]  # nor are masks (their shape depends on the values)
+
+
+def test_indexing_matches_numpy_with_negative_steps_and_new_axes():
+    """Random basic indices (integers, slices of any step, ..., None) against NumPy, values and shapes.
+    Negative steps and None were IndexErrors."""
+    import random
+    a = np.arange(5 * 6 * 7, dtype=np.float32).reshape(5, 6, 7)
+    t = ae.tensor(a)
+    rng = random.Random(0)
+
+    def entry():
+        c = rng.random()
+        if c < 0.15:
+            return None
+        if c < 0.35:
+            return rng.randint(-5, 4)
+        end = lambda: rng.choice([None, rng.randint(-9, 9)])
+        return slice(end(), end(), rng.choice([None, 1, 2, 3, -1, -2, -3]))
+
+    compared = 0
+    for _ in range(400):
+        index = tuple(entry() for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.3:
+            index = index[:1] + (Ellipsis,) + index[1:]
+        try:
+            want = a[index]
+        except IndexError:
+            with pytest.raises(IndexError):
+                t[index]
+            continue
+        got = t[index]
+        assert tuple(got.shape) == want.shape and np.array_equal(np.asarray(got), want), index
+        compared += 1
+    assert compared > 300
+    # A reversed, strided view is recorded for autograd: its gradient lands on the elements it read.
+    x = ae.tensor(a, requires_grad=True)
+    (x[::-2, None, 1, ::-3] * 2).sum().backward()
+    g = np.zeros_like(a)
+    g[::-2, 1, ::-3] = 2
+    assert np.array_equal(np.asarray(x.grad), g)
+
+
+def test_membership_and_format_follow_numpy_and_torch():
+    t = ae.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert 3.0 in t and 5.0 not in t  # was "bool(): ... ambiguous" (Python iterated the rows)
+    assert f"{t.sum():.2f}" == "10.00" and f"{t.mean():>6.1f}" == "   2.5"  # a TypeError before
+    assert f"{t}" == str(t)
+    with pytest.raises(TypeError, match=r"one element, got shape \(2, 2\)"):
+        f"{t:.2f}"
 
 
 def test_shape_errors_are_value_errors_with_aethers_message():
