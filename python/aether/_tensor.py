@@ -19,6 +19,22 @@ def device_name(device: str) -> str:
     return {"numpy": "cpu", "cupy": "cuda"}.get(device, device)
 
 
+def dtype_name(dtype: Any) -> str:
+    """aether's name of a dtype given by name ("float32") or as NumPy's (np.float32, np.dtype("int64"),
+    bool). The engine checks the name."""
+    if isinstance(dtype, str):
+        return dtype
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"a dtype is a name such as 'float32' or a NumPy dtype, got {dtype!r}") from None
+
+
+def _shape(shape: Union[int, Sequence[int]]) -> list:
+    """A shape given as one int (NumPy's zeros(3)) or a sequence of them."""
+    return [int(shape)] if isinstance(shape, (int, np.integer)) else list(shape)
+
+
 def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None, requires_grad: bool = False,
            copy: bool = False) -> Tensor:
     """A Tensor from a NumPy array, anything with the buffer protocol or DLPack, or nested lists.
@@ -46,7 +62,7 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
             a = np.ascontiguousarray(a)
             t = _aether._from_array(a, copy)
     if dtype is not None:
-        t = t.astype(dtype)
+        t = t.astype(dtype_name(dtype))
     if device is not None:
         t = t.to(device_name(device))
     if requires_grad:
@@ -54,32 +70,32 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
     return t
 
 
-def zeros(shape: Sequence[int], dtype: str = "float32") -> Tensor:
-    return _aether.zeros(list(shape), dtype)
+def zeros(shape: Union[int, Sequence[int]], dtype: Any = "float32") -> Tensor:
+    return _aether.zeros(_shape(shape), dtype_name(dtype))
 
 
-def ones(shape: Sequence[int], dtype: str = "float32") -> Tensor:
-    return _aether.ones(list(shape), dtype)
+def ones(shape: Union[int, Sequence[int]], dtype: Any = "float32") -> Tensor:
+    return _aether.ones(_shape(shape), dtype_name(dtype))
 
 
-def full(shape: Sequence[int], value: float, dtype: str = "float32") -> Tensor:
-    return _aether.full(list(shape), value, dtype)
+def full(shape: Union[int, Sequence[int]], value: float, dtype: Any = "float32") -> Tensor:
+    return _aether.full(_shape(shape), value, dtype_name(dtype))
 
 
-def arange(start: float, stop: Optional[float] = None, step: float = 1.0, dtype: str = "float32") -> Tensor:
+def arange(start: float, stop: Optional[float] = None, step: float = 1.0, dtype: Any = "float32") -> Tensor:
     if stop is None:
         start, stop = 0.0, start
-    return _aether.arange(start, stop, step, dtype)
+    return _aether.arange(start, stop, step, dtype_name(dtype))
 
 
-def rand(*shape: int, dtype: str = "float32") -> Tensor:
+def rand(*shape: int, dtype: Any = "float32") -> Tensor:
     """Uniform [0, 1) from aether's seeded generator (aether.manual_seed)."""
-    return _aether.rand(list(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), dtype)
+    return _aether.rand(_shape(shape[0]) if len(shape) == 1 else list(shape), dtype_name(dtype))
 
 
-def randn(*shape: int, dtype: str = "float32") -> Tensor:
+def randn(*shape: int, dtype: Any = "float32") -> Tensor:
     """Standard normal from aether's seeded generator (aether.manual_seed)."""
-    return _aether.randn(list(shape[0] if len(shape) == 1 and not isinstance(shape[0], int) else shape), dtype)
+    return _aether.randn(_shape(shape[0]) if len(shape) == 1 else list(shape), dtype_name(dtype))
 
 
 def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
@@ -189,7 +205,7 @@ def _reduction(name: str, takes_dtype: bool) -> None:
         if dtype is not None:
             if not takes_dtype:
                 raise TypeError(f"Tensor.{name} takes no dtype")
-            self = self.astype(dtype if isinstance(dtype, str) else np.dtype(dtype).name)
+            self = self.astype(dtype_name(dtype))
         return base(self, *args, **kwargs)
 
     reduce.__name__, reduce.__doc__ = name, base.__doc__
@@ -213,3 +229,18 @@ def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = 
 
 
 Tensor.argmax = _argmax_any_axis
+
+_astype, _to = Tensor.astype, Tensor.to
+
+
+def _astype_any(self: Tensor, dtype: Any) -> Tensor:
+    """A copy of another dtype, named ("float16") or NumPy's (np.float16)."""
+    return _astype(self, dtype_name(dtype))
+
+
+def _to_any(self: Tensor, device_or_dtype: Any) -> Tensor:
+    """A copy on another device ("cpu", "cuda:1") or of another dtype ("float64", np.float64)."""
+    return _to(self, device_or_dtype if isinstance(device_or_dtype, str) else dtype_name(device_or_dtype))
+
+
+Tensor.astype, Tensor.to = _astype_any, _to_any

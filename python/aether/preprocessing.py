@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
@@ -89,14 +89,11 @@ class StandardScaler:
 class ToTensor:
     """A NumPy array -> aether.Tensor (float32 by default; no copy when it already is one)."""
 
-    def __init__(self, dtype: Optional[str] = "float32", device: Optional[str] = None):
+    def __init__(self, dtype: Any = "float32", device: Optional[str] = None):
         self.dtype, self.device = dtype, device
 
     def __call__(self, x: np.ndarray) -> Tensor:
-        a = np.asarray(x)
-        if self.dtype is not None and str(a.dtype) != self.dtype:
-            a = a.astype(self.dtype)
-        return tensor(a, device=self.device)
+        return tensor(np.asarray(x), dtype=self.dtype, device=self.device)
 
 
 class Compose:

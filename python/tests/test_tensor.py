@@ -252,6 +252,24 @@ def test_constructors_and_seed():
         ae.randn(2, dtype="int32")  # gave zeros
 
 
+def test_numpy_dtypes_and_int_shapes_are_accepted_where_names_are():
+    """np.float64, np.dtype("int32"), bool... wherever a dtype name goes (each was nanobind's signature
+    list), and a single int as a shape (ae.zeros(3): "'int' object is not iterable")."""
+    t = ae.tensor([1.0, 2.0])
+    for d, name in [(np.float64, "float64"), (np.dtype("int32"), "int32"), (bool, "bool"), ("float16", "float16")]:
+        assert ae.tensor([1, 2], dtype=d).dtype == name and t.astype(d).dtype == name and t.to(d).dtype == name
+        assert ae.zeros(3, dtype=d).dtype == name and ae.ones((2,), d).dtype == name
+        assert ae.full(2, 1, dtype=d).dtype == name and ae.arange(3, dtype=d).dtype == name
+    assert ae.rand(2, dtype=np.float64).dtype == "float64" and ae.randn((2, 3), dtype=np.float64).shape == (2, 3)
+    assert ae.zeros(3).shape == (3,) and ae.ones(np.int64(2)).shape == (2,) and ae.full(2, 5.0).tolist() == [5, 5]
+    assert ae.ToTensor(np.float64)(np.ones(2, np.float32)).dtype == "float64"
+    assert ae.ToTensor("bfloat16")(np.ones(2)).dtype == "bfloat16"  # NumPy has no bfloat16: was its TypeError
+    with pytest.raises(TypeError, match="unknown dtype name 'complex64'"):
+        t.astype(np.complex64)
+    with pytest.raises(TypeError, match="a dtype is a name such as 'float32' or a NumPy dtype"):
+        t.astype(object())
+
+
 def test_index_errors():
     t = ae.zeros([2, 3])
     with pytest.raises(IndexError):
