@@ -244,3 +244,30 @@ def _to_any(self: Tensor, device_or_dtype: Any) -> Tensor:
 
 
 Tensor.astype, Tensor.to = _astype_any, _to_any
+
+
+class DType(str):
+    """A tensor's dtype: its name ("float32"), which also equals NumPy's dtype of that name, so
+    `t.dtype == np.float32` holds as it does for an ndarray (and `t.dtype == "float32"` as before)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, str):
+            return str.__eq__(self, other)
+        if other is None:  # np.dtype(None) is float64
+            return NotImplemented
+        try:
+            return str.__eq__(self, np.dtype(other).name)
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, other: Any) -> Any:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
+
+_dtype_of = Tensor.dtype.fget
+Tensor.dtype = property(lambda self: DType(_dtype_of(self)), doc="the dtype's name, equal to NumPy's dtype too")

@@ -264,6 +264,10 @@ def test_numpy_dtypes_and_int_shapes_are_accepted_where_names_are():
     assert ae.zeros(3).shape == (3,) and ae.ones(np.int64(2)).shape == (2,) and ae.full(2, 5.0).tolist() == [5, 5]
     assert ae.ToTensor(np.float64)(np.ones(2, np.float32)).dtype == "float64"
     assert ae.ToTensor("bfloat16")(np.ones(2)).dtype == "bfloat16"  # NumPy has no bfloat16: was its TypeError
+    # A tensor's dtype is its name and equals NumPy's dtype of that name (t.dtype == np.float32 was False).
+    assert t.dtype == "float32" and t.dtype == np.float32 and t.dtype == np.dtype("float32") and t.dtype != np.int32
+    assert t.astype(bool).dtype == np.bool_ and np.dtype(t.dtype) == np.float32 and t.dtype != None  # noqa: E711
+    assert {t.dtype: 1}["float32"] == 1 and str(t.dtype) == "float32"
     with pytest.raises(TypeError, match="unknown dtype name 'complex64'"):
         t.astype(np.complex64)
     with pytest.raises(TypeError, match="a dtype is a name such as 'float32' or a NumPy dtype"):
