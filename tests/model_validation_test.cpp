@@ -854,3 +854,48 @@ TEST(ModelLoadValidation, HostileLayerValuesAreErrors) {
     EXPECT_EQ(msg.rfind(where, 0), 0u) << msg;
   }
 }
+
+// build_optimizer: the config's optimizer over tensors of one's own, and what only Model::train
+// applies refused by name.
+TEST(BuildOptimizer, MakesTheConfigsOptimizerAndRefusesWhatOnlyTrainApplies) {
+  auto params = [] {
+    return std::vector<Tensor>{Tensor::from_vector<float>({1, -2, 3, 0.5f}, {2, 2}).set_requires_grad()};
+  };
+  for (const auto& [name, type] : std::vector<std::pair<std::string, std::string>>{
+           {"sgd", "SGD"}, {"adam", "Adam"}, {"adamw", "AdamW"}, {"muon", "Muon"}}) {
+    ModelConfig c;
+    c.optimizer = name;
+    EXPECT_EQ(build_optimizer(c, params())->type_name(), type);
+  }
+  // One Nesterov step equals optim::SGD's with the same options.
+  ModelConfig c;
+  c.lr = 0.1;
+  c.momentum = 0.9;
+  c.nesterov = true;
+  c.weight_decay = 0.01;
+  const std::vector<Tensor> a = params(), b = params();
+  const auto built = build_optimizer(c, a);
+  optim::SGD direct(b, {.lr = 0.1, .momentum = 0.9, .nesterov = true, .weight_decay = 0.01});
+  for (const auto& p : {a[0], b[0]}) (p * p * p).sum().backward();
+  built->step();
+  direct.step();
+  EXPECT_EQ(a[0].to_vector<float>(), b[0].to_vector<float>());
+  EXPECT_NE(a[0].to_vector<float>(), params()[0].to_vector<float>());
+
+  auto refused = [&](const std::function<void(ModelConfig&)>& set, const std::vector<std::string>& words) {
+    ModelConfig bad;
+    set(bad);
+    expect_error([&] { (void)build_optimizer(bad, params()); }, words);
+  };
+  refused([](ModelConfig& x) { x.schedule = "cosine"; },
+          {"build_optimizer", "schedule 'cosine'", "set_lr()"});
+  refused([](ModelConfig& x) { x.clip_grad_norm = 1; }, {"build_optimizer", "clip_grad_norm"});
+  refused([](ModelConfig& x) { x.lookahead_every = 5; }, {"build_optimizer", "lookahead"});
+  refused([](ModelConfig& x) { x.param_groups = {ParamGroup{.match = "*"}}; },
+          {"build_optimizer", "param_groups"});
+  refused([](ModelConfig& x) { x.lr = -1; }, {"learning rate must be > 0"});
+  refused([](ModelConfig& x) { x.optimizer = "lion"; }, {"unknown optimizer 'lion'"});
+  ModelConfig c2;
+  expect_error([&] { (void)build_optimizer(c2, {Tensor::ones({2})}); },
+               {"parameter 0 does not require grad"});
+}

@@ -7,6 +7,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <nlohmann/json.hpp>
@@ -211,6 +212,27 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
 
 void bind_model(nb::module_& m) {
   using nb::arg;
+  // An optimizer over tensors for a training loop of one's own: aether.SGD(...).build(parameters).
+  nb::class_<optim::Optimizer>(m, "Optimizer")
+      .def(
+          "step",
+          [](optim::Optimizer& o) {
+            nb::gil_scoped_release release;
+            o.step();
+          },
+          "one update from the parameters' gradients (those without one are skipped), computed now")
+      .def("zero_grad", &optim::Optimizer::zero_grad, "clears the parameters' gradients")
+      .def_prop_rw("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr)
+      .def_prop_ro("steps", &optim::Optimizer::steps)
+      .def("parameters", &optim::Optimizer::params)
+      .def("__repr__", [](const optim::Optimizer& o) {
+        return "Optimizer(" + o.type_name() + ", lr=" + std::to_string(o.lr()) + ", " +
+               std::to_string(o.params().size()) + " parameters, " + std::to_string(o.steps()) + " steps)";
+      });
+  m.def(
+      "_build_optimizer",
+      [](const nb::dict& config, std::vector<Tensor> params) { return build_optimizer(config_from(config), params); },
+      arg("config"), arg("parameters"));
   nb::class_<Model>(m, "_Model")
       .def(nb::init<>())
       .def(

@@ -448,3 +448,53 @@ def test_airbench_preset_whitens_from_the_training_images_and_trains():
     assert np.array_equal(after["4.weight"], np.ones(64, np.float32))  # a BatchNorm weight, frozen
     assert ae.GELU().build((4,)) is not None
     assert ae.Scale(0.5).build((4,)) is not None
+
+
+def test_a_training_loop_of_ones_own_with_a_built_optimizer():
+    """SGD(...).build(parameters) gives the engine's optimizer for a loop written in Python: model(x),
+    a loss from ae.functional, backward(), step(), zero_grad(). Before, Python had no way to update a
+    parameter, so model(x)'s autograd could not train anything."""
+    p = ae.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    opt = ae.SGD(lr=0.1, momentum=0.9).build([p])
+    want, buf = np.array([1.0, -2.0, 3.0]), None
+    for _ in range(2):
+        (p * p).sum().backward()  # gradient 2p
+        opt.step(); opt.zero_grad()
+        g = 2 * want
+        buf = g if buf is None else 0.9 * buf + g
+        want = want - 0.1 * buf
+    np.testing.assert_allclose(np.asarray(p), want, rtol=1e-6)
+    assert opt.steps == 2 and p.grad is None
+    q = ae.tensor([1.0, -2.0], requires_grad=True)
+    adam = ae.Adam(lr=0.5).build([q])
+    (q * q * q).sum().backward(); adam.step()  # Adam's first step moves each value by lr, against its gradient
+    np.testing.assert_allclose(np.asarray(q), [0.5, -2.5], rtol=1e-6)
+    adam.lr = 0.25
+    assert adam.lr == 0.25
+
+    ae.manual_seed(0)
+    m = ae.Model()
+    m.add(ae.Dense(4, 16)); m.add(ae.ReLU()); m.add(ae.Dense(16, 3))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+    m.finalize((4,))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((64, 4)).astype(np.float32)
+    y = (X[:, 0] > 0).astype(np.int64) + (X[:, 1] > 0)
+    opt = ae.Adam(lr=0.01).build(m.parameters())
+    losses = []
+    for _ in range(40):
+        loss = ae.functional.cross_entropy(m(ae.tensor(X)), ae.tensor(y))
+        loss.backward(); opt.step(); opt.zero_grad()
+        losses.append(loss.item())
+    assert losses[-1] < 0.5 * losses[0]
+    assert m.evaluate(X, y)["loss"] == pytest.approx(ae.functional.cross_entropy(m(ae.tensor(X)), ae.tensor(y)).item(),
+                                                     rel=1e-5)  # the model's own parameters moved
+
+    with pytest.raises(ValueError, match="schedule 'cosine' needs Model::train's step count"):
+        ae.SGD(schedule="cosine").build([p])
+    with pytest.raises(ValueError, match="clip_grad_norm"):
+        ae.AdamW(clip_grad_norm=1.0).build([p])
+    with pytest.raises(ValueError, match="parameter 0 does not require grad"):
+        ae.SGD().build([ae.tensor([1.0])])
+    with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):
+        ae.SGD().build([np.ones(2)])

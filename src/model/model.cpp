@@ -273,6 +273,24 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const ModelConfig& c, const std
   return std::make_unique<optim::Composite>(params, c.lr, std::move(parts));
 }
 
+}  // namespace model_internal
+
+std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params) {
+  model_internal::check_config(c);
+  const char* op = "build_optimizer";
+  AETHER_CHECK(c.schedule == "constant", op, "schedule '", c.schedule,
+               "' needs Model::train's step count; use constant and call set_lr() each step");
+  AETHER_CHECK(c.clip_grad_norm == 0, op,
+               "clip_grad_norm is Model::train's; call optim::clip_grad_norm before step()");
+  AETHER_CHECK(c.lookahead_every == 0, op,
+               "lookahead is Model::train's (its epochs decide the slow weights)");
+  AETHER_CHECK(c.param_groups.empty(), op,
+               "param_groups match a Model's parameter names; give each "
+               "optimizer its own parameters instead");
+  return model_internal::make_one(c, std::move(params), c.optimizer, c.momentum);
+}
+
+namespace model_internal {
 // The memory layouts written to the manifest ("layouts"); a file stating other ones is rejected.
 nlohmann::json layouts_json() {
   return {

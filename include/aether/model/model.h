@@ -154,6 +154,14 @@ enum class TTA { none, flip, flip_translate };
 const char* tta_name(TTA t);            // "none", "flip", "flip_translate"
 TTA tta_from_name(const std::string&);  // throws aether::Error naming an unknown one
 
+// The optimizer a config names (c.optimizer: sgd, adam, adamw or muon, with c's lr, momentum,
+// nesterov, weight_decay, betas, eps, muon_*) over `params`, for a training loop of one's own:
+// backward(), then step(), then zero_grad(). What only Model::train applies is refused rather than
+// ignored: a schedule other than constant (call set_lr() each step), clip_grad_norm (call
+// optim::clip_grad_norm before step()), lookahead and param_groups. Throws aether::Error naming a
+// bad setting.
+std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params);
+
 struct EvalResult {
   double loss = 0, accuracy = 0, top5 = 0;
   int64_t samples = 0;
