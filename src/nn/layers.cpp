@@ -128,6 +128,12 @@ Tensor BatchNorm::forward(const Tensor& x) {
   // Exempt from mixed precision: 16-bit input is normalised in float32 (statistics, running
   // buffers and parameters stay float32) and the output returns to the input's dtype.
   const bool narrow = is_16bit_float(x.dtype());
+  if (is_training() && !(running_mean.is_realized() && running_var.is_realized())) {
+    // The last step's update is still pending: a training loop of one's own (Model::train realizes
+    // the buffers with each step). Computed now, so that the updates do not chain from step to step,
+    // holding every batch's activations and growing a graph that realizing them later must walk.
+    realize({running_mean, running_var});
+  }
   auto r = batch_norm(narrow ? x.cast(DType::float32) : x, weight, bias, running_mean, running_var,
                       is_training(), momentum_, eps_, is_training() ? sync_group_ : -1);
   if (is_training()) {
