@@ -22,6 +22,7 @@ from ._aether import (
     Module,
     Tensor,
     cat,
+    clip_grad_norm,
     from_dlpack,
     functional,
     grad_enabled,
@@ -68,6 +69,7 @@ __all__ = [
     "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Residual", "Rescale", "SGD",
     "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
-    "arange", "cat", "datasets", "from_dlpack", "full", "functional", "grad_enabled", "manual_seed", "matmul",
-    "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros",
+    "arange", "cat", "clip_grad_norm", "datasets", "from_dlpack", "full", "functional", "grad_enabled",
+    "manual_seed", "matmul", "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where",
+    "world_size", "zeros",
 ]

@@ -229,6 +229,9 @@ void bind_model(nb::module_& m) {
         return "Optimizer(" + o.type_name() + ", lr=" + std::to_string(o.lr()) + ", " +
                std::to_string(o.params().size()) + " parameters, " + std::to_string(o.steps()) + " steps)";
       });
+  m.def("clip_grad_norm", &optim::clip_grad_norm, arg("parameters"), arg("max_norm"),
+        "scales the parameters' gradients by min(1, max_norm / (norm + 1e-6)), norm the 2-norm of them all "
+        "together (torch.nn.utils.clip_grad_norm_); returns norm");
   m.def(
       "_build_optimizer",
       [](const nb::dict& config, std::vector<Tensor> params) { return build_optimizer(config_from(config), params); },

@@ -492,8 +492,14 @@ def test_a_training_loop_of_ones_own_with_a_built_optimizer():
 
     with pytest.raises(ValueError, match="schedule 'cosine' needs Model::train's step count"):
         ae.SGD(schedule="cosine").build([p])
-    with pytest.raises(ValueError, match="clip_grad_norm"):
+    with pytest.raises(ValueError, match=r"clip_grad_norm is Model::train's; call clip_grad_norm\(parameters"):
         ae.AdamW(clip_grad_norm=1.0).build([p])
+    r = ae.tensor([3.0, 4.0], requires_grad=True)
+    (r * r).sum().backward()  # gradient (6, 8): norm 10
+    assert ae.clip_grad_norm([r], 5.0).item() == pytest.approx(10.0)
+    np.testing.assert_allclose(np.asarray(r.grad), [3.0, 4.0], rtol=1e-5)
+    with pytest.raises(ValueError, match="max_norm must be > 0"):
+        ae.clip_grad_norm([r], 0.0)
     with pytest.raises(ValueError, match="parameter 0 does not require grad"):
         ae.SGD().build([ae.tensor([1.0])])
     with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):

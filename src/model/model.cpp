@@ -281,7 +281,7 @@ std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vec
   AETHER_CHECK(c.schedule == "constant", op, "schedule '", c.schedule,
                "' needs Model::train's step count; use constant and call set_lr() each step");
   AETHER_CHECK(c.clip_grad_norm == 0, op,
-               "clip_grad_norm is Model::train's; call optim::clip_grad_norm before step()");
+               "clip_grad_norm is Model::train's; call clip_grad_norm(parameters, max_norm) before step()");
   AETHER_CHECK(c.lookahead_every == 0, op,
                "lookahead is Model::train's (its epochs decide the slow weights)");
   AETHER_CHECK(c.param_groups.empty(), op,
