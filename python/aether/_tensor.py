@@ -136,6 +136,11 @@ def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
     return out if tuple(shape) == tuple(out.shape) else out.reshape(shape)
 
 
+def _setitem(self: Tensor, index: Any, value: Any) -> None:
+    raise TypeError("aether tensors are values and do not support item assignment: build the new tensor instead "
+                    "(ae.where(mask, value, t), ae.cat, or an optimizer's step for parameters)")
+
+
 def _contains(self: Tensor, value: Any) -> bool:
     """`value in t`: whether any element equals value, as in NumPy."""
     return bool(np.asarray(self == value).any())
@@ -155,6 +160,7 @@ def _tolist(self: Tensor) -> Any:
 
 
 Tensor.__getitem__ = _getitem
+Tensor.__setitem__ = _setitem
 Tensor.__contains__ = _contains
 Tensor.__format__ = _format
 Tensor.tolist = _tolist

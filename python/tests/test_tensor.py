@@ -286,6 +286,8 @@ def test_index_errors():
         t[[0, 1]]  # gathers are not views
     with pytest.raises(IndexError, match="got Tensor"):
         t[t > 0]  # nor are masks (their shape depends on the values)
+    with pytest.raises(TypeError, match=r"do not support item assignment: build the new tensor instead \(ae.where"):
+        t[0] = 1.0
 
 
 def test_indexing_matches_numpy_with_negative_steps_and_new_axes():
