@@ -302,6 +302,12 @@ TEST(Ops, ClampIntAndMinMaxExtremes) {
   const Tensor u = make({0, 3, 255}, DType::uint8);
   expect_values(u.min(), DType::uint8, {}, {0}, "min uint8");
   expect_values(u.clamp(1, 4), DType::float32, {3}, {1, 3, 4}, "clamp uint8 (float scalar bounds)");
+  // Against a scalar: the tensor's float dtype, float32 for integers (as clamp and arithmetic).
+  expect_values(u.maximum(2.5), DType::float32, {3}, {2.5, 3, 255}, "maximum uint8, scalar");
+  expect_values(u.minimum(2.5), DType::float32, {3}, {0, 2.5, 2.5}, "minimum uint8, scalar");
+  const Tensor h = make({-1, 0.5, 3}, DType::float16);
+  expect_values(h.maximum(0), DType::float16, {3}, {0, 0.5, 3}, "maximum float16, scalar");
+  expect_values(h.minimum(0), DType::float16, {3}, {-1, 0, 0}, "minimum float16, scalar");
 }
 
 // ---- broadcasting ----------------------------------------------------------------------------------------

@@ -32,10 +32,9 @@ from ._aether import (
     rank,
     realize,
     stack,
-    where,
     world_size,
 )
-from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+from ._tensor import arange, full, ones, rand, randn, tensor, where, zeros
 from .layers import (
     AvgPool2d,
     BatchNorm,

@@ -192,7 +192,7 @@ def _binary_operator(name: str, swapped: Optional[str] = None) -> None:
 
 
 for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__matmul__", "__lt__", "__le__", "__gt__",
-              "__ge__", "__eq__", "__ne__"):
+              "__ge__", "__eq__", "__ne__", "maximum", "minimum"):
     _binary_operator(_name)
 for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
                    ("__rtruediv__", "__truediv__"), ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
@@ -277,3 +277,33 @@ class DType(str):
 
 _dtype_of = Tensor.dtype.fget
 Tensor.dtype = property(lambda self: DType(_dtype_of(self)), doc="the dtype's name, equal to NumPy's dtype too")
+
+
+def where(cond: Any, a: Any, b: Any) -> Tensor:
+    """a where cond holds, else b, broadcast (np.where). Each may be a Tensor or a NumPy array (copied),
+    cond also a bool or a list, a and b also numbers (in the other's float dtype, else float32)."""
+    device = next((v.device for v in (cond, a, b) if isinstance(v, Tensor)), None)
+    as_tensor = lambda v: tensor(v, device=device, copy=True) if isinstance(v, np.ndarray) else v
+    cond, a, b = as_tensor(cond), as_tensor(a), as_tensor(b)
+    if not isinstance(cond, Tensor):
+        cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = tensor(a, device=device)
+    return _aether.where(cond, a, b)
+
+
+_clamp = Tensor.clamp
+
+
+def _clamp_either(self: Tensor, lo: Optional[float] = None, hi: Optional[float] = None) -> Tensor:
+    """Values below lo raised to lo and above hi lowered to hi; either bound may be None (no bound)."""
+    if lo is None and hi is None:
+        raise TypeError("clamp: give lo, hi or both")
+    if hi is None:
+        return self.maximum(float(lo))
+    if lo is None:
+        return self.minimum(float(hi))
+    return _clamp(self, lo, hi)
+
+
+Tensor.clamp = _clamp_either

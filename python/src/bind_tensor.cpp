@@ -424,8 +424,10 @@ void bind_tensor(nb::module_& m) {
       .def("square", &Tensor::square)
       .def("pow", nb::overload_cast<const Tensor&>(&Tensor::pow, nb::const_))
       .def("pow", nb::overload_cast<double>(&Tensor::pow, nb::const_))
-      .def("maximum", &Tensor::maximum)
-      .def("minimum", &Tensor::minimum)
+      .def("maximum", nb::overload_cast<const Tensor&>(&Tensor::maximum, nb::const_))
+      .def("maximum", nb::overload_cast<double>(&Tensor::maximum, nb::const_))
+      .def("minimum", nb::overload_cast<const Tensor&>(&Tensor::minimum, nb::const_))
+      .def("minimum", nb::overload_cast<double>(&Tensor::minimum, nb::const_))
       .def("clamp", &Tensor::clamp, nb::arg("lo"), nb::arg("hi"))
       .def("relu", &Tensor::relu)
       .def("sigmoid", &Tensor::sigmoid)
@@ -515,6 +517,8 @@ void bind_tensor(nb::module_& m) {
       "seeds aether's global Philox generator (weight initialisation, dropout, rand/randn)");
   m.def("matmul", [](const Tensor& a, const Tensor& b) { return matmul(a, b); });
   m.def("where", [](const Tensor& c, const Tensor& a, const Tensor& b) { return where(c, a, b); });
+  m.def("where", [](const Tensor& c, const Tensor& a, double b) { return where(c, a, b); });
+  m.def("where", [](const Tensor& c, double a, const Tensor& b) { return where(c, a, b); });
   m.def("cat", &cat, nb::arg("tensors"), nb::arg("axis") = 0);
   m.def("stack", &stack, nb::arg("tensors"), nb::arg("axis") = 0);
   m.def(

@@ -330,6 +330,25 @@ def test_indexing_matches_numpy_with_negative_steps_and_new_axes():
     assert np.array_equal(np.asarray(x.grad), g)
 
 
+def test_where_maximum_minimum_and_clamp_take_numbers_and_arrays():
+    """ae.where(t > 0, t, 0.0), t.maximum(0.0), t.clamp(0, None) as in NumPy and PyTorch: each was
+    nanobind's signature list."""
+    a = np.array([1.0, -2.0, 3.0], np.float32)
+    t = ae.tensor(a, requires_grad=True)
+    same = lambda got, want: np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+    same(ae.where(t > 0, t, 0.0), np.where(a > 0, a, 0)); same(ae.where(t > 0, 0.0, t), np.where(a > 0, 0, a))
+    same(ae.where(a > 0, 1.0, 0.0), [1, 0, 1]); same(ae.where([True, False, True], t, a * 2), [1, -4, 3])
+    same(ae.where(np.array([False, True, False]), t, -t), -a * np.array([1, -1, 1]))
+    assert ae.where(t.astype("float16") > 0, t.astype("float16"), 0.0).dtype == "float16"  # a number takes t's dtype
+    same(t.maximum(0.0), np.maximum(a, 0)); same(t.minimum(0), np.minimum(a, 0))
+    same(t.maximum(np.zeros(3, np.float32)), np.maximum(a, 0))
+    same(t.clamp(0, None), np.clip(a, 0, None)); same(t.clamp(None, 2), np.clip(a, None, 2)); same(t.clamp(-1, 2), np.clip(a, -1, 2))
+    ae.where(t > 0, t, 0.0).sum().backward()
+    same(t.grad, [1, 0, 1])
+    with pytest.raises(TypeError, match="give lo, hi or both"):
+        t.clamp()
+
+
 def test_membership_and_format_follow_numpy_and_torch():
     t = ae.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert 3.0 in t and 5.0 not in t  # was "bool(): ... ambiguous" (Python iterated the rows)

@@ -87,9 +87,9 @@ Tensor Tensor::minimum(const Tensor& o) const {
   if (is_float(t)) return -((-a).maximum(-b));
   return where(a.le(b), a, b);
 }
-Tensor Tensor::clamp(double lo, double hi) const {
-  return maximum(scalar_like(*this, lo)).minimum(scalar_like(*this, hi));
-}
+Tensor Tensor::maximum(double o) const { return maximum(scalar_like(*this, o)); }
+Tensor Tensor::minimum(double o) const { return minimum(scalar_like(*this, o)); }
+Tensor Tensor::clamp(double lo, double hi) const { return maximum(lo).minimum(hi); }
 Tensor Tensor::pow(double e) const {
   // x^0 = 1 everywhere (NaN and inf too), in x's dtype, with a zero gradient.
   if (e == 0)

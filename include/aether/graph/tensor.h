@@ -127,6 +127,8 @@ class Tensor {
   Tensor pow(const Tensor& exponent) const;
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
+  Tensor maximum(double o) const;  // a scalar: in the tensor's float dtype, else float32 (as clamp)
+  Tensor minimum(double o) const;
   Tensor clamp(double lo, double hi) const;
   Tensor lt(const Tensor& o) const;  // bool results
   Tensor le(const Tensor& o) const;
