@@ -176,24 +176,45 @@ Tensor.tolist = _tolist
 Tensor.__array_priority__ = 1000
 
 
-def _binary_operator(name: str, swapped: Optional[str] = None) -> None:
-    """Tensor.<name> taking a NumPy array too; `swapped` names the op of a reflected operator
-    (__rsub__: other - self is other.__sub__(self))."""
+_INT_RANGES = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1), "uint8": (0, 255),
+               "bool": (0, 0)}
+
+
+def _int_operand(self: Tensor, value: int) -> Tensor:
+    """A Python int with an integer or bool tensor, as a 0-d tensor: of the tensor's dtype where it fits
+    (i + 1 stays int32, as in NumPy and PyTorch), else int64. The engine's scalar rule (float32 for
+    integer tensors) is for floats."""
+    lo, hi = _INT_RANGES[self.dtype]
+    dtype = self.dtype if lo <= value <= hi else "int64"
+    return _aether.full([], float(value), dtype).to(self.device) if abs(value) < 2 ** 53 else \
+        tensor(np.array(value, dtype=np.int64), device=self.device)
+
+
+def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True) -> None:
+    """Tensor.<name> taking a NumPy array too, and (`ints`) a Python int with an integer tensor as an
+    integer; `swapped` names the op of a reflected operator (__rsub__: other - self is
+    other.__sub__(self))."""
     base = getattr(Tensor, name, None)
 
     def op(self: Tensor, other: Any) -> Any:
         if isinstance(other, np.ndarray):
-            o = tensor(other, device=self.device, copy=True)
-            return getattr(o, swapped)(self) if swapped else base(self, o)
-        return NotImplemented if base is None else base(self, other)
+            other = tensor(other, device=self.device, copy=True)
+        elif (ints and isinstance(other, (int, np.integer)) and not isinstance(other, (bool, np.bool_))
+              and self.dtype in _INT_RANGES):
+            other = _int_operand(self, int(other))
+        else:
+            return NotImplemented if base is None else base(self, other)
+        return getattr(other, swapped)(self) if swapped else base(self, other)
 
     op.__name__ = name
     setattr(Tensor, name, op)
 
 
-for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__pow__", "__matmul__", "__lt__", "__le__", "__gt__",
-              "__ge__", "__eq__", "__ne__", "maximum", "minimum"):
+# ** keeps the engine's integer-exponent path (exact repeated squaring: i ** 2 stays an integer).
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__eq__", "__ne__", "maximum", "minimum"):
     _binary_operator(_name)
+_binary_operator("__pow__", ints=False)
 for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
                    ("__rtruediv__", "__truediv__"), ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
     _binary_operator(_name, _op)

@@ -349,6 +349,23 @@ def test_where_maximum_minimum_and_clamp_take_numbers_and_arrays():
         t.clamp()
 
 
+def test_python_ints_keep_integer_tensors_integer():
+    """i + 1 with an int32 tensor is int32, as in NumPy and PyTorch (it was float32: the engine's scalar
+    is a double), exact past 2^24 (i == 16777216 compared in float32), wrapping as the dtype does;
+    a value the dtype cannot hold gives int64. Floats and true division still give float32."""
+    i = ae.tensor(np.array([1, 2, 3], np.int32))
+    for got, want in [(i + 1, [2, 3, 4]), (1 - i, [0, -1, -2]), (i * 2, [2, 4, 6]), (2 * i, [2, 4, 6]),
+                      (i.maximum(2), [2, 2, 3]), (i - 2 ** 40, [1 - 2 ** 40, 2 - 2 ** 40, 3 - 2 ** 40])]:
+        assert got.dtype == ("int64" if abs(np.asarray(got)).max() > 2 ** 31 else "int32") and got.tolist() == want
+    assert (i + 1.5).dtype == "float32" and (i / 2).dtype == "float32" and (i ** 2).dtype == "int32"
+    big = ae.tensor(np.array([16777217], np.int64))
+    assert (big == 16777216).tolist() == [False] and (big + 1).tolist() == [16777218]
+    assert (ae.tensor(np.array([2 ** 62], np.int64)) + (2 ** 62 - 1)).tolist() == [2 ** 63 - 1]
+    u = ae.tensor(np.array([0, 2], np.uint8))
+    assert (u - 1).dtype == "uint8" and (u - 1).tolist() == [255, 1] and (u + 300).tolist() == [300, 302]
+    assert (ae.tensor(np.array([True, False])) + 1).tolist() == [2, 1]
+
+
 def test_membership_and_format_follow_numpy_and_torch():
     t = ae.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert 3.0 in t and 5.0 not in t  # was "bool(): ... ambiguous" (Python iterated the rows)
