@@ -310,6 +310,11 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
         cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = tensor(a, device=device)
+    is_int = lambda v: isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if is_int(a) and b.dtype in _INT_RANGES:  # an int with an integer tensor stays an integer, as in +
+        a = _int_operand(b, int(a))
+    if is_int(b) and a.dtype in _INT_RANGES:
+        b = _int_operand(a, int(b))
     return _aether.where(cond, a, b)
 
 
