@@ -34,7 +34,8 @@ from ._aether import (
     stack,
     world_size,
 )
-from ._tensor import arange, full, ones, rand, randn, tensor, where, zeros
+from ._tensor import arange, full, ones, rand, randn, tensor, zeros
+from ._tensor_ops import where
 from .layers import (
     AvgPool2d,
     BatchNorm,

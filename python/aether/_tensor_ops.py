@@ -1,0 +1,180 @@
+"""Tensor operators and functions meeting NumPy: arrays and ints as operands, NumPy's reductions on
+tensors, NumPy dtypes, where and clamp with numbers. Importing it extends aether.Tensor."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from . import _aether
+from ._aether import Tensor
+from ._tensor import dtype_name, tensor
+
+# ---- NumPy arrays as operands, NumPy functions on tensors ----------------------------------------
+# `t * mask` and `mask * t` with a NumPy array `mask` are Tensors (recorded for autograd), not
+# ndarrays: before, NumPy's operators took the tensor as an array and the result lost its gradient.
+# The array is copied (operations are lazy: a later write to it must not change the result) and
+# keeps its dtype, so float32 * float64 is float64, as in NumPy and PyTorch. A priority above
+# ndarray's makes NumPy's operators (and a NumPy scalar's) defer to the Tensor's reflected ones,
+# as PyTorch's does; NumPy ufuncs (np.exp(t)) still take the tensor as an array.
+Tensor.__array_priority__ = 1000
+
+
+_INT_RANGES = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1), "uint8": (0, 255),
+               "bool": (0, 0)}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _int_operand(self: Tensor, value: int) -> Tensor:
+    """A Python int with an integer or bool tensor, as a 0-d tensor: of the tensor's dtype where it fits
+    (i + 1 stays int32, as in NumPy and PyTorch), else int64. The engine's scalar rule (float32 for
+    integer tensors) is for floats."""
+    lo, hi = _INT_RANGES[self.dtype]
+    return tensor(np.array(value, dtype=self.dtype if lo <= value <= hi else np.int64), device=self.device)
+
+
+def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True) -> None:
+    """Tensor.<name> taking a NumPy array too, and (`ints`) a Python int with an integer tensor as an
+    integer; `swapped` names the op of a reflected operator (__rsub__: other - self is
+    other.__sub__(self))."""
+    base = getattr(Tensor, name, None)
+
+    def op(self: Tensor, other: Any) -> Any:
+        if isinstance(other, np.ndarray):
+            other = tensor(other, device=self.device, copy=True)
+        elif ints and _is_int(other) and self.dtype in _INT_RANGES:
+            other = _int_operand(self, int(other))
+        else:
+            return NotImplemented if base is None else base(self, other)
+        return getattr(other, swapped)(self) if swapped else base(self, other)
+
+    op.__name__ = name
+    setattr(Tensor, name, op)
+
+
+# ** keeps the engine's integer-exponent path (exact repeated squaring: i ** 2 stays an integer).
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__eq__", "__ne__", "maximum", "minimum"):
+    _binary_operator(_name)
+_binary_operator("__pow__", ints=False)
+for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
+                   ("__rtruediv__", "__truediv__"), ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
+    _binary_operator(_name, _op)
+
+
+def _reduction(name: str, takes_dtype: bool) -> None:
+    """Tensor.<name> taking NumPy's keywords, so that np.sum(t), np.mean(t, axis=0), np.var(t, ddof=1),
+    np.max(t), np.argmax(t) return Tensors (NumPy calls the method with axis=, out=, dtype=...). dtype
+    casts before reducing, as NumPy's accumulator type; out= cannot be honoured by immutable tensors."""
+    base = getattr(Tensor, name)
+
+    def reduce(self: Tensor, *args: Any, dtype: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
+        if out is not None:
+            raise TypeError(f"Tensor.{name}: out= is not supported (tensors are values: use the result)")
+        if dtype is not None:
+            if not takes_dtype:
+                raise TypeError(f"Tensor.{name} takes no dtype")
+            self = self.astype(dtype_name(dtype))
+        return base(self, *args, **kwargs)
+
+    reduce.__name__, reduce.__doc__ = name, base.__doc__
+    setattr(Tensor, name, reduce)
+
+
+for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("max", False), ("min", False)):
+    _reduction(_name, _dt)
+
+_argmax = Tensor.argmax
+
+
+def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = False, *, out: Any = None) -> Tensor:
+    """The index of the largest element along axis; axis=None: of the flattened tensor (NumPy)."""
+    if out is not None:
+        raise TypeError("Tensor.argmax: out= is not supported (tensors are values: use the result)")
+    if axis is not None:
+        return _argmax(self, axis, keepdims)
+    i = _argmax(self.reshape(-1), 0, False)
+    return i.reshape([1] * self.ndim) if keepdims else i
+
+
+Tensor.argmax = _argmax_any_axis
+
+_astype, _to = Tensor.astype, Tensor.to
+
+
+def _astype_any(self: Tensor, dtype: Any) -> Tensor:
+    """A copy of another dtype, named ("float16") or NumPy's (np.float16)."""
+    return _astype(self, dtype_name(dtype))
+
+
+def _to_any(self: Tensor, device_or_dtype: Any) -> Tensor:
+    """A copy on another device ("cpu", "cuda:1") or of another dtype ("float64", np.float64)."""
+    return _to(self, device_or_dtype if isinstance(device_or_dtype, str) else dtype_name(device_or_dtype))
+
+
+Tensor.astype, Tensor.to = _astype_any, _to_any
+
+
+class DType(str):
+    """A tensor's dtype: its name ("float32"), which also equals NumPy's dtype of that name, so
+    `t.dtype == np.float32` holds as it does for an ndarray (and `t.dtype == "float32"` as before)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: Any) -> Any:
+        if isinstance(other, str):
+            return str.__eq__(self, other)
+        if other is None:  # np.dtype(None) is float64
+            return NotImplemented
+        try:
+            return str.__eq__(self, np.dtype(other).name)
+        except TypeError:
+            return NotImplemented
+
+    def __ne__(self, other: Any) -> Any:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = str.__hash__
+
+
+_dtype_of = Tensor.dtype.fget
+Tensor.dtype = property(lambda self: DType(_dtype_of(self)), doc="the dtype's name, equal to NumPy's dtype too")
+
+
+def where(cond: Any, a: Any, b: Any) -> Tensor:
+    """a where cond holds, else b, broadcast (np.where). Each may be a Tensor or a NumPy array (copied),
+    cond also a bool or a list, a and b also numbers (in the other's float dtype, else float32)."""
+    device = next((v.device for v in (cond, a, b) if isinstance(v, Tensor)), None)
+    as_tensor = lambda v: tensor(v, device=device, copy=True) if isinstance(v, np.ndarray) else v
+    cond, a, b = as_tensor(cond), as_tensor(a), as_tensor(b)
+    if not isinstance(cond, Tensor):
+        cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        a = tensor(a, device=device)
+    if _is_int(a) and b.dtype in _INT_RANGES:  # an int with an integer tensor stays an integer, as in +
+        a = _int_operand(b, int(a))
+    if _is_int(b) and a.dtype in _INT_RANGES:
+        b = _int_operand(a, int(b))
+    return _aether.where(cond, a, b)
+
+
+_clamp = Tensor.clamp
+
+
+def _clamp_either(self: Tensor, lo: Optional[float] = None, hi: Optional[float] = None) -> Tensor:
+    """Values below lo raised to lo and above hi lowered to hi; either bound may be None (no bound)."""
+    if lo is None and hi is None:
+        raise TypeError("clamp: give lo, hi or both")
+    if hi is None:
+        return self.maximum(float(lo))
+    if lo is None:
+        return self.minimum(float(hi))
+    return _clamp(self, lo, hi)
+
+
+Tensor.clamp = _clamp_either
