@@ -194,6 +194,7 @@ TEST(Grad, Reductions) {
       check_grad("mean" + w, [&](auto x) { return x[0].mean(ax, keep); }, {in(s)});
       check_grad("var" + w, [&](auto x) { return x[0].var(ax, keep); }, {in(s)});
       check_grad("var unbiased" + w, [&](auto x) { return x[0].var(ax, keep, 1); }, {in(s)});
+      check_grad("std" + w, [&](auto x) { return x[0].std(ax, keep, 1); }, {in(s)});
     }
   check_grad("softmax",
              [](auto x) {

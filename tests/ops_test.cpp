@@ -414,6 +414,16 @@ TEST(Ops, Reductions) {
                       "sum " + w);
         expect_values(x.max(axes, keep), t, os, reduce_ref(v, s, all, mx, &ks), "max " + w);
         expect_values(x.min(axes, keep), t, os, reduce_ref(v, s, all, mn, &ks), "min " + w);
+        auto anyv = [](const std::vector<double>& g) {
+          return double(std::any_of(g.begin(), g.end(), [](double e) { return e != 0; }));
+        };
+        auto allv = [](const std::vector<double>& g) {
+          return double(std::all_of(g.begin(), g.end(), [](double e) { return e != 0; }));
+        };
+        if (!keep) {  // (keepdim is the sum's: not checked again, each check compiles kernels)
+          expect_values(x.any(axes), DType::boolean, os, reduce_ref(v, s, all, anyv, &ks), "any " + w);
+          expect_values(x.all(axes), DType::boolean, os, reduce_ref(v, s, all, allv, &ks), "all " + w);
+        }
         if (t == DType::boolean) continue;
         const auto means = reduce_ref(
             v, s, all, [&](const std::vector<double>& g) { return sum(g) / g.size(); }, &ks);
@@ -431,6 +441,10 @@ TEST(Ops, Reductions) {
           if (corr == 1 && numel(s) / numel(ks) < 2) continue;
           expect_values(x.var(axes, keep, corr), mean_t, os, vars, "var" + std::to_string(corr) + " " + w,
                         4 * tol(mean_t));
+          if (t == DType::float32 || t == DType::int32)  // sqrt of var, checked for all dtypes above
+            expect_values(x.std(axes, keep, corr), mean_t, os,
+                          map(vars, [](double r) { return std::sqrt(r); }),
+                          "std" + std::to_string(corr) + " " + w, 4 * tol(mean_t));
         }
       }
     }
@@ -462,6 +476,46 @@ TEST(Ops, Reductions) {
   const Tensor x = make(base, s, DType::float32);
   EXPECT_EQ(x.sum({-1}).to_vector<float>(), x.sum({2}).to_vector<float>());
   EXPECT_EQ(x.argmax(-2).to_vector<int64_t>(), x.argmax(1).to_vector<int64_t>());
+}
+
+// any/all of nothing are false/true (NumPy's); NaN is true.
+TEST(Ops, AnyAllOfEmptyAndNaN) {
+  const Tensor e = Tensor::zeros({0, 3});
+  expect_values(e.any(), DType::boolean, {}, {0}, "any of nothing");
+  expect_values(e.all(), DType::boolean, {}, {1}, "all of nothing");
+  expect_values(e.any({0}), DType::boolean, {3}, {0, 0, 0}, "any over an empty axis");
+  const Tensor n = Tensor::from_vector<float>({NAN, 0});
+  expect_values(n.any(), DType::boolean, {}, {1}, "any NaN");
+  expect_values(n.all(), DType::boolean, {}, {0}, "all NaN, 0");
+}
+
+// Truth values (x != 0, NaN true) combined elementwise, broadcast, in every dtype: NumPy's
+// logical_not/and/or/xor.
+TEST(Ops, LogicalOps) {
+  const std::vector<double> av = {0, 1, 0, 1, 3, 0}, bv = {0, 0, 1, 1, -2, NAN};
+  for (DType t : {DType::boolean, DType::uint8, DType::int32, DType::int64, DType::float16, DType::float32}) {
+    SCOPED_TRACE(dtype_name(t));
+    std::vector<double> a = av, b = bv;
+    if (!is_float(t)) b[5] = 7;  // NaN: floats only
+    if (t == DType::boolean) a[4] = b[4] = 1;
+    if (t == DType::uint8) b[4] = 2;
+    const Tensor x = make(a, t), y = make(b, t);
+    const Shape s{6};
+    auto truth = [](double v) { return v != 0; };  // NaN != 0
+    expect_values(x.logical_not(), DType::boolean, s, map(a, [&](double v) { return double(!truth(v)); }),
+                  "not");
+    expect_values(x.logical_and(y), DType::boolean, s,
+                  zip(a, b, [&](double p, double q) { return double(truth(p) && truth(q)); }), "and");
+    expect_values(x.logical_or(y), DType::boolean, s,
+                  zip(a, b, [&](double p, double q) { return double(truth(p) || truth(q)); }), "or");
+    expect_values(x.logical_xor(y), DType::boolean, s,
+                  zip(a, b, [&](double p, double q) { return double(truth(p) != truth(q)); }), "xor");
+  }
+  // Mixed dtypes and broadcasting.
+  expect_values(make({0, 2}, DType::int32).logical_and(Tensor::scalar(0.5)), DType::boolean, {2}, {0, 1},
+                "and int32, float scalar");
+  expect_values(make({0, 1}, DType::boolean).reshape({2, 1}).logical_or(make({0, 1, 0}, DType::boolean)),
+                DType::boolean, {2, 3}, {0, 1, 0, 1, 1, 1}, "or broadcast");
 }
 
 TEST(Ops, ArgmaxTiesAndNaN) {

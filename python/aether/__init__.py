@@ -21,7 +21,6 @@ from . import _aether
 from ._aether import (
     Module,
     Tensor,
-    cat,
     clip_grad_norm,
     from_dlpack,
     functional,
@@ -31,11 +30,10 @@ from ._aether import (
     no_grad,
     rank,
     realize,
-    stack,
     world_size,
 )
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
-from ._tensor_ops import where
+from ._tensor_ops import cat, stack, where
 from .layers import (
     AvgPool2d,
     BatchNorm,

@@ -85,7 +85,8 @@ def _reduction(name: str, takes_dtype: bool) -> None:
     setattr(Tensor, name, reduce)
 
 
-for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("max", False), ("min", False)):
+for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
+                   ("any", False), ("all", False)):
     _reduction(_name, _dt)
 
 _argmax = Tensor.argmax
@@ -178,3 +179,46 @@ def _clamp_either(self: Tensor, lo: Optional[float] = None, hi: Optional[float] 
 
 
 Tensor.clamp = _clamp_either
+
+
+# ~, &, |, ^ on bool tensors (masks). aether has no bitwise ops, so an integer tensor is an error
+# rather than NumPy's bitwise result; logical_and/or/xor/not take truth values of any dtype.
+def _mask(t: Tensor, op: str) -> Tensor:
+    if t.dtype != "bool":
+        raise TypeError(f"{op} takes bool tensors, got {t.dtype} (aether has no bitwise ops: for truth values "
+                        "use logical_and, logical_or, logical_xor, logical_not)")
+    return t
+
+
+def _logical_operator(name: str, symbol: str, method: str) -> None:
+    def op(self: Tensor, other: Any) -> Any:
+        if isinstance(other, (np.ndarray, bool, np.bool_)):
+            other = tensor(np.array(other), device=self.device)
+        if not isinstance(other, Tensor):
+            return NotImplemented
+        return getattr(_mask(self, symbol), method)(_mask(other, symbol))
+
+    setattr(Tensor, f"__{name}__", op)
+    setattr(Tensor, f"__r{name}__", op)  # symmetric
+
+
+for _name, _symbol, _method in (("and", "&", "logical_and"), ("or", "|", "logical_or"), ("xor", "^", "logical_xor")):
+    _logical_operator(_name, _symbol, _method)
+Tensor.__invert__ = lambda self: _mask(self, "~").logical_not()
+
+
+def _tensors(items: Any) -> list:
+    """A sequence of Tensors and NumPy arrays (copied, on the first Tensor's device) as Tensors."""
+    items = list(items)
+    device = next((t.device for t in items if isinstance(t, Tensor)), None)
+    return [tensor(t, device=device, copy=True) if isinstance(t, np.ndarray) else t for t in items]
+
+
+def cat(tensors: Any, axis: int = 0) -> Tensor:
+    """The tensors (or NumPy arrays) joined along an existing axis (np.concatenate)."""
+    return _aether.cat(_tensors(tensors), axis)
+
+
+def stack(tensors: Any, axis: int = 0) -> Tensor:
+    """The tensors (or NumPy arrays) joined along a new axis (np.stack)."""
+    return _aether.stack(_tensors(tensors), axis)

@@ -455,6 +455,22 @@ void bind_tensor(nb::module_& m) {
             return x.var(axes_of(axis), keepdims, ddof);
           },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("ddof") = 0)
+      .def(
+          "std",
+          [](const Tensor& x, nb::object axis, bool keepdims, int ddof) {
+            return x.std(axes_of(axis), keepdims, ddof);
+          },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("ddof") = 0)
+      .def(
+          "any", [](const Tensor& x, nb::object axis, bool keepdims) { return x.any(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "all", [](const Tensor& x, nb::object axis, bool keepdims) { return x.all(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def("logical_not", &Tensor::logical_not)
+      .def("logical_and", &Tensor::logical_and)
+      .def("logical_or", &Tensor::logical_or)
+      .def("logical_xor", &Tensor::logical_xor)
       .def("argmax", &Tensor::argmax, nb::arg("axis"), nb::arg("keepdims") = false)
       // movement
       .def("reshape", [](const Tensor& x, const Shape& s) { return x.reshape(s); })

@@ -367,6 +367,28 @@ def test_python_ints_keep_integer_tensors_integer():
     assert ae.where(i > 1, i, 0).dtype == "int32" and ae.where(i > 1, 0, i).tolist() == [1, 0, 0]
 
 
+def test_masks_any_all_std_and_joining_arrays():
+    """~, &, |, ^ on bool tensors; any, all, std (also through np.any, np.all, np.std); cat and stack
+    of tensors and arrays. Each was a TypeError or an AttributeError."""
+    a = np.array([[1.0, -2.0, 3.0], [0.0, 5.0, -1.0]], np.float32)
+    t = ae.tensor(a)
+    m, n = t > 0, t < 4
+    for got, want in [(~m, ~(a > 0)), (m & n, (a > 0) & (a < 4)), (m | n, (a > 0) | (a < 4)), (m ^ n, (a > 0) ^ (a < 4)),
+                      (m & np.array([True, False, True]), (a > 0) & [True, False, True]), (True ^ m, ~(a > 0)),
+                      (t.logical_and(t), (a != 0) & (a != 0)), (t.logical_not(), a == 0)]:
+        assert got.dtype == "bool" and np.array_equal(np.asarray(got), want)
+    for got, want in [(t.any(), a.any()), (t.all(axis=1), a.all(1)), (np.any(t, axis=0), a.any(0)),
+                      (np.all(t), a.all()), (t.any(0, keepdims=True), a.any(0, keepdims=True))]:
+        assert isinstance(got, ae.Tensor) and np.array_equal(np.asarray(got), want)
+    for got, want in [(t.std(), a.std()), (np.std(t, axis=0, ddof=1), a.std(0, ddof=1)), (t.std(1, True), a.std(1, keepdims=True))]:
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    assert ae.cat([t, np.zeros((1, 3), np.float32)]).shape == (3, 3) and ae.stack([t, a], axis=1).shape == (2, 2, 3)
+    with pytest.raises(TypeError, match="~ takes bool tensors, got int64 .*logical_not"):
+        ~ae.tensor([1, 2])
+    with pytest.raises(TypeError, match="& takes bool tensors, got float32"):
+        t & m
+
+
 def test_membership_and_format_follow_numpy_and_torch():
     t = ae.tensor([[1.0, 2.0], [3.0, 4.0]])
     assert 3.0 in t and 5.0 not in t  # was "bool(): ... ambiguous" (Python iterated the rows)

@@ -59,6 +59,21 @@ Tensor operator<=(const Tensor& a, double b) { return a.le(scalar_like(a, b)); }
 Tensor operator>(const Tensor& a, double b) { return a.gt(scalar_like(a, b)); }
 Tensor operator>=(const Tensor& a, double b) { return a.ge(scalar_like(a, b)); }
 
+namespace {
+// Truth values as bools (x != 0; a bool is itself); bool * bool is and, bool + bool is or.
+Tensor truth(const Tensor& x) { return x.dtype() == DType::boolean ? x : x.ne(0.0); }
+}  // namespace
+Tensor Tensor::logical_not() const { return truth(*this).eq(Tensor::zeros({}, DType::boolean, device())); }
+Tensor Tensor::logical_and(const Tensor& o) const {
+  return bin(Op::Mul, truth(*this), truth(o), "logical_and");
+}
+Tensor Tensor::logical_or(const Tensor& o) const {
+  return bin(Op::Add, truth(*this), truth(o), "logical_or");
+}
+Tensor Tensor::logical_xor(const Tensor& o) const {
+  return bin(Op::CmpNe, truth(*this), truth(o), "logical_xor");
+}
+
 Tensor Tensor::operator-() const {
   AETHER_CHECK_DTYPE(dtype() != DType::boolean, "neg", "bool tensors cannot be negated");
   return prim::unary(Op::Neg, *this);

@@ -130,6 +130,11 @@ class Tensor {
   Tensor maximum(double o) const;  // a scalar: in the tensor's float dtype, else float32 (as clamp)
   Tensor minimum(double o) const;
   Tensor clamp(double lo, double hi) const;
+  // Truth values (x != 0, NaN is true), bool results, broadcast: NumPy's logical_not/and/or/xor.
+  Tensor logical_not() const;
+  Tensor logical_and(const Tensor& o) const;
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
   Tensor lt(const Tensor& o) const;  // bool results
   Tensor le(const Tensor& o) const;
   Tensor gt(const Tensor& o) const;
@@ -154,6 +159,10 @@ class Tensor {
   Tensor mean(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
   // Variance with `correction` (0: population, 1: unbiased).
   Tensor var(const std::vector<int64_t>& axes = {}, bool keepdim = false, int correction = 0) const;
+  Tensor std(const std::vector<int64_t>& axes = {}, bool keepdim = false,
+             int correction = 0) const;                                           // sqrt(var)
+  Tensor any(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: some element != 0
+  Tensor all(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: no element == 0
   Tensor argmax(int64_t axis, bool keepdim = false) const;  // int64 indices, first maximum wins
 
   // ---- movement (views; never copy, except reshape when it must) --------------------------------
