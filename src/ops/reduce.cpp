@@ -77,12 +77,12 @@ Tensor Tensor::var(const std::vector<int64_t>& axes, bool keepdim, int correctio
 Tensor Tensor::std(const std::vector<int64_t>& axes, bool keepdim, int correction) const {
   return var(axes, keepdim, correction).sqrt();
 }
-// Counts of the true values (exact in int64; an empty reduction counts 0: any false, all true).
-Tensor Tensor::any(const std::vector<int64_t>& axes, bool keepdim) const {
-  return (dtype() == DType::boolean ? *this : ne(0.0)).sum(axes, keepdim) > 0.0;
-}
+// A count of the false values (exact in int64; an empty reduction counts 0: all true, any false).
 Tensor Tensor::all(const std::vector<int64_t>& axes, bool keepdim) const {
   return logical_not().sum(axes, keepdim).eq(0.0);
+}
+Tensor Tensor::any(const std::vector<int64_t>& axes, bool keepdim) const {
+  return logical_not().all(axes, keepdim).logical_not();
 }
 
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const {

@@ -158,8 +158,8 @@ TTA tta_from_name(const std::string&);  // throws aether::Error naming an unknow
 // nesterov, weight_decay, betas, eps, muon_*) over `params`, for a training loop of one's own:
 // backward(), then step(), then zero_grad(). What only Model::train applies is refused rather than
 // ignored: a schedule other than constant (call set_lr() each step), clip_grad_norm (call
-// optim::clip_grad_norm(params, max_norm) before step()), lookahead and param_groups. Throws aether::Error naming a
-// bad setting.
+// optim::clip_grad_norm(params, max_norm) before step()), lookahead and param_groups. Throws
+// aether::Error naming a bad setting.
 std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params);
 
 struct EvalResult {
