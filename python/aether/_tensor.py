@@ -30,6 +30,11 @@ def dtype_name(dtype: Any) -> str:
         raise TypeError(f"a dtype is a name such as 'float32' or a NumPy dtype, got {dtype!r}") from None
 
 
+def is_int(v: Any) -> bool:
+    """A Python or NumPy integer that is not a bool."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def _shape(shape: Union[int, Sequence[int]]) -> list:
     """A shape given as one int (NumPy's zeros(3)) or a sequence of them."""
     return [int(shape)] if isinstance(shape, (int, np.integer)) else list(shape)
@@ -117,7 +122,7 @@ def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
             shape.append(1)
             continue
         n = self.shape[axis]
-        if isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+        if is_int(i):
             j = int(i) + n if i < 0 else int(i)
             if not 0 <= j < n:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _aether
 from ._aether import Tensor
-from ._tensor import dtype_name, tensor
+from ._tensor import dtype_name, is_int, tensor
 
 # ---- NumPy arrays as operands, NumPy functions on tensors ----------------------------------------
 # `t * mask` and `mask * t` with a NumPy array `mask` are Tensors (recorded for autograd), not
@@ -21,12 +21,9 @@ from ._tensor import dtype_name, tensor
 Tensor.__array_priority__ = 1000
 
 
+# The ints each integer dtype holds; none for bool (an int with a bool tensor is an int64, as in NumPy).
 _INT_RANGES = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1), "uint8": (0, 255),
-               "bool": (0, 0)}
-
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+               "bool": (1, 0)}
 
 
 def _int_operand(self: Tensor, value: int) -> Tensor:
@@ -46,7 +43,7 @@ def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True
     def op(self: Tensor, other: Any) -> Any:
         if isinstance(other, np.ndarray):
             other = tensor(other, device=self.device, copy=True)
-        elif ints and _is_int(other) and self.dtype in _INT_RANGES:
+        elif ints and is_int(other) and self.dtype in _INT_RANGES:
             other = _int_operand(self, int(other))
         else:
             return NotImplemented if base is None else base(self, other)
@@ -157,9 +154,9 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
         cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = tensor(a, device=device)
-    if _is_int(a) and b.dtype in _INT_RANGES:  # an int with an integer tensor stays an integer, as in +
+    if is_int(a) and b.dtype in _INT_RANGES:  # an int with an integer tensor stays an integer, as in +
         a = _int_operand(b, int(a))
-    if _is_int(b) and a.dtype in _INT_RANGES:
+    if is_int(b) and a.dtype in _INT_RANGES:
         b = _int_operand(a, int(b))
     return _aether.where(cond, a, b)
 

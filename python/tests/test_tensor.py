@@ -364,6 +364,7 @@ def test_python_ints_keep_integer_tensors_integer():
     u = ae.tensor(np.array([0, 2], np.uint8))
     assert (u - 1).dtype == "uint8" and (u - 1).tolist() == [255, 1] and (u + 300).tolist() == [300, 302]
     assert (ae.tensor(np.array([True, False])) + 1).tolist() == [2, 1]
+    assert (ae.tensor(np.array([True, False])) + 0).dtype == "int64"  # not bool's or: 0 is an int
     assert ae.where(i > 1, i, 0).dtype == "int32" and ae.where(i > 1, 0, i).tolist() == [1, 0, 0]
 
 
