@@ -234,7 +234,9 @@ void bind_model(nb::module_& m) {
         "together (torch.nn.utils.clip_grad_norm_); returns norm");
   m.def(
       "_build_optimizer",
-      [](const nb::dict& config, std::vector<Tensor> params) { return build_optimizer(config_from(config), params); },
+      [](const nb::dict& config, std::vector<Tensor> params) {
+        return build_optimizer(config_from(config), params);
+      },
       arg("config"), arg("parameters"));
   nb::class_<Model>(m, "_Model")
       .def(nb::init<>())

@@ -462,10 +462,12 @@ void bind_tensor(nb::module_& m) {
           },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false, nb::arg("ddof") = 0)
       .def(
-          "any", [](const Tensor& x, nb::object axis, bool keepdims) { return x.any(axes_of(axis), keepdims); },
+          "any",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.any(axes_of(axis), keepdims); },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
       .def(
-          "all", [](const Tensor& x, nb::object axis, bool keepdims) { return x.all(axes_of(axis), keepdims); },
+          "all",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.all(axes_of(axis), keepdims); },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
       .def("logical_not", &Tensor::logical_not)
       .def("logical_and", &Tensor::logical_and)
