@@ -263,7 +263,9 @@ TEST(BatchNormLayer, RunningStatsDoNotChainAcrossForwardsThatAreNotRealized) {
     for (size_t k = 0; k < size_t(c); ++k) rm[k] = (1 - mom) * rm[k] + mom * r.mean[k];
     const size_t loads = testing_graph::nodes_of(bn.running_mean, Op::Load).size();
     if (step == 3) loads_at_3 = loads;
-    if (step > 3) EXPECT_EQ(loads, loads_at_3) << "the running mean's graph grew at step " << step;
+    if (step > 3) {
+      EXPECT_EQ(loads, loads_at_3) << "the running mean's graph grew at step " << step;
+    }
   }
   expect_close(bn.running_mean.to_vector<double>(), rm, 1e-6, 1e-6, "running_mean after 20 forwards");
 }
