@@ -34,6 +34,11 @@ def _int_operand(self: Tensor, value: int) -> Tensor:
     return tensor(np.array(value, dtype=self.dtype if lo <= value <= hi else np.int64), device=self.device)
 
 
+def _int_as_integer(t: Tensor, v: Any) -> Any:
+    """v as _int_operand where it is an int meeting an integer or bool tensor t; else v as it is."""
+    return _int_operand(t, int(v)) if is_int(v) and t.dtype in _INT_RANGES else v
+
+
 def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True) -> None:
     """Tensor.<name> taking a NumPy array too, and (`ints`) a Python int with an integer tensor as an
     integer; `swapped` names the op of a reflected operator (__rsub__: other - self is
@@ -42,12 +47,12 @@ def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True
 
     def op(self: Tensor, other: Any) -> Any:
         if isinstance(other, np.ndarray):
-            other = tensor(other, device=self.device, copy=True)
-        elif ints and is_int(other) and self.dtype in _INT_RANGES:
-            other = _int_operand(self, int(other))
+            o = tensor(other, device=self.device, copy=True)
         else:
+            o = _int_as_integer(self, other) if ints else other
+        if o is other:  # neither: the engine's overloads (or NotImplemented)
             return NotImplemented if base is None else base(self, other)
-        return getattr(other, swapped)(self) if swapped else base(self, other)
+        return getattr(o, swapped)(self) if swapped else base(self, o)
 
     op.__name__ = name
     setattr(Tensor, name, op)
@@ -82,17 +87,11 @@ def _reduction(name: str, takes_dtype: bool) -> None:
     setattr(Tensor, name, reduce)
 
 
-for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
-                   ("any", False), ("all", False)):
-    _reduction(_name, _dt)
-
 _argmax = Tensor.argmax
 
 
-def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = False, *, out: Any = None) -> Tensor:
+def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
     """The index of the largest element along axis; axis=None: of the flattened tensor (NumPy)."""
-    if out is not None:
-        raise TypeError("Tensor.argmax: out= is not supported (tensors are values: use the result)")
     if axis is not None:
         return _argmax(self, axis, keepdims)
     i = _argmax(self.reshape(-1), 0, False)
@@ -100,6 +99,9 @@ def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = 
 
 
 Tensor.argmax = _argmax_any_axis
+for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
+                   ("any", False), ("all", False), ("argmax", False)):
+    _reduction(_name, _dt)
 
 _astype, _to = Tensor.astype, Tensor.to
 
@@ -154,10 +156,11 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
         cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         a = tensor(a, device=device)
-    if is_int(a) and b.dtype in _INT_RANGES:  # an int with an integer tensor stays an integer, as in +
-        a = _int_operand(b, int(a))
-    if is_int(b) and a.dtype in _INT_RANGES:
-        b = _int_operand(a, int(b))
+    # An int with an integer tensor stays an integer, as in the operators.
+    if isinstance(b, Tensor):
+        a = _int_as_integer(b, a)
+    if isinstance(a, Tensor):
+        b = _int_as_integer(a, b)
     return _aether.where(cond, a, b)
 
 

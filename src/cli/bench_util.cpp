@@ -15,6 +15,7 @@
 #include "aether/core/error.h"
 #include "args.h"
 #include "codegen/compiler.h"
+#include "core/config.h"
 
 namespace aether::cli::bench {
 namespace {
@@ -207,7 +208,7 @@ Shape parse_shape(const std::string& text, size_t ndim, const std::string& what)
   while (ok && start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string part = text.substr(start, comma - start);
-    ok = !part.empty() && part.size() <= 12 && part.find_first_not_of("0123456789") == std::string::npos;
+    ok = is_whole_number(part, 12);
     if (ok) {
       s.push_back(std::stoll(part));
       ok = s.back() > 0;

@@ -128,7 +128,7 @@ void parse_config(Config& out, const std::function<const char*(const char*)>& en
         break;
       }
       case Kind::number: {
-        const bool digits = value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+        const bool digits = is_whole_number(value);
         const long n = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
         if (!digits || n < v.lo || n > v.hi) {
           error(detail::cat(v.name, "=", value, " is not ", v.what, ": expected a whole number from ", v.lo,

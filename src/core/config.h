@@ -31,6 +31,12 @@
 
 namespace aether {
 
+// Whether `s` is 1 to `max_digits` decimal digits: a whole number std::stol reads without overflow
+// (9 digits fit an int). The one test of the environment's, device indices' and options' numbers.
+inline bool is_whole_number(const std::string& s, size_t max_digits = 9) {
+  return !s.empty() && s.size() <= max_digits && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
 // A text value that can be replaced at run time (read and written under a lock).
 class ConfigText {
  public:

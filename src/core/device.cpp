@@ -34,8 +34,7 @@ Device Device::parse(const std::string& s) {
   if (s.rfind("cuda:", 0) == 0) {
     const std::string idx = s.substr(5);
     // At most 9 digits: std::stoi of a longer index could overflow (std::out_of_range).
-    AETHER_CHECK(!idx.empty() && idx.size() <= 9 && idx.find_first_not_of("0123456789") == std::string::npos,
-                 "Device::parse", "bad device index in '", s, "' (expected cuda:N)");
+    AETHER_CHECK(is_whole_number(idx), "Device::parse", "bad device index in '", s, "' (expected cuda:N)");
     return cuda(std::stoi(idx));
   }
   throw Error("Device::parse: unknown device '" + s + "' (expected cpu, cuda or cuda:N)");

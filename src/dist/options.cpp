@@ -29,8 +29,7 @@ constexpr Launcher kLaunchers[] = {
 
 // `name`=`value` as a whole number in [lo, hi], else an error naming both.
 int parse_number(const char* name, const std::string& value, int lo, int hi, const char* what) {
-  const bool digits =
-      !value.empty() && value.size() <= 9 && value.find_first_not_of("0123456789") == std::string::npos;
+  const bool digits = is_whole_number(value);
   const long n = digits ? std::stol(value) : -1;
   AETHER_CHECK(digits && n >= lo && n <= hi, kOp, name, "=", value, " is not ", what,
                ": expected a whole number from ", lo, " to ", hi);
