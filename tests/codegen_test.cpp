@@ -150,6 +150,12 @@ const std::vector<Case>& cases() {
          const Tensor r = Tensor::rand({33, 17}), d = Tensor::rand({5, 7}, DType::float64);
          return std::vector<Tensor>{r * 2.0, d + 1.0, Tensor::rand({100}).sum()};
        }},
+      {"a random scalar broadcast over a grid, with math on it (all invariant: hoisted out of the loops)",
+       [] {
+         const Tensor r = (Tensor::rand({}) * 3.0 + 1.0).cast(DType::bfloat16).cast(DType::float32) / 2.0;
+         const Tensor x = input({6, 10}, 40), y = input({6, 10}, 41);
+         return std::vector<Tensor>{(r * (x - y)).cast(DType::float64)};
+       }},
       {"scalars and empty tensors",
        [] {
          const Tensor s = Tensor::scalar(3.0), e = Tensor::zeros({0, 4});

@@ -115,9 +115,14 @@ class Renderer {
       hoisted_.assign(insts.size(), false);
       return;
     }
+    // Uniform: computed once, before the loops. Not a random draw (the prologue draws those per index
+    // of the last dim), nor anything computed from one: a random scalar's math is in the prologue too.
     uniform_.assign(insts.size(), false);
-    for (size_t i = 0; i < insts.size(); ++i)
+    for (size_t i = 0; i < insts.size(); ++i) {
       uniform_[i] = hoisted_[i] && !mask[i][size_t(last)] && insts[i].kind != InstKind::Rand;
+      if (insts[i].kind == InstKind::Alu)
+        for (int sidx : insts[i].srcs) uniform_[i] = uniform_[i] && uniform_[size_t(sidx)];
+    }
     uniform_pass_ = true;
     statements(insts, pre, extent, "  ");
     uniform_pass_ = false;
