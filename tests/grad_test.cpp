@@ -158,6 +158,28 @@ TEST(Grad, Binary) {
   check_grad("scalars", [](auto x) { return (2.0 - x[0]) * 3.0 / (x[0] * x[0] + 1.0) + 0.5; }, {in(s)});
 }
 
+// Rounding is flat between whole numbers, integer division too; the remainders are a minus a
+// piecewise-constant multiple of b (PyTorch's rules). The inputs keep a, a / b away from the jumps.
+TEST(Grad, RoundingAndIntegerDivision) {
+  const Shape s{2, 3};
+  const Input x{{-2.3, -1.7, -0.2, 0.4, 1.2, 2.6}, s};
+  for (const auto& [name, f] :
+       std::vector<std::pair<std::string, Fn>>{{"floor", [](auto x) { return x[0].floor() + x[0]; }},
+                                               {"ceil", [](auto x) { return x[0].ceil() * 2.0 + x[0]; }},
+                                               {"trunc", [](auto x) { return x[0].trunc() + x[0].square(); }},
+                                               {"round", [](auto x) { return x[0].round() * x[0]; }}})
+    check_grad(name, f, {x});
+  for (const auto& bs : {Shape{2, 3}, Shape{3}, Shape{}}) {
+    const std::string b = " b=" + to_string(bs);
+    for (const auto& [lo, hi] : {std::pair{0.55, 1.35}, std::pair{-1.35, -0.55}}) {
+      const Input d = in(bs, lo, hi, 1);
+      check_grad("fmod" + b, [](auto x) { return x[0].fmod(x[1]); }, {x, d});
+      check_grad("remainder" + b, [](auto x) { return x[0].remainder(x[1]); }, {x, d});
+      check_grad("floor_divide" + b, [](auto x) { return x[0].floor_divide(x[1]) + x[0] * x[1]; }, {x, d});
+    }
+  }
+}
+
 TEST(Grad, MaximumTiesSplit) {
   const Tensor a = Tensor::from_vector<double>({1, 2, 3}).set_requires_grad();
   const Tensor b = Tensor::from_vector<double>({1, 5, 0}).set_requires_grad();

@@ -68,7 +68,8 @@ Example example(Op op, bool grad = false) {
     case Op::Log:
     case Op::Sqrt:
     case Op::Recip:
-    case Op::Sin: return {{a}, prim::unary(op, a)};
+    case Op::Sin:
+    case Op::Floor: return {{a}, prim::unary(op, a)};
     case Op::Cast: return {{a}, prim::cast(a, DType::float64)};
     case Op::Add:
     case Op::Sub:
@@ -76,6 +77,7 @@ Example example(Op op, bool grad = false) {
     case Op::Div:
     case Op::Max:
     case Op::Pow:
+    case Op::Fmod:
     case Op::CmpLt:
     case Op::CmpLe:
     case Op::CmpEq:

@@ -17,7 +17,7 @@ from ._tensor import dtype_name, is_int, tensor
 # The array is copied (operations are lazy: a later write to it must not change the result) and
 # keeps its dtype, so float32 * float64 is float64, as in NumPy and PyTorch. A priority above
 # ndarray's makes NumPy's operators (and a NumPy scalar's) defer to the Tensor's reflected ones,
-# as PyTorch's does; NumPy ufuncs (np.exp(t)) still take the tensor as an array.
+# as PyTorch's does; NumPy ufuncs (np.exp(t)) come to the Tensor's operations through _ufuncs.py.
 Tensor.__array_priority__ = 1000
 
 
@@ -59,13 +59,41 @@ def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True
 
 
 # ** keeps the engine's integer-exponent path (exact repeated squaring: i ** 2 stays an integer).
-for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__matmul__", "__lt__", "__le__", "__gt__", "__ge__",
-              "__eq__", "__ne__", "maximum", "minimum"):
+for _name in ("__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__matmul__", "__lt__",
+              "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "maximum", "minimum", "floor_divide", "remainder",
+              "fmod"):
     _binary_operator(_name)
 _binary_operator("__pow__", ints=False)
 for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__", "__mul__"),
-                   ("__rtruediv__", "__truediv__"), ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
+                   ("__rtruediv__", "__truediv__"), ("__rfloordiv__", "__floordiv__"), ("__rmod__", "__mod__"),
+                   ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
     _binary_operator(_name, _op)
+Tensor.__pos__ = lambda self: self
+Tensor.__divmod__ = lambda self, other: (self // other, self % other)
+Tensor.__rdivmod__ = lambda self, other: (other // self, other % self)
+
+_round = Tensor.round
+
+
+def _round_decimals(self: Tensor, decimals: int = 0, out: Any = None) -> Tensor:
+    """To `decimals` decimal places (negative: tens, hundreds...), ties to even: np.round's rule, which
+    scales by 10**decimals first, so round(2.675, 2) is 2.67 or 2.68 as the scaled value falls."""
+    if out is not None:
+        raise TypeError("Tensor.round: out= is not supported (tensors are values: use the result)")
+    if not is_int(decimals):
+        raise TypeError(f"Tensor.round: decimals must be an int, got {decimals!r}")
+    whole = self.dtype in _INT_RANGES  # integers and bool
+    if decimals == 0 or whole and (decimals > 0 or self.dtype == "bool"):
+        return _round(self)  # whole numbers: as they are
+    if decimals > 0:
+        return _round(self * 10.0 ** decimals) / 10.0 ** decimals
+    scale = float(10 ** -int(decimals))  # integers stay integers (computed in float32: exact below 2**24)
+    r = _round(self / scale) * scale
+    return r.astype(self.dtype) if whole else r
+
+
+Tensor.round = _round_decimals
+Tensor.__round__ = lambda self, ndigits=None: _round_decimals(self, 0 if ndigits is None else ndigits)
 
 
 def _reduction(name: str, takes_dtype: bool) -> None:

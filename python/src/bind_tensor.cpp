@@ -383,6 +383,19 @@ void bind_tensor(nb::module_& m) {
       .def(
           "__rpow__", [](const Tensor& e, double base) { return pow(base, e); }, nb::is_operator())
       .def(
+          "__floordiv__", [](const Tensor& a, const Tensor& b) { return a.floor_divide(b); },
+          nb::is_operator())
+      .def(
+          "__floordiv__", [](const Tensor& a, double b) { return a.floor_divide(b); }, nb::is_operator())
+      .def(
+          "__rfloordiv__", [](const Tensor& b, double a) { return floor_divide(a, b); }, nb::is_operator())
+      .def(
+          "__mod__", [](const Tensor& a, const Tensor& b) { return a.remainder(b); }, nb::is_operator())
+      .def(
+          "__mod__", [](const Tensor& a, double b) { return a.remainder(b); }, nb::is_operator())
+      .def(
+          "__rmod__", [](const Tensor& b, double a) { return remainder(a, b); }, nb::is_operator())
+      .def(
           "__matmul__", [](const Tensor& a, const Tensor& b) { return matmul(a, b); }, nb::is_operator())
       .def(
           "__lt__", [](const Tensor& a, const Tensor& b) { return a < b; }, nb::is_operator())
@@ -424,6 +437,16 @@ void bind_tensor(nb::module_& m) {
       .def("square", &Tensor::square)
       .def("pow", nb::overload_cast<const Tensor&>(&Tensor::pow, nb::const_))
       .def("pow", nb::overload_cast<double>(&Tensor::pow, nb::const_))
+      .def("floor", &Tensor::floor)
+      .def("ceil", &Tensor::ceil)
+      .def("trunc", &Tensor::trunc)
+      .def("round", &Tensor::round, "to the nearest whole number, ties to even")
+      .def("floor_divide", nb::overload_cast<const Tensor&>(&Tensor::floor_divide, nb::const_))
+      .def("floor_divide", nb::overload_cast<double>(&Tensor::floor_divide, nb::const_))
+      .def("remainder", nb::overload_cast<const Tensor&>(&Tensor::remainder, nb::const_))
+      .def("remainder", nb::overload_cast<double>(&Tensor::remainder, nb::const_))
+      .def("fmod", nb::overload_cast<const Tensor&>(&Tensor::fmod, nb::const_))
+      .def("fmod", nb::overload_cast<double>(&Tensor::fmod, nb::const_))
       .def("maximum", nb::overload_cast<const Tensor&>(&Tensor::maximum, nb::const_))
       .def("maximum", nb::overload_cast<double>(&Tensor::maximum, nb::const_))
       .def("minimum", nb::overload_cast<const Tensor&>(&Tensor::minimum, nb::const_))

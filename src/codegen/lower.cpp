@@ -285,10 +285,11 @@ class Lowerer {
       case Op::Log:
       case Op::Sqrt:
       case Op::Sin:
-        if (!is_float(n.dtype)) throw Unsupported{"a transcendental op on integers"};
+      case Op::Floor:
+        if (!is_float(n.dtype)) throw Unsupported{"a float-only op on integers"};
         return alu(n, {src(0)});
       case Op::Pow:
-        if (!is_float(n.dtype)) throw Unsupported{"a transcendental op on integers"};
+        if (!is_float(n.dtype)) throw Unsupported{"a float-only op on integers"};
         return alu(n, {src(0), src(1)});
       case Op::Copy:
       case Op::Cast:
@@ -298,6 +299,7 @@ class Lowerer {
       case Op::Sub:
       case Op::Mul:
       case Op::Div:
+      case Op::Fmod:
       case Op::Max:
       case Op::CmpLt:
       case Op::CmpLe:

@@ -21,6 +21,7 @@ $FN i64 ae_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }
 $FN i64 ae_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }
 $FN i64 ae_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }
 $FN i64 ae_div(i64 a, i64 b) { return b == 0 ? 0 : b == -1 ? (i64)(0ull - (u64)a) : a / b; }
+$FN i64 ae_fmod(i64 a, i64 b) { return b == 0 || b == -1 ? 0 : a % b; }
 // The NaN-propagating max (a NaN a or b wins): b when a > b fails, b being NaN included. ae_gt is a
 // quiet comparison, so the compiler may evaluate both sides and vectorise (a plain `>` can raise
 // FE_INVALID, which keeps the branches).

@@ -57,6 +57,8 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Sqrt: return {dy / (out() * 2.0)};    // d sqrt x = 1/(2 sqrt x)
     case Op::Recip: return {-dy * out() * out()};  // d 1/x = -1/x^2
     case Op::Sin: return {dy * x(0).cos()};
+    case Op::Floor:
+      return {Tensor::zeros(dy.shape(), grad_dtype(dy.dtype(), fn.input_dtypes[0]), dy.device())};
     case Op::Add: return {dy, dy};
     case Op::Sub: return {dy, -dy};
     case Op::Mul: return {dy * x(1), dy * x(0)};
@@ -68,6 +70,13 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       const Tensor de = out() * b.log();
       return {dy * where(e.eq(0.0), zero, e * prim::binary(Op::Pow, b, e - 1.0)),
               dy * where(b.eq(0.0), where(e >= 0.0, zero, de), de)};
+    }
+    case Op::Fmod: {
+      // a - trunc(a / b) b, trunc's gradient being 0 (PyTorch's rule). The quotient of 16-bit floats
+      // is taken in float32 (a rounded one can cross a whole number); the whole number is exact again.
+      const Tensor a = x(0), b = x(1);
+      const DType c = a.dtype() == DType::float64 ? DType::float64 : DType::float32;
+      return {dy, -dy * (a.cast(c) / b.cast(c)).trunc().cast(a.dtype())};
     }
     case Op::Max: {
       // Ties split the gradient evenly, so max(a, a) has gradient 1 in total.

@@ -125,6 +125,71 @@ Tensor Tensor::pow(double e) const {
   return (as_float(*this).log() * e).exp();  // x^e = exp(e ln x), for x > 0
 }
 
+// ---- rounding and integer division ------------------------------------------------------------
+// Floor is the primitive; the rest are composites of it and Fmod (C's exact fmod), so that they are
+// exact in every float dtype (Python's algorithms, which NumPy and PyTorch follow). Integers and
+// bool are already whole: the rounding functions return them as they are (PyTorch's rule).
+Tensor Tensor::floor() const { return is_float(dtype()) ? prim::unary(Op::Floor, *this) : *this; }
+Tensor Tensor::ceil() const { return is_float(dtype()) ? -(-*this).floor() : *this; }
+Tensor Tensor::trunc() const { return is_float(dtype()) ? where(*this < 0.0, ceil(), floor()) : *this; }
+Tensor Tensor::round() const {
+  if (!is_float(dtype())) return *this;
+  // Half to even: x - floor(x) is exact (Sterbenz, and in 16-bit floats computed in float32), so
+  // ties are found exactly; floor(x + 0.5) would round 0.49999997 + 0.5 up to 1.
+  return ops_detail::in_compute(*this, [](const Tensor& x) {
+    const Tensor f = x.floor(), d = x - f;
+    const Tensor odd = ((f * 0.5).floor() * 2.0).ne(f);
+    return where((d > 0.5).logical_or(d.eq(0.5).logical_and(odd)), f + 1.0, f);
+  });
+}
+
+namespace {
+// Both operands aligned for an integer-division op (bool is refused, as in PyTorch), then f on them in
+// the compute dtype of a float (16-bit floats in float32, rounded once) or in the integer dtype.
+template <typename F>
+Tensor division_op(const Tensor& a, const Tensor& b, const char* name, F&& f) {
+  auto [x, y] = align(a, b, name);
+  AETHER_CHECK_DTYPE(x.dtype() != DType::boolean, name,
+                     "takes no bool tensors (cast them to an integer dtype)");
+  if (!is_float(x.dtype())) return f(x, y);
+  const DType c = ops_detail::compute_dtype(x.dtype());
+  return f(x.cast(c), y.cast(c)).cast(x.dtype());
+}
+// Where fmod's remainder r (the sign of a) and the divisor b differ in sign: Python's % adds b there.
+Tensor signs_differ(const Tensor& r, const Tensor& b) { return r.ne(0.0).logical_and((r < 0.0).ne(b < 0.0)); }
+}  // namespace
+
+Tensor Tensor::fmod(const Tensor& o) const {
+  return division_op(*this, o, "fmod",
+                     [](const Tensor& a, const Tensor& b) { return prim::binary(Op::Fmod, a, b); });
+}
+Tensor Tensor::remainder(const Tensor& o) const {
+  return division_op(*this, o, "remainder", [](const Tensor& a, const Tensor& b) {
+    const Tensor r = prim::binary(Op::Fmod, a, b);
+    return where(signs_differ(r, b), r + b, r);
+  });
+}
+Tensor Tensor::floor_divide(const Tensor& o) const {
+  return division_op(*this, o, "floor_divide", [](const Tensor& a, const Tensor& b) {
+    const Tensor r = prim::binary(Op::Fmod, a, b);
+    if (!is_float(
+            a.dtype())) {  // C's division truncates (0 where b = 0, as NumPy's): one less where signs differ
+      const Tensor q = prim::binary(Op::Div, a, b);
+      return where(signs_differ(r, b), q - Tensor::ones({}, q.dtype(), q.device()), q);
+    }
+    // Python's float_floor_div: (a - r) / b is within an ulp of a whole number, rounded to it;
+    // b = 0 gives a / b (inf or NaN), as NumPy's.
+    const Tensor q = (a - r) / b, div = where(signs_differ(r, b), q - 1.0, q);
+    const Tensor f = div.floor();
+    return where(b.eq(0.0), a / b, where(div - f > 0.5, f + 1.0, f));
+  });
+}
+Tensor floor_divide(double a, const Tensor& b) { return scalar_like(b, a).floor_divide(b); }
+Tensor remainder(double a, const Tensor& b) { return scalar_like(b, a).remainder(b); }
+Tensor Tensor::fmod(double o) const { return fmod(scalar_like(*this, o)); }
+Tensor Tensor::remainder(double o) const { return remainder(scalar_like(*this, o)); }
+Tensor Tensor::floor_divide(double o) const { return floor_divide(scalar_like(*this, o)); }
+
 Tensor Tensor::pow(const Tensor& e) const { return bin(Op::Pow, as_float(*this), as_float(e), "pow"); }
 Tensor pow(double base, const Tensor& e) { return scalar_like(e, base).pow(e); }
 

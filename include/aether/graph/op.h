@@ -62,7 +62,8 @@ enum : uint32_t {
   X(Log,    Unary,  1, kFloatOnly | kSavesIn0, decltype(a)(std::log(a)), "$Blog$F($0)", "")   \
   X(Sqrt,   Unary,  1, kFloatOnly | kSavesOut, decltype(a)(std::sqrt(a)), "$Bsqrt$F($0)", "") \
   X(Recip,  Unary,  1, kFloatOnly | kSavesOut, safe_div(decltype(a)(1), a), "(1 / $0)", "")  \
-  X(Sin,    Unary,  1, kFloatOnly | kSavesIn0, decltype(a)(std::sin(a)), "$Bsin$F($0)", "")
+  X(Sin,    Unary,  1, kFloatOnly | kSavesIn0, decltype(a)(std::sin(a)), "$Bsin$F($0)", "")       \
+  X(Floor,  Unary,  1, kFloatOnly | kExact16, decltype(a)(std::floor(a)), "$Bfloor$F($0)", "")
 /* binary: sources have the node's shape (broadcasting is an Expand) */
 #define AETHER_BINARY_OPS(X)                                                                    \
   X(Add,    Binary, 2, kNoProps, wrap_add(a, b), "($0 + $1)", "ae_add((i64)$0, (i64)$1)")     \
@@ -75,6 +76,8 @@ enum : uint32_t {
     "ae_maxi((i64)$0, (i64)$1)")                                                                \
   X(Pow,    Binary, 2, kFloatOnly | kSavesIn0 | kSavesIn1 | kSavesOut,                        \
     decltype(a)(std::pow(a, b)), "$Bpow$F($0, $1)", "") /* C's pow: x < 0 needs an integer b */ \
+  X(Fmod,   Binary, 2, kExact16 | kSavesIn0 | kSavesIn1, safe_fmod(a, b), "$Bfmod$F($0, $1)",   \
+    "ae_fmod((i64)$0, (i64)$1)") /* C's fmod: a - trunc(a / b) b, exact; integer b = 0 gives 0 */ \
   X(CmpLt,  Binary, 2, kBoolResult | kNoGrad, a < b, "($0 < $1)", "($0 < $1)")                 \
   X(CmpLe,  Binary, 2, kBoolResult | kNoGrad, a <= b, "($0 <= $1)", "($0 <= $1)")              \
   X(CmpEq,  Binary, 2, kBoolResult | kNoGrad, a == b, "($0 == $1)", "($0 == $1)")              \
@@ -129,7 +132,7 @@ constexpr int kNumOps = 0
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
     ;
-static_assert(kNumOps == 39, "op table changed: update the op tests and CONTRIBUTING.md");
+static_assert(kNumOps == 41, "op table changed: update the op tests and CONTRIBUTING.md");
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);

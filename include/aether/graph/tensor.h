@@ -125,6 +125,21 @@ class Tensor {
   // x^e elementwise, broadcast, as C's pow (a negative x needs an integer e, else NaN); integer and
   // bool operands compute in float32. Gradients for both (PyTorch's rules at x = 0 and e = 0).
   Tensor pow(const Tensor& exponent) const;
+  // Rounding to whole numbers (integers and bool are returned as they are). round: ties to even.
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor trunc() const;  // toward zero
+  Tensor round() const;
+  // Division's integer part and remainder, broadcast, exact in every float dtype; bool is refused.
+  // floor_divide is Python's // (rounds down), remainder Python's % (the divisor's sign: NumPy's
+  // remainder), fmod C's (the dividend's sign). Integers: 0 where o = 0 (NumPy's value); floats:
+  // // gives a / 0 (inf or NaN), % and fmod NaN. A scalar is in the tensor's float dtype, else float32.
+  Tensor floor_divide(const Tensor& o) const;
+  Tensor remainder(const Tensor& o) const;
+  Tensor fmod(const Tensor& o) const;
+  Tensor floor_divide(double o) const;
+  Tensor remainder(double o) const;
+  Tensor fmod(double o) const;
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
   Tensor maximum(double o) const;  // a scalar: in the tensor's float dtype, else float32 (as clamp)
@@ -212,6 +227,8 @@ Tensor operator>(const Tensor& a, double b);
 Tensor operator>=(const Tensor& a, double b);
 
 Tensor pow(double base, const Tensor& exponent);  // base^e elementwise: Tensor(base).pow(e)
+Tensor floor_divide(double a, const Tensor& b);   // a // b elementwise (a in b's float dtype, else float32)
+Tensor remainder(double a, const Tensor& b);      // a % b elementwise
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, double b);
 Tensor where(const Tensor& cond, double a, const Tensor& b);

@@ -283,6 +283,16 @@ C safe_div(C a, C b) {
     return a / b;
   }
 }
+// C's fmod (exact: a - trunc(a / b) b, the sign of a); integer b = 0 gives 0, like safe_div.
+template <typename C>
+C safe_fmod(C a, C b) {
+  if constexpr (std::is_integral_v<C>) {
+    if (b == 0 || b == -1) return 0;  // -1: INT_MIN % -1 traps
+    return a % b;
+  } else {
+    return std::fmod(a, b);
+  }
+}
 template <typename C>
 C nan_max(C a, C b) {
   if constexpr (std::is_floating_point_v<C>) {
