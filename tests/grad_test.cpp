@@ -180,6 +180,24 @@ TEST(Grad, RoundingAndIntegerDivision) {
   }
 }
 
+// take (Gather): repeated indices sum their gradients (ScatterAdd), untaken elements get 0.
+TEST(Grad, Take) {
+  const Shape s{3, 4, 2};
+  const Tensor rows = Tensor::from_vector<int64_t>({2, 0, 2, -1}),
+               grid = Tensor::from_vector<int64_t>({3, -1, 3, 1}, {2, 2});
+  check_grad("take axis 0", [&](auto x) { return x[0].take(rows); }, {in(s)});
+  check_grad("take axis 1", [&](auto x) { return x[0].take(grid, 1) * x[0].take(grid, 1); }, {in(s)});
+  check_grad("take axis 2",
+             [&](auto x) {
+               return x[0].take(Tensor::from_vector<int64_t>({1, 1, 1}), 2).exp();
+             },
+             {in(s)});
+  // Float32 with many repeats: the sums are exact small integers.
+  const Tensor x = Tensor::zeros({2, 3}).set_requires_grad();
+  x.take(Tensor::from_vector<int64_t>({1, 1, 0, 1}), 0).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1, 1, 3, 3, 3}));
+}
+
 TEST(Grad, MaximumTiesSplit) {
   const Tensor a = Tensor::from_vector<double>({1, 2, 3}).set_requires_grad();
   const Tensor b = Tensor::from_vector<double>({1, 5, 0}).set_requires_grad();

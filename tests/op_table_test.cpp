@@ -127,6 +127,9 @@ Example example(Op op, bool grad = false) {
       return {{dy}, prim::avgpool2d_bwd(dy, {1, 4, 4, 2}, pool)};
     }
     case Op::AllReduce: return {{a}, all_reduce(a, three_ranks())};
+    case Op::Gather: return {{a}, prim::gather(a, Tensor::from_vector<int64_t>({1, 0, 1}))};  // (3,3)
+    case Op::ScatterAdd:
+      return {{a}, prim::scatter_add(a, Tensor::from_vector<int64_t>({3, 0}), 4)};  // (4,3)
   }
   return {};
 }

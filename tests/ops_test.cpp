@@ -437,6 +437,67 @@ TEST(Ops, IntegerDivisionOfIntegers) {
   }
 }
 
+// ---- take: elements at integer indices along an axis
+// -------------------------------------------------------- NumPy's take on a row-major (A, B, C) array along
+// `axis`, indices of any shape (flattened here).
+std::vector<double> take_ref(const std::vector<double>& x, const Shape& s, const std::vector<int64_t>& idx,
+                             int axis) {
+  std::vector<double> out;
+  int64_t pre = 1, post = 1;
+  for (int d = 0; d < axis; ++d) pre *= s[size_t(d)];
+  for (size_t d = size_t(axis) + 1; d < s.size(); ++d) post *= s[d];
+  const int64_t n = s[size_t(axis)];
+  for (int64_t p = 0; p < pre; ++p)
+    for (int64_t i : idx)
+      for (int64_t q = 0; q < post; ++q) out.push_back(x[size_t((p * n + (i < 0 ? i + n : i)) * post + q)]);
+  return out;
+}
+
+TEST(Ops, Take) {
+  const Shape s{3, 4, 2};
+  std::vector<double> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(i) - 5;
+  const std::vector<int64_t> rows = {2, 0, 2, -1}, grid = {3, -1, 0, 1, 1, -4};  // grid: (2, 3)
+  for (DType t : {DType::float32, DType::float16, DType::bfloat16, DType::float64, DType::int32, DType::int64,
+                  DType::uint8, DType::boolean}) {
+    const std::string n = dtype_name(t);
+    const auto stored =
+        t == DType::uint8 || t == DType::boolean ? map(v, [&](double e) { return round_to(e, t); }) : v;
+    const Tensor x = make(stored, s, t);
+    expect_values(x.take(Tensor::from_vector<int64_t>(rows)), t, {4, 4, 2}, take_ref(stored, s, rows, 0),
+                  "take axis 0 " + n, 0);
+    expect_values(x.take(Tensor::from_vector<int64_t>(grid, {2, 3}), 1), t, {3, 2, 3, 2},
+                  take_ref(stored, s, grid, 1), "take axis 1, 2-D indices " + n, 0);
+    expect_values(x.take(Tensor::from_vector<int32_t>({1, 0, 1}), -1), t, {3, 4, 3},
+                  take_ref(stored, s, {1, 0, 1}, 2), "take axis -1, int32 indices " + n, 0);
+  }
+  // No indices: an empty axis; a 0-d index removes the axis (as NumPy's take).
+  EXPECT_EQ(make(v, s, DType::float32).take(Tensor::zeros({0}, DType::int64), 1).shape(), (Shape{3, 0, 2}));
+  expect_values(make(v, s, DType::float32).take(Tensor::full({}, 2, DType::int64), 0), DType::float32, {4, 2},
+                take_ref(v, s, {2}, 0), "take a 0-d index", 0);
+  // Out of bounds: an error of kind index naming the index, when computed; nothing else is lost.
+  const Tensor x = make(v, s, DType::float32);
+  for (int64_t bad : {3, -4, 100}) {
+    const Tensor y = x.take(Tensor::from_vector<int64_t>({0, bad}));
+    try {
+      y.realize();
+      ADD_FAILURE() << "index " << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::index) << e.what();
+      EXPECT_NE(
+          std::string(e.what()).find(detail::cat("index ", bad, " is out of bounds for an axis of size 3")),
+          std::string::npos)
+          << e.what();
+    }
+  }
+  expect_values(x.take(Tensor::from_vector<int64_t>({1}), 0), DType::float32, {1, 4, 2},
+                take_ref(v, s, {1}, 0), "take after an error", 0);
+  EXPECT_THROW(x.take(Tensor::from_vector<float>({1})), Error);                      // float indices
+  EXPECT_THROW(x.take(make({1}, DType::boolean)), Error);                            // a mask
+  EXPECT_THROW(x.take(Tensor::from_vector<int64_t>({0}), 3), Error);                 // no axis 3
+  EXPECT_THROW(Tensor::scalar(1.0).take(Tensor::from_vector<int64_t>({0})), Error);  // no axis at all
+}
+
 TEST(Ops, ClampIntAndMinMaxExtremes) {
   // minimum/maximum of extreme integer values (negation tricks overflow here).
   const Tensor a = make({-2147483648.0, 2147483647, 0}, DType::int32),

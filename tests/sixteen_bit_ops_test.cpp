@@ -254,6 +254,22 @@ const std::vector<Case>& cases() {
          return prim::avgpool2d_bwd(x[0], {2, 7, 7, 3}, kPoolOverlap);
        },
        sum},
+      // Rows by index, repeated ones too: a copy (exact); its gradient and ScatterAdd sum rows.
+      {"Gather",
+       Op::Gather,
+       {{e}},
+       [](auto& x) {
+         return prim::gather(x[0], Tensor::from_vector<int64_t>({2, 0, 2, 1, 2}));
+       },
+       exact,
+       once},
+      {"ScatterAdd",
+       Op::ScatterAdd,
+       {{e}},
+       [](auto& x) {
+         return prim::scatter_add(x[0], Tensor::from_vector<int64_t>({3, 0, 3}), 5);
+       },
+       once},
       // Two ranks holding the same values: the sum doubles them, exactly in any float type.
       {"AllReduce",
        Op::AllReduce,

@@ -103,11 +103,14 @@ def randn(*shape: int, dtype: Any = "float32") -> Tensor:
     return _aether.randn(_shape(shape[0]) if len(shape) == 1 else list(shape), dtype_name(dtype))
 
 
-def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
-    """Basic indexing as in NumPy: integers, slices (negative steps too), Ellipsis and None (a new
-    axis of size 1). A view of the tensor, recorded for autograd."""
+def _getitem(self: Tensor, index: Any) -> Tensor:
+    """NumPy's indexing, recorded for autograd. Basic: integers, slices (negative steps too), Ellipsis
+    and None (a new axis of size 1), giving a view. Advanced: integer arrays (NumPy arrays, lists,
+    integer Tensors) and bool masks, giving a copy (see _advanced)."""
     if not isinstance(index, tuple):
         index = (index,)
+    if any(isinstance(i, (Tensor, np.ndarray, list)) for i in index):
+        return _advanced(self, index)
     if sum(i is Ellipsis for i in index) > 1:
         raise IndexError("an index can only have a single ellipsis")
     used = sum(i is not None and i is not Ellipsis for i in index)  # entries that index an axis
@@ -141,6 +144,95 @@ def _getitem(self: Tensor, index: Union[int, slice, tuple, None]) -> Tensor:
     return out if tuple(shape) == tuple(out.shape) else out.reshape(shape)
 
 
+def _take(self: Tensor, indices: Any, axis: Optional[int] = None) -> Tensor:
+    """The elements at integer indices along axis (np.take; axis None: of the flattened tensor).
+    indices may be a Tensor, a NumPy array, a list or an int; negative ones count from the end; one
+    out of bounds is an IndexError when the result is computed. Recorded for autograd."""
+    if not isinstance(indices, Tensor):
+        a = np.asarray(indices)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"take: indices must be integers, got {a.dtype}")
+        indices = tensor(a.astype(np.int64), device=self.device, copy=True)
+    return self.reshape(-1)._take(indices, 0) if axis is None else self._take(indices, int(axis))
+
+
+def _advanced(self: Tensor, index: tuple) -> Tensor:
+    """NumPy's advanced indexing: integer arrays and bool masks (a mask of k dims stands for the k
+    integer arrays of its nonzero positions), with slices and integers beside them. The index arrays
+    broadcast together; their result dims replace the indexed axes where those are adjacent, else
+    they come first. One index array (t[idx], t[:, idx]) stays lazy (take: bounds checked when
+    computed); several, and masks, are read (realized) and checked at once. A copy, not a view."""
+    entries = []  # (kind, value): "slice", "array" (NumPy int64 array or an integer Tensor)
+    for i in index:
+        if i is None:
+            raise IndexError("aether: None (a new axis) together with index arrays is not supported: "
+                             "add the axis with reshape first")
+        if i is Ellipsis:
+            entries.append(("...", None))
+        elif isinstance(i, slice):
+            entries.append(("slice", i))
+        elif is_int(i):
+            entries.append(("array", np.asarray(int(i), np.int64)))
+        elif isinstance(i, Tensor) and i.dtype not in ("bool", "float16", "bfloat16", "float32", "float64"):
+            entries.append(("array", i))
+        else:
+            a = np.asarray(i)
+            if a.dtype == bool:
+                if a.ndim == 0:
+                    raise IndexError("aether: a 0-d bool index is not supported")
+                entries += [("mask", a)]
+            elif a.dtype.kind in "iu" or a.size == 0:
+                entries.append(("array", a.astype(np.int64)))
+            else:
+                raise IndexError(f"arrays used as indices must be of integer or bool type, got {a.dtype}")
+    width = lambda e: e[1].ndim if e[0] == "mask" else (0 if e[0] == "..." else 1)
+    used = sum(width(e) for e in entries)
+    if sum(e[0] == "..." for e in entries) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    if used > self.ndim:
+        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+    full = []  # one entry per axis of self
+    for kind, v in entries:
+        if kind == "...":
+            full += [("slice", slice(None))] * (self.ndim - used)
+        elif kind == "mask":
+            axis = len(full)
+            if tuple(v.shape) != tuple(self.shape[axis:axis + v.ndim]):
+                raise IndexError(f"boolean index of shape {v.shape} does not match the indexed dims "
+                                 f"{tuple(self.shape[axis:axis + v.ndim])}")
+            full += [("array", a.astype(np.int64)) for a in np.nonzero(v)]
+        else:
+            full.append((kind, v))
+    full += [("slice", slice(None))] * (self.ndim - len(full))
+    out = _getitem(self, tuple(v if k == "slice" else slice(None) for k, v in full))  # slices: a view
+    axes = [d for d, (k, _) in enumerate(full) if k == "array"]
+    arrays = [full[d][1] for d in axes]
+    if len(arrays) == 1:
+        return _take(out, arrays[0], axes[0])
+    # Several: the row-major position in the indexed dims, from the broadcast (bounds-checked) indices.
+    arrays = [np.asarray(a) if isinstance(a, Tensor) else a for a in arrays]
+    try:
+        arrays = np.broadcast_arrays(*arrays)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(str(a.shape) for a in arrays)) from None
+    sizes = [out.shape[d] for d in axes]
+    linear = np.zeros(arrays[0].shape, np.int64)
+    for a, n, d in zip(arrays, sizes, axes):
+        if a.size and (a.min() < -n or a.max() >= n):
+            bad = a[(a < -n) | (a >= n)].flat[0]
+            raise IndexError(f"index {bad} is out of bounds for axis {d} with size {n}")
+        linear = linear * n + np.where(a < 0, a + n, a)
+    others = [d for d in range(out.ndim) if d not in axes]
+    flat = out.permute(axes + others).reshape([int(np.prod(sizes))] + [out.shape[d] for d in others])
+    r = _take(flat, linear, 0)
+    if axes != list(range(axes[0], axes[0] + len(axes))):
+        return r  # not adjacent: the broadcast dims first
+    k, first = linear.ndim, axes[0]  # adjacent: the broadcast dims where the indexed axes were
+    perm = [k + j for j in range(first)] + list(range(k)) + [k + j for j in range(first, len(others))]
+    return r.permute(perm)
+
+
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
     raise TypeError("aether tensors are values and do not support item assignment: build the new tensor instead "
                     "(ae.where(mask, value, t), ae.cat, or an optimizer's step for parameters)")
@@ -165,6 +257,7 @@ def _tolist(self: Tensor) -> Any:
 
 
 Tensor.__getitem__ = _getitem
+Tensor.take = _take
 Tensor.__setitem__ = _setitem
 Tensor.__contains__ = _contains
 Tensor.__format__ = _format

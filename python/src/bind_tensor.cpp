@@ -343,6 +343,7 @@ void bind_tensor(nb::module_& m) {
           nb::arg("device_or_dtype"), "a copy on another device ('cpu', 'cuda:1') or of another dtype")
       .def("astype", [](const Tensor& x, const std::string& d) { return x.cast(dtype_from_name(d)); })
       .def("contiguous", &Tensor::contiguous)
+      .def("_take", &Tensor::take, nb::arg("indices"), nb::arg("axis"))
       .def("__repr__",
            [](const Tensor& x) {
              nb::gil_scoped_release release;

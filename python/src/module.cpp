@@ -1,7 +1,8 @@
 // The `aether._aether` extension module: aether's C++ engine for Python. Every aether::Error
 // becomes a Python exception with the same message, of the class its kind names: TypeError for a
 // dtype that does not fit, RuntimeError for files, data sets on disk, devices, collectives and
-// values that went bad while running, ValueError for the rest (bad shapes, arguments, settings).
+// values that went bad while running, IndexError for an index out of bounds, ValueError for the rest (bad
+// shapes, arguments, settings).
 #include <string>
 
 #include "bind.h"
@@ -12,6 +13,7 @@ PyObject* exception_type(ErrorKind kind) {
   switch (kind) {
     case ErrorKind::type: return PyExc_TypeError;
     case ErrorKind::runtime: return PyExc_RuntimeError;
+    case ErrorKind::index: return PyExc_IndexError;
     case ErrorKind::value: break;
   }
   return PyExc_ValueError;

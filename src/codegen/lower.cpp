@@ -398,6 +398,8 @@ class Lowerer {
       case Op::MaxPool2dBwd:
       case Op::AvgPool2d:
       case Op::AvgPool2dBwd:
+      case Op::Gather:
+      case Op::ScatterAdd:
       case Op::AllReduce: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
     }
     throw Unsupported{"unknown op"};

@@ -189,6 +189,10 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
       return {prim::avgpool2d_bwd(dy.cast(t), fn.input_shapes[0], std::get<Pool2dArg>(fn.arg))};
     }
+    case Op::Gather:  // y = x[idx]: dx = dy's rows summed into the rows they came from
+      return {
+          prim::scatter_add(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])), x(1), fn.input_shapes[0][0]),
+          Tensor()};
     case Op::AllReduce:  // y = sum over the ranks of x: dx = sum over the ranks of dy
       return {all_reduce(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])),
                          std::get<CollectiveArg>(fn.arg).group)};
@@ -202,7 +206,8 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Conv2dBwdData:
     case Op::Conv2dBwdWeight:
     case Op::MaxPool2dBwd:
-    case Op::AvgPool2dBwd: break;
+    case Op::AvgPool2dBwd:
+    case Op::ScatterAdd: break;
   }
   throw Error(detail::cat("backward: ", op_name(fn.op), " is not differentiable"));
 }

@@ -308,4 +308,23 @@ Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& ar
   return apply(Op::AvgPool2dBwd, {dy}, arg, dy.dtype(), x_shape);
 }
 
+Tensor gather(const Tensor& x, const Tensor& idx) {
+  AETHER_CHECK(x.ndim() == 2 && idx.ndim() == 1, "gather", "takes x (N,D) and idx (M), got x ", desc(x),
+               " and idx ", desc(idx));
+  AETHER_CHECK_DTYPE(idx.dtype() == DType::int64, "gather", "indices must be int64, got ", desc(idx));
+  AETHER_CHECK(idx.device() == x.device(), "gather", "x ", desc(x), " and idx ", desc(idx),
+               " are on different devices");
+  return apply(Op::Gather, {x, idx}, std::monostate{}, x.dtype(), {idx.shape()[0], x.shape()[1]});
+}
+
+Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n) {
+  AETHER_CHECK(dy.ndim() == 2 && idx.ndim() == 1 && dy.shape()[0] == idx.shape()[0] && n >= 0, "scatter_add",
+               "takes dy (M,D), idx (M) and N >= 0, got dy ", desc(dy), ", idx ", desc(idx), ", N ", n);
+  AETHER_CHECK_DTYPE(idx.dtype() == DType::int64, "scatter_add", "indices must be int64, got ", desc(idx));
+  AETHER_CHECK_DTYPE(is_float(dy.dtype()), "scatter_add", "sums floats, got ", desc(dy));
+  AETHER_CHECK(idx.device() == dy.device(), "scatter_add", "dy ", desc(dy), " and idx ", desc(idx),
+               " are on different devices");
+  return apply(Op::ScatterAdd, {dy, idx}, std::monostate{}, dy.dtype(), {n, dy.shape()[1]});
+}
+
 }  // namespace aether::prim

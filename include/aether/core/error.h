@@ -18,6 +18,7 @@ enum class ErrorKind {
   value,    // a bad argument, shape or setting (the default)
   type,     // a dtype that does not fit the op
   runtime,  // a file, data set on disk, device or collective that failed, or values that went bad
+  index,    // an index out of a tensor's bounds (Python's IndexError)
 };
 
 class Error : public std::runtime_error {

@@ -55,5 +55,11 @@ Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                
 Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);  // no history
 Tensor avgpool2d(const Tensor& x, const Pool2dArg& arg);
 Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& arg);
+// Rows by index: x (N,D) any dtype, idx (M) int64 -> (M,D), row m = x[idx[m]]; an index outside
+// [0, N) is an error (ErrorKind::index) when the op runs. Its gradient is scatter_add.
+Tensor gather(const Tensor& x, const Tensor& idx);
+// dy (M,D) float, idx (M) int64 -> (N,D): zeros, with dy's row m added to row idx[m] (repeated
+// indices sum, in m order: deterministic).
+Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n);
 
 }  // namespace aether::prim

@@ -196,6 +196,11 @@ class Tensor {
   Tensor squeeze(std::optional<int64_t> axis = std::nullopt) const;
   Tensor unsqueeze(int64_t axis) const;
   Tensor contiguous() const;  // a copy into a dense row-major buffer (only if not already)
+  // The elements at integer `indices` along `axis` (NumPy's take): shape[:axis] + indices.shape +
+  // shape[axis+1:]. Negative indices count from the end; one outside [-n, n) is an error (kind
+  // index) when the result is computed. A copy (the Gather primitive), not a view; its gradient sums
+  // the rows of repeated indices.
+  Tensor take(const Tensor& indices, int64_t axis = 0) const;
 
   Tensor matmul(const Tensor& o) const;
 

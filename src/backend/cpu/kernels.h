@@ -111,4 +111,12 @@ void maxpool2d_bwd(DType dtype, const void* x, const void* dy, void* dx, const P
 void avgpool2d_fwd(DType dtype, const void* x, void* y, const PoolGeom& g);
 void avgpool2d_bwd(DType dtype, const void* dy, void* dx, const PoolGeom& g);
 
+// Rows by index (gather.cpp; one version, which the reference backend runs too). Indices outside
+// [0, N) throw (ErrorKind::index) before anything is written.
+// y (M,D) = x (N,D)[idx (M)], any dtype.
+void gather_rows(DType dtype, const void* x, const int64_t* idx, void* y, int64_t n, int64_t m, int64_t d);
+// dx (N,D) = zeros, then dx[idx[m]] += dy (M,D)[m] in m order (float dtypes).
+void scatter_add_rows(DType dtype, const void* dy, const int64_t* idx, void* dx, int64_t n, int64_t m,
+                      int64_t d);
+
 }  // namespace aether::cpu

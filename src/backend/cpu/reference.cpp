@@ -596,12 +596,24 @@ void library(Node& n, bool fast) {
         cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
       break;
     }
+    case Op::Gather: {  // srcs: x (N,D), idx (M) -> (M,D)
+      auto x = dense(*n.srcs[0]), idx = dense(*n.srcs[1]);
+      cpu::gather_rows(t, x.ptr, static_cast<const int64_t*>(idx.ptr), out->data(), n.srcs[0]->shape[0],
+                       n.shape[0], n.shape[1]);
+      break;
+    }
+    case Op::ScatterAdd: {  // srcs: dy (M,D), idx (M) -> (N,D)
+      auto dy = dense(*n.srcs[0]), idx = dense(*n.srcs[1]);
+      cpu::scatter_add_rows(t, dy.ptr, static_cast<const int64_t*>(idx.ptr), out->data(), n.shape[0],
+                            n.srcs[0]->shape[0], n.shape[1]);
+      break;
+    }
     case Op::Matmul:  // computed by matmul()
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)
       AETHER_MOVEMENT_OPS(AETHER_OP_CASE)
-      throw Error(detail::cat("reference: ", op_name(n.op), " is not a convolution or pooling op"));
+      throw Error(detail::cat("reference: ", op_name(n.op), " is not a library op"));
   }
   set_dense(n, std::move(out));
 }
@@ -640,7 +652,9 @@ void execute_node(Node& n, bool fast) {
     case Op::MaxPool2dBwd:
     case Op::AvgPool2d:
     case Op::AvgPool2dBwd:
-    case Op::AllReduce: return library(n, fast);
+    case Op::AllReduce:
+    case Op::Gather:
+    case Op::ScatterAdd: return library(n, fast);
   }
 }
 
@@ -666,6 +680,8 @@ std::pair<double, double> node_cost(const Node& n) {
     case Op::AvgPool2d:
     case Op::AvgPool2dBwd:
     case Op::AllReduce:
+    case Op::Gather:
+    case Op::ScatterAdd:
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)

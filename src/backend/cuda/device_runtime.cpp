@@ -202,6 +202,8 @@ void library(Node& n, int device) {
     case Op::AvgPool2dBwd:  // dy; node shape = x shape
       avgpool2d_bwd(st, t, a, y, pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg)));
       break;
+    case Op::Gather:  // no device kernel yet: run_nodes_on mirrors them on the host (on_host)
+    case Op::ScatterAdd:
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)
@@ -243,6 +245,10 @@ void movement(Node& n) {
   }
 }
 
+// Library ops without a device kernel yet: computed on the host like the other mirrored nodes (copied
+// there and back, counted as fallbacks). Rows by index are memory-bound copies; a kernel is future work.
+bool on_host(Op op) { return op == Op::Gather || op == Op::ScatterAdd; }
+
 NodePtr alias(Node* n) { return NodePtr(NodePtr(), n); }  // non-owning: the caller keeps n alive
 
 // Nodes one primitive at a time: views of realized values and library calls on the device; the rest
@@ -263,7 +269,7 @@ void run_nodes_on(const std::vector<Node*>& order) {
   for (Node* n : order) {
     if (n->realized()) continue;
     check_on(*n, device, "cuda");
-    const bool device_side = is_library(n->op) || is_movement(n->op);
+    const bool device_side = (is_library(n->op) && !on_host(n->op)) || is_movement(n->op);
     if (device_side) {
       flush();  // its sources may be waiting
       if (is_movement(n->op) && n->srcs[0]->realized()) {
