@@ -482,6 +482,37 @@ def test_numpy_ufuncs_on_tensors_are_tensors_with_gradients():
         np.exp(y, out=np.zeros_like(a))
 
 
+def test_numpy_functions_on_tensors_are_tensors_with_gradients():
+    """np.concatenate, np.stack, np.where, np.clip, np.reshape, np.transpose, np.squeeze,
+    np.expand_dims, np.take, np.round of tensors are Tensors recorded for autograd (NEP 18's
+    __array_function__); before, each read the tensors as arrays and returned an ndarray without
+    gradient. Others still compute in NumPy, unless a gradient would be lost."""
+    a = np.array([[0.5, -1.25, 2.0], [3.0, -0.5, 1.5]], np.float32)
+    x = ae.tensor(a, requires_grad=True)
+    y = ae.tensor(a[::-1].copy())
+    eq = lambda t, ref: (np.testing.assert_array_equal(np.asarray(t), ref), isinstance(t, ae.Tensor))
+    for got, ref in [(np.concatenate([x, y]), np.concatenate([a, a[::-1]])), (np.concatenate([x, a], axis=1),
+                     np.concatenate([a, a], axis=1)), (np.concatenate([x, y], axis=None), np.concatenate([a, a[::-1]], None)),
+                     (np.stack([x, y], axis=1), np.stack([a, a[::-1]], axis=1)), (np.where(a > 0, x, 0.0), np.where(a > 0, a, 0)),
+                     (np.where(x > 0, x, y), np.where(a > 0, a, a[::-1])), (np.clip(x, -1, 1), np.clip(a, -1, 1)),
+                     (np.clip(x, None, 1), np.clip(a, None, 1)), (np.reshape(x, (3, 2)), a.reshape(3, 2)),
+                     (np.reshape(x, -1), a.reshape(-1)), (np.transpose(x), a.T), (np.transpose(x[None], (2, 0, 1)),
+                     a[None].transpose(2, 0, 1)), (np.squeeze(x[None]), a), (np.expand_dims(x, (0, 2)), a[None, :, None]),
+                     (np.take(x, [2, 0], axis=1), a[:, [2, 0]]), (np.round(x * 3.3, 1), np.round(a * np.float32(3.3), 1))]:
+        assert eq(got, ref)[1] and got.requires_grad
+    assert np.shape(x) == (2, 3) and np.ndim(x) == 2 and np.size(x) == 6 and np.size(x, 1) == 3
+    np.testing.assert_allclose(np.asarray(np.sum(x, axis=1)), a.sum(1))  # the reductions, as before
+    (np.concatenate([x, x]).sum() + np.clip(x, 0, 1).sum() + np.take(x, [0, 0], axis=0).sum()).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), 2 + ((a > 0) & (a < 1)) + np.array([[2], [0]]))
+    # Others: NumPy on the values, or an error when the gradient would be lost.
+    assert np.allclose(y, a[::-1]) and isinstance(np.cumsum(y), np.ndarray)
+    np.testing.assert_array_equal(np.where(y > 0)[1], np.where(a[::-1] > 0)[1])
+    with pytest.raises(TypeError, match="np.cumsum has no aether operation"):
+        np.cumsum(x)
+    with pytest.raises(TypeError, match="out= is not supported"):
+        np.concatenate([y, y], out=np.zeros((4, 3), np.float32))
+
+
 def test_advanced_indexing_matches_numpy_and_keeps_gradients():
     """Integer arrays (lists, NumPy arrays, integer tensors) and bool masks as indices, alone or with
     slices, integers and each other: NumPy's values and shapes (its rules for where the broadcast
