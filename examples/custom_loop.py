@@ -3,14 +3,13 @@
     python3 -m venv v && v/bin/pip install . && v/bin/python examples/custom_loop.py --epochs 2
 
 `model(x)` runs the network with autograd on a tensor batch; the loss comes from `ae.functional`;
-`ae.AdamW(...).build(model.parameters())` is the engine's optimizer over the model's own parameters.
-The loop sets a cosine learning rate by hand and clips the gradients, the two things `Model.train`
-would otherwise do. Options: --dataset fashion-mnist | cifar-10, --epochs N, --limit N (first N
+`ae.AdamW(...).build(model.parameters(), total_steps=...)` is the engine's optimizer over the model's
+own parameters, with its cosine schedule over the run. The loop clips the gradients, which
+`Model.train` would otherwise do. Options: --dataset fashion-mnist | cifar-10, --epochs N, --limit N (first N
 training images), --batch N, --seed N.
 """
 
 import argparse
-import math
 
 import numpy as np
 
@@ -42,10 +41,9 @@ def main():
     model.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
     model.finalize(input_shape=X.shape[1:])
 
-    peak = 3e-3
-    opt = ae.AdamW(lr=peak, weight_decay=5e-4).build(model.parameters())
     steps_per_epoch = len(X) // args.batch
-    total = steps_per_epoch * args.epochs
+    opt = ae.AdamW(lr=3e-3, weight_decay=5e-4, schedule="cosine").build(model.parameters(),
+                                                                        total_steps=steps_per_epoch * args.epochs)
     rng = np.random.default_rng(args.seed)
     for epoch in range(args.epochs):
         order = rng.permutation(len(X))
@@ -53,7 +51,6 @@ def main():
         for b in range(steps_per_epoch):
             idx = order[b * args.batch:(b + 1) * args.batch]
             x, labels = ae.tensor(norm(X[idx])), ae.tensor(y[idx])
-            opt.lr = peak * 0.5 * (1 + math.cos(math.pi * opt.steps / total))  # cosine, by hand
             loss = ae.functional.cross_entropy(model(x), labels, label_smoothing=0.1)
             loss.backward()
             ae.clip_grad_norm(model.parameters(), 5.0)

@@ -888,7 +888,7 @@ TEST(BuildOptimizer, MakesTheConfigsOptimizerAndRefusesWhatOnlyTrainApplies) {
     expect_error([&] { (void)build_optimizer(bad, params()); }, words);
   };
   refused([](ModelConfig& x) { x.schedule = "cosine"; },
-          {"build_optimizer", "schedule 'cosine'", "set_lr()"});
+          {"build_optimizer", "schedule 'cosine'", "needs total_steps"});
   refused([](ModelConfig& x) { x.clip_grad_norm = 1; }, {"build_optimizer", "clip_grad_norm"});
   refused([](ModelConfig& x) { x.lookahead_every = 5; }, {"build_optimizer", "lookahead"});
   refused([](ModelConfig& x) { x.param_groups = {ParamGroup{.match = "*"}}; },
@@ -898,4 +898,33 @@ TEST(BuildOptimizer, MakesTheConfigsOptimizerAndRefusesWhatOnlyTrainApplies) {
   ModelConfig c2;
   expect_error([&] { (void)build_optimizer(c2, {Tensor::ones({2})}); },
                {"parameter 0 does not require grad"});
+}
+
+// A schedule over total_steps: each step uses the rate the schedule gives for the steps before it,
+// as Model::train does (make_schedule is what it uses).
+TEST(BuildOptimizer, AppliesTheConfigsScheduleOverTotalSteps) {
+  for (const std::string schedule : {"cosine", "one_cycle", "warmup_linear", "triangle", "step"}) {
+    SCOPED_TRACE(schedule);
+    ModelConfig c;
+    c.optimizer = "sgd";
+    c.momentum = 0;  // plain SGD
+    c.weight_decay = 0;
+    c.lr = 0.5;
+    c.schedule = schedule;
+    const Tensor p = Tensor::zeros({3}, DType::float64).set_requires_grad();
+    const auto opt = build_optimizer(c, {p}, 6);
+    const auto want = make_schedule(c, 6);
+    ASSERT_NE(opt->schedule(), nullptr);
+    double moved = 0;
+    for (int64_t k = 0; k < 6; ++k) {
+      opt->set_lr(123);    // overridden by the schedule at the step
+      p.sum().backward();  // gradient 1: plain SGD moves p by -lr
+      opt->step();
+      opt->zero_grad();
+      EXPECT_DOUBLE_EQ(opt->lr(), want->lr(k)) << "step " << k;
+      moved += want->lr(k);
+    }
+    EXPECT_NEAR(p.to_vector<double>()[0], -moved, 1e-12);
+    EXPECT_GT(moved, 0);
+  }
 }

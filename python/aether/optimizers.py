@@ -5,7 +5,7 @@ lr * lr_start_factor to lr over warmup_fraction of the steps, then falls to lr *
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable
+from typing import Any, Dict, Iterable, Optional
 
 
 class Optimizer:
@@ -22,20 +22,24 @@ class Optimizer:
         self.schedule, self.lr_start_factor, self.lr_end_factor = "triangle", float(start_factor), float(end_factor)
         return self
 
-    def build(self, parameters: Iterable[Any]) -> Any:
+    def build(self, parameters: Iterable[Any], total_steps: Optional[int] = None) -> Any:
         """This optimizer over `parameters` (e.g. model.parameters()) for a training loop of one's own:
 
             opt = ae.SGD(lr=0.1, momentum=0.9).build(model.parameters())
             loss = ae.functional.cross_entropy(model(x), y); loss.backward(); opt.step(); opt.zero_grad()
 
-        `opt.lr` may be set between steps. A schedule other than "constant" and clip_grad_norm are
-        Model.train's, and are refused here rather than ignored."""
+        `opt.lr` may be set between steps. A schedule other than "constant" needs total_steps, the
+        number of steps it spans: each step() then takes its rate from it, as Model.train's steps
+        would. clip_grad_norm is Model.train's (call ae.clip_grad_norm before step()), and is
+        refused here rather than ignored."""
         from ._aether import Tensor, _build_optimizer
         params = list(parameters)
         for i, p in enumerate(params):
             if not isinstance(p, Tensor):
                 raise TypeError(f"{type(self).__name__}.build: parameter {i} is a {type(p).__name__}, not a Tensor")
-        return _build_optimizer(self.config(), params)
+        if total_steps is not None and (not isinstance(total_steps, int) or total_steps < 1):
+            raise ValueError(f"{type(self).__name__}.build: total_steps must be a positive int, got {total_steps!r}")
+        return _build_optimizer(self.config(), params, total_steps or 0)
 
     def config(self) -> Dict[str, Any]:
         return {"lr": self.lr, "weight_decay": self.weight_decay, "schedule": self.schedule,

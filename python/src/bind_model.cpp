@@ -224,6 +224,12 @@ void bind_model(nb::module_& m) {
       .def("zero_grad", &optim::Optimizer::zero_grad, "clears the parameters' gradients")
       .def_prop_rw("lr", &optim::Optimizer::lr, &optim::Optimizer::set_lr)
       .def_prop_ro("steps", &optim::Optimizer::steps)
+      .def_prop_ro(
+          "schedule",
+          [](const optim::Optimizer& o) -> nb::object {
+            return o.schedule() ? nb::cast(o.schedule()->config()) : nb::none();
+          },
+          "the schedule each step applies (its JSON), or None (build(total_steps=) attaches one)")
       .def("parameters", &optim::Optimizer::params)
       .def("__repr__", [](const optim::Optimizer& o) {
         return "Optimizer(" + o.type_name() + ", lr=" + std::to_string(o.lr()) + ", " +
@@ -234,10 +240,10 @@ void bind_model(nb::module_& m) {
         "together (torch.nn.utils.clip_grad_norm_); returns norm");
   m.def(
       "_build_optimizer",
-      [](const nb::dict& config, std::vector<Tensor> params) {
-        return build_optimizer(config_from(config), params);
+      [](const nb::dict& config, std::vector<Tensor> params, int64_t total_steps) {
+        return build_optimizer(config_from(config), params, total_steps);
       },
-      arg("config"), arg("parameters"));
+      arg("config"), arg("parameters"), arg("total_steps"));
   nb::class_<Model>(m, "_Model")
       .def(nb::init<>())
       .def(

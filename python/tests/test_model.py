@@ -490,8 +490,19 @@ def test_a_training_loop_of_ones_own_with_a_built_optimizer():
     assert m.evaluate(X, y)["loss"] == pytest.approx(ae.functional.cross_entropy(m(ae.tensor(X)), ae.tensor(y)).item(),
                                                      rel=1e-5)  # the model's own parameters moved
 
-    with pytest.raises(ValueError, match="schedule 'cosine' needs Model::train's step count"):
+    # A schedule spans total_steps: each step takes its rate (cosine: lr (1 + cos(pi k / n)) / 2).
+    s = ae.tensor([0.0, 0.0], dtype="float64", requires_grad=True)
+    cos = ae.SGD(lr=0.5, schedule="cosine").build([s], total_steps=4)
+    assert '"cosine"' in cos.schedule and opt.schedule is None
+    rates = [0.5 * (1 + np.cos(np.pi * k / 4)) / 2 for k in range(4)]
+    for k in range(4):
+        s.sum().backward(); cos.step(); cos.zero_grad()
+        assert cos.lr == pytest.approx(rates[k])
+    np.testing.assert_allclose(np.asarray(s), -sum(rates), rtol=1e-12)
+    with pytest.raises(ValueError, match="schedule 'cosine' needs total_steps"):
         ae.SGD(schedule="cosine").build([p])
+    with pytest.raises(ValueError, match="total_steps must be a positive int"):
+        ae.SGD(schedule="cosine").build([p], total_steps=0)
     with pytest.raises(ValueError, match=r"clip_grad_norm is Model::train's; call clip_grad_norm\(parameters"):
         ae.AdamW(clip_grad_norm=1.0).build([p])
     r = ae.tensor([3.0, 4.0], requires_grad=True)

@@ -275,11 +275,27 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const ModelConfig& c, const std
 
 }  // namespace model_internal
 
-std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params) {
+std::unique_ptr<optim::LRSchedule> make_schedule(const ModelConfig& c, int64_t total_steps) {
+  const int64_t total = std::max<int64_t>(total_steps, 2);
+  if (c.schedule == "one_cycle") return std::make_unique<optim::OneCycleLR>(c.lr, total, c.warmup_fraction);
+  if (c.schedule == "warmup_linear")
+    return std::make_unique<optim::WarmupLinearLR>(c.lr, int64_t(c.warmup_fraction * double(total)), total,
+                                                   0.0);
+  if (c.schedule == "cosine") return std::make_unique<optim::CosineLR>(c.lr, total);
+  if (c.schedule == "triangle")
+    return std::make_unique<optim::TriangleLR>(c.lr, total, c.warmup_fraction, c.lr_start_factor,
+                                               c.lr_end_factor);
+  if (c.schedule == "step")
+    return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
+  return std::make_unique<optim::ConstantLR>(c.lr);
+}
+
+std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params,
+                                                  int64_t total_steps) {
   model_internal::check_config(c);
   const char* op = "build_optimizer";
-  AETHER_CHECK(c.schedule == "constant", op, "schedule '", c.schedule,
-               "' needs Model::train's step count; use constant and call set_lr() each step");
+  AETHER_CHECK(c.schedule == "constant" || total_steps > 0, op, "schedule '", c.schedule,
+               "' needs total_steps, the number of steps it spans (got ", total_steps, ")");
   AETHER_CHECK(c.clip_grad_norm == 0, op,
                "clip_grad_norm is Model::train's; call clip_grad_norm(parameters, max_norm) before step()");
   AETHER_CHECK(c.lookahead_every == 0, op,
@@ -287,7 +303,9 @@ std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vec
   AETHER_CHECK(c.param_groups.empty(), op,
                "param_groups match a Model's parameter names; give each "
                "optimizer its own parameters instead");
-  return model_internal::make_one(c, std::move(params), c.optimizer, c.momentum);
+  auto opt = model_internal::make_one(c, std::move(params), c.optimizer, c.momentum);
+  if (c.schedule != "constant") opt->set_schedule(make_schedule(c, total_steps));
+  return opt;
 }
 
 namespace model_internal {

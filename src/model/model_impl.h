@@ -137,19 +137,7 @@ struct Model::Impl {
     return config.loss == "cross_entropy" ? softmax(out, -1) : out;
   }
   std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
-    const auto& c = config;
-    const int64_t total = std::max<int64_t>(total_steps, 2);
-    if (c.schedule == "one_cycle") return std::make_unique<optim::OneCycleLR>(c.lr, total, c.warmup_fraction);
-    if (c.schedule == "warmup_linear")
-      return std::make_unique<optim::WarmupLinearLR>(c.lr, int64_t(c.warmup_fraction * double(total)), total,
-                                                     0.0);
-    if (c.schedule == "cosine") return std::make_unique<optim::CosineLR>(c.lr, total);
-    if (c.schedule == "triangle")
-      return std::make_unique<optim::TriangleLR>(c.lr, total, c.warmup_fraction, c.lr_start_factor,
-                                                 c.lr_end_factor);
-    if (c.schedule == "step")
-      return std::make_unique<optim::StepLR>(c.lr, std::max<int64_t>(total / 3, 1), 0.1);
-    return std::make_unique<optim::ConstantLR>(c.lr);
+    return make_schedule(config, total_steps);
   }
   // Fixed order, no augmentation, the training normalisation.
   data::LoaderOptions eval_loader(int64_t batch_size) const {

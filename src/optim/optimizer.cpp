@@ -127,6 +127,7 @@ void Optimizer::set_state(size_t i, const std::string& name, const Tensor& value
 
 std::vector<Tensor> Optimizer::record_step(const std::vector<Tensor>& also_realize) {
   NoGradGuard no_grad;
+  if (schedule_) set_lr(schedule_->lr(steps_));
   ++steps_;
   const bool la_step = lookahead_step();  // every la_every_ steps; first, the slow weights start
   std::vector<Tensor> touched = also_realize;

@@ -156,11 +156,16 @@ TTA tta_from_name(const std::string&);  // throws aether::Error naming an unknow
 
 // The optimizer a config names (c.optimizer: sgd, adam, adamw or muon, with c's lr, momentum,
 // nesterov, weight_decay, betas, eps, muon_*) over `params`, for a training loop of one's own:
-// backward(), then step(), then zero_grad(). What only Model::train applies is refused rather than
-// ignored: a schedule other than constant (call set_lr() each step), clip_grad_norm (call
-// optim::clip_grad_norm(params, max_norm) before step()), lookahead and param_groups. Throws
-// aether::Error naming a bad setting.
-std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params);
+// backward(), then step(), then zero_grad(). A schedule other than constant spans `total_steps`
+// steps (required then): the optimizer applies it at each step (Optimizer::set_schedule), as
+// Model::train would over that many steps. What only Model::train applies is refused rather than
+// ignored: clip_grad_norm (call optim::clip_grad_norm(params, max_norm) before step()), lookahead
+// and param_groups. Throws aether::Error naming a bad setting.
+std::unique_ptr<optim::Optimizer> build_optimizer(const ModelConfig& c, std::vector<Tensor> params,
+                                                  int64_t total_steps = 0);
+// The learning-rate schedule c.schedule names (c.lr, warmup_fraction, lr_start/end_factor) over
+// `total_steps` steps (at least 2), as Model::train uses it.
+std::unique_ptr<optim::LRSchedule> make_schedule(const ModelConfig& c, int64_t total_steps);
 
 struct EvalResult {
   double loss = 0, accuracy = 0, top5 = 0;

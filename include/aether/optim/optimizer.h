@@ -12,11 +12,13 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "aether/graph/tensor.h"
+#include "aether/optim/schedule.h"
 
 namespace aether::optim {
 
@@ -47,6 +49,12 @@ class Optimizer {
   double lr() const { return lr_; }
   void set_lr(double lr);
   int64_t steps() const { return steps_; }
+  // lr() from a schedule, for a training loop of one's own: each step first sets
+  // lr(schedule->lr(steps())), the steps taken before it (so the first step uses lr(0)); a set_lr in
+  // between lasts until then. nullptr (the default): lr() is what set_lr gave. Model::train sets lr
+  // itself and attaches none.
+  void set_schedule(std::shared_ptr<const LRSchedule> schedule) { schedule_ = std::move(schedule); }
+  const LRSchedule* schedule() const { return schedule_.get(); }
   const std::vector<Tensor>& params() const { return params_; }
   // Parameter i's own learning-rate scale and weight decay (default: 1 and the optimizer's). Throws
   // aether::Error for an index out of range, a scale that is not finite and > 0, or a non-finite decay.
@@ -112,6 +120,7 @@ class Optimizer {
   std::vector<Tensor> params_;
   double lr_;
   int64_t steps_ = 0;
+  std::shared_ptr<const LRSchedule> schedule_;
 
  private:
   friend class Composite;  // forwards updates to its parts, which keep their state in it
