@@ -34,7 +34,7 @@ from ._aether import (
 )
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from ._tensor_ops import cat, stack, where
-from . import _array_functions, _ufuncs  # noqa: F401 (NumPy's functions and ufuncs on Tensors)
+from . import _numpy_dispatch  # noqa: F401 (NumPy's ufuncs and functions on Tensors)
 from .layers import (
     AvgPool2d,
     BatchNorm,

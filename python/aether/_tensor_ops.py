@@ -17,8 +17,14 @@ from ._tensor import dtype_name, is_int, tensor
 # The array is copied (operations are lazy: a later write to it must not change the result) and
 # keeps its dtype, so float32 * float64 is float64, as in NumPy and PyTorch. A priority above
 # ndarray's makes NumPy's operators (and a NumPy scalar's) defer to the Tensor's reflected ones,
-# as PyTorch's does; NumPy ufuncs (np.exp(t)) come to the Tensor's operations through _ufuncs.py.
+# as PyTorch's does; NumPy ufuncs (np.exp(t)) come to the Tensor's operations through _numpy_dispatch.py.
 Tensor.__array_priority__ = 1000
+
+
+def array_operand(v: Any, device: Optional[str]) -> Any:
+    """A NumPy array as a tensor of its dtype on `device`, copied (operations are lazy: a later write to
+    the array must not change a result); anything else as it is."""
+    return tensor(v, device=device, copy=True) if isinstance(v, np.ndarray) else v
 
 
 # The ints each integer dtype holds; none for bool (an int with a bool tensor is an int64, as in NumPy).
@@ -46,10 +52,9 @@ def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True
     base = getattr(Tensor, name, None)
 
     def op(self: Tensor, other: Any) -> Any:
-        if isinstance(other, np.ndarray):
-            o = tensor(other, device=self.device, copy=True)
-        else:
-            o = _int_as_integer(self, other) if ints else other
+        o = array_operand(other, self.device)
+        if o is other and ints:
+            o = _int_as_integer(self, other)
         if o is other:  # neither: the engine's overloads (or NotImplemented)
             return NotImplemented if base is None else base(self, other)
         return getattr(o, swapped)(self) if swapped else base(self, o)
@@ -178,8 +183,7 @@ def where(cond: Any, a: Any, b: Any) -> Tensor:
     """a where cond holds, else b, broadcast (np.where). Each may be a Tensor or a NumPy array (copied),
     cond also a bool or a list, a and b also numbers (in the other's float dtype, else float32)."""
     device = next((v.device for v in (cond, a, b) if isinstance(v, Tensor)), None)
-    as_tensor = lambda v: tensor(v, device=device, copy=True) if isinstance(v, np.ndarray) else v
-    cond, a, b = as_tensor(cond), as_tensor(a), as_tensor(b)
+    cond, a, b = (array_operand(v, device) for v in (cond, a, b))
     if not isinstance(cond, Tensor):
         cond = tensor(np.asarray(cond, dtype=bool), device=device, copy=True)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
@@ -239,7 +243,7 @@ def _tensors(items: Any) -> list:
     """A sequence of Tensors and NumPy arrays (copied, on the first Tensor's device) as Tensors."""
     items = list(items)
     device = next((t.device for t in items if isinstance(t, Tensor)), None)
-    return [tensor(t, device=device, copy=True) if isinstance(t, np.ndarray) else t for t in items]
+    return [array_operand(t, device) for t in items]
 
 
 def cat(tensors: Any, axis: int = 0) -> Tensor:
