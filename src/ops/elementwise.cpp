@@ -134,8 +134,9 @@ Tensor Tensor::ceil() const { return is_float(dtype()) ? -(-*this).floor() : *th
 Tensor Tensor::trunc() const { return is_float(dtype()) ? where(*this < 0.0, ceil(), floor()) : *this; }
 Tensor Tensor::round() const {
   if (!is_float(dtype())) return *this;
-  // Half to even: x - floor(x) is exact (Sterbenz, and in 16-bit floats computed in float32), so
-  // ties are found exactly; floor(x + 0.5) would round 0.49999997 + 0.5 up to 1.
+  // Half to even from d = x - floor(x), exact for x >= 0 and x <= -1 (Sterbenz; 16-bit floats compute
+  // in float32). In (-1, 0) d may round, onto 0.5 only from above, where the odd floor -1 rounds up
+  // to 0 either way: ties are found exactly. (floor(x + 0.5) would round 0.49999997 + 0.5 up to 1.)
   return ops_detail::in_compute(*this, [](const Tensor& x) {
     const Tensor f = x.floor(), d = x - f;
     const Tensor odd = ((f * 0.5).floor() * 2.0).ne(f);

@@ -202,8 +202,9 @@ void library(Node& n, int device) {
     case Op::AvgPool2dBwd:  // dy; node shape = x shape
       avgpool2d_bwd(st, t, a, y, pool_geom(n.shape, n.srcs[0]->shape, std::get<Pool2dArg>(n.arg)));
       break;
-    case Op::Gather:  // no device kernel yet: run_nodes_on mirrors them on the host (on_host)
-    case Op::ScatterAdd:
+    case Op::Gather:
+    case Op::ScatterAdd:  // no device kernel yet: run_nodes_on mirrors them on the host (on_host)
+      throw Error(detail::cat("cuda: ", op_name(n.op), " runs on the host, not as a device library call"));
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)
