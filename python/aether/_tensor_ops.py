@@ -210,7 +210,7 @@ def _clamp_either(self: Tensor, lo: Optional[float] = None, hi: Optional[float] 
     return _clamp(self, lo, hi)
 
 
-Tensor.clamp = _clamp_either
+Tensor.clamp = Tensor.clip = _clamp_either  # clip: NumPy's and PyTorch's other name
 
 
 # ~, &, |, ^ on bool tensors (masks). aether has no bitwise ops, so an integer tensor is an error

@@ -500,6 +500,7 @@ def test_numpy_functions_on_tensors_are_tensors_with_gradients():
                      a[None].transpose(2, 0, 1)), (np.squeeze(x[None]), a), (np.expand_dims(x, (0, 2)), a[None, :, None]),
                      (np.take(x, [2, 0], axis=1), a[:, [2, 0]]), (np.round(x * 3.3, 1), np.round(a * np.float32(3.3), 1))]:
         assert eq(got, ref)[1] and got.requires_grad
+    eq(x.clip(-1, 1), np.clip(a, -1, 1))
     assert np.shape(x) == (2, 3) and np.ndim(x) == 2 and np.size(x) == 6 and np.size(x, 1) == 3
     np.testing.assert_allclose(np.asarray(np.sum(x, axis=1)), a.sum(1))  # the reductions, as before
     (np.concatenate([x, x]).sum() + np.clip(x, 0, 1).sum() + np.take(x, [0, 0], axis=0).sum()).backward()
