@@ -192,6 +192,8 @@ TEST(Grad, Take) {
                return x[0].take(Tensor::from_vector<int64_t>({1, 1, 1}), 2).exp();
              },
              {in(s)});
+  check_grad("clone", [](auto x) { return x[0].clone() * x[0]; }, {in(s)});
+  check_grad("sign (flat)", [](auto x) { return x[0].sign() * x[0] + x[0]; }, {in(s)});
   // Float32 with many repeats: the sums are exact small integers.
   const Tensor x = Tensor::zeros({2, 3}).set_requires_grad();
   x.take(Tensor::from_vector<int64_t>({1, 1, 0, 1}), 0).sum().backward();

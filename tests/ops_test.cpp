@@ -498,6 +498,25 @@ TEST(Ops, Take) {
   EXPECT_THROW(Tensor::scalar(1.0).take(Tensor::from_vector<int64_t>({0})), Error);  // no axis at all
 }
 
+// sign: -1, 0, 1 in the tensor's dtype; NaN stays NaN. clone: a new tensor of the same value.
+TEST(Ops, SignAndClone) {
+  const std::vector<double> v = {-2.5, -0.0, 0, 3, kInf, -kInf, kNaN};
+  for (DType t : kFloats)
+    expect_values(make(v, t).sign(), t, {7}, {-1, 0, 0, 1, 1, -1, kNaN}, std::string("sign ") + dtype_name(t),
+                  0);
+  for (DType t : kInts) {
+    const std::vector<double> iv =
+        t == DType::uint8 ? std::vector<double>{0, 7, 255} : std::vector<double>{-9, 0, 4};
+    expect_values(make(iv, t).sign(), t, {3}, map(iv, [](double e) { return double((e > 0) - (e < 0)); }),
+                  std::string("sign ") + dtype_name(t), 0);
+  }
+  EXPECT_THROW(make({1}, DType::boolean).sign(), Error);
+  const Tensor x = make({1, 2, 3}, DType::float16);
+  const Tensor c = x.clone();
+  EXPECT_FALSE(c.same(x));
+  expect_values(c, DType::float16, {3}, {1, 2, 3}, "clone", 0);
+}
+
 TEST(Ops, ClampIntAndMinMaxExtremes) {
   // minimum/maximum of extreme integer values (negation tricks overflow here).
   const Tensor a = make({-2147483648.0, 2147483647, 0}, DType::int32),
@@ -662,29 +681,31 @@ TEST(Ops, Reductions) {
         }
       }
     }
-    // argmax along each axis: the first maximum wins.
-    for (int a = 0; a < 3; ++a)
-      for (bool keep : {false, true}) {
-        Shape ks;
-        std::vector<double> want;
-        reduce_ref(v, s, {a}, mx, &ks);
-        for (int64_t i = 0; i < numel(ks); ++i) {  // scan each line for its first largest element
-          int64_t idx[3] = {i / (ks[1] * ks[2]), (i / ks[2]) % ks[1], i % ks[2]};
-          int best = 0;
-          double best_v = -kInf;
-          for (int k = 0; k < s[size_t(a)]; ++k) {
-            idx[a] = k;
-            const double e = v[size_t(idx[0] * 12 + idx[1] * 4 + idx[2])];
-            if (e > best_v) {
-              best = k;
-              best_v = e;
+    // argmax and argmin along each axis: the first maximum (minimum) wins.
+    for (const bool largest : {true, false})
+      for (int a = 0; a < 3; ++a)
+        for (bool keep : {false, true}) {
+          Shape ks;
+          std::vector<double> want;
+          reduce_ref(v, s, {a}, mx, &ks);
+          for (int64_t i = 0; i < numel(ks); ++i) {  // scan each line for its first extreme element
+            int64_t idx[3] = {i / (ks[1] * ks[2]), (i / ks[2]) % ks[1], i % ks[2]};
+            int best = 0;
+            double best_v = largest ? -kInf : kInf;
+            for (int k = 0; k < s[size_t(a)]; ++k) {
+              idx[a] = k;
+              const double e = v[size_t(idx[0] * 12 + idx[1] * 4 + idx[2])];
+              if (largest ? e > best_v : e < best_v) {
+                best = k;
+                best_v = e;
+              }
             }
+            want.push_back(best);
           }
-          want.push_back(best);
+          expect_values(largest ? x.argmax(a, keep) : x.argmin(a, keep), DType::int64,
+                        keep ? ks : drop(ks, {a}), want,
+                        std::string(largest ? "argmax " : "argmin ") + n + " axis " + std::to_string(a));
         }
-        expect_values(x.argmax(a, keep), DType::int64, keep ? ks : drop(ks, {a}), want,
-                      "argmax " + n + " axis " + std::to_string(a));
-      }
   }
   // Negative axes.
   const Tensor x = make(base, s, DType::float32);
@@ -733,6 +754,11 @@ TEST(Ops, LogicalOps) {
 }
 
 TEST(Ops, ArgmaxTiesAndNaN) {
+  EXPECT_EQ(Tensor::from_vector<float>({3, 1, 1, 2}).argmin(0).item<int64_t>(), 1);
+  EXPECT_EQ(Tensor::from_vector<float>({1, NAN, -3, NAN}).argmin(0).item<int64_t>(), 1);  // NaN, as NumPy
+  EXPECT_EQ(make({200, 0, 255, 0}, DType::uint8).argmin(0).item<int64_t>(), 1);  // no negation to wrap
+  EXPECT_EQ(make({-2147483648.0, 5, -2147483648.0}, DType::int32).argmin(0).item<int64_t>(), 0);
+  EXPECT_THROW(Tensor::zeros({0}).argmin(0), Error);
   EXPECT_EQ(Tensor::from_vector<float>({1, 3, 3, 2}).argmax(0).item<int64_t>(), 1);
   EXPECT_EQ(Tensor::from_vector<float>({1, NAN, 3, NAN}).argmax(0).item<int64_t>(), 1);
   EXPECT_EQ(Tensor::from_vector<int64_t>({-5, -5, -7}).argmax(0).item<int64_t>(), 0);

@@ -34,6 +34,7 @@ from ._aether import (
 )
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from ._tensor_ops import cat, stack, where
+from ._tensor_methods import eye, full_like, linspace, ones_like, zeros_like
 from . import _numpy_dispatch  # noqa: F401 (NumPy's ufuncs and functions on Tensors)
 from .layers import (
     AvgPool2d,
@@ -66,9 +67,9 @@ __version__ = "0.1.0"
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
     "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
-    "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Residual", "Rescale", "SGD",
-    "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor", "ToTensor",
-    "arange", "cat", "clip_grad_norm", "datasets", "from_dlpack", "full", "functional", "grad_enabled",
-    "manual_seed", "matmul", "no_grad", "ones", "rand", "randn", "rank", "realize", "stack", "tensor", "where",
-    "world_size", "zeros",
+    "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Rescale", "Residual",
+    "SGD", "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor",
+    "ToTensor", "arange", "cat", "clip_grad_norm", "datasets", "eye", "from_dlpack", "full", "full_like",
+    "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",
+    "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros", "zeros_like",
 ]

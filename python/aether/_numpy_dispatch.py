@@ -18,6 +18,7 @@ import numpy as np
 
 from ._aether import Tensor
 from ._tensor import tensor
+from ._tensor_methods import full_like, ones_like, zeros_like
 from ._tensor_ops import _int_as_integer, array_operand, cat, stack, where
 
 
@@ -61,7 +62,7 @@ _UNARY = {
     np.negative: "__neg__", np.positive: "__pos__", np.absolute: "abs", np.exp: "exp", np.log: "log",
     np.sqrt: "sqrt", np.square: "square", np.reciprocal: "reciprocal", np.sin: "sin", np.cos: "cos",
     np.tanh: "tanh", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc", np.rint: "round",
-    np.logical_not: "logical_not",
+    np.logical_not: "logical_not", np.sign: "sign",
 }
 # ufunc -> (method on a Tensor first operand, method on a Tensor second operand with the operands swapped).
 _BINARY = {
@@ -124,11 +125,19 @@ def _implements(*funcs: Callable) -> Callable:
 
 
 def _method(name: str) -> Callable:
-    """np.<name>(t, ...) as t.<name>(...): the reductions, which take NumPy's keywords."""
-    return lambda a, *args, **kwargs: getattr(a, name)(*args, **kwargs)
+    """np.<name>(t, ...) as t.<name>(...) (the reductions take NumPy's keywords); a first argument that
+    is not a tensor (np.dot(array, t)) becomes one, on the tensor argument's device."""
+
+    def call(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(a, Tensor):
+            device = next((v.device for v in args if isinstance(v, Tensor)), None)
+            a = tensor(np.asarray(a), device=device, copy=True)
+        return getattr(a, name)(*args, **kwargs)
+
+    return call
 
 
-for _name in ("sum", "mean", "var", "std", "max", "min", "argmax", "any", "all"):
+for _name in ("sum", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all"):
     _implements(getattr(np, _name))(_method(_name))
 _implements(np.amax)(_method("max"))
 _implements(np.amin)(_method("min"))
@@ -205,6 +214,29 @@ def _take(a: Tensor, indices: Any, axis: Optional[int] = None, out: Any = None, 
 @_implements(np.round, np.around)
 def _round(a: Tensor, decimals: int = 0, out: Any = None) -> Tensor:
     return a.round(decimals, out)
+
+
+def _like(make: Callable, name: str) -> Callable:
+    """np.zeros_like / ones_like / full_like of a tensor: a tensor of its shape and device."""
+    def like(a: Tensor, *fill: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None,
+             device: Any = None) -> Tensor:
+        if shape is not None:
+            raise TypeError(f"np.{name} of an aether Tensor: shape= is not supported")
+        return make(a, *fill, dtype=dtype)
+
+    return like
+
+
+_implements(np.zeros_like)(_like(zeros_like, "zeros_like"))
+_implements(np.ones_like)(_like(ones_like, "ones_like"))
+_implements(np.full_like)(_like(full_like, "full_like"))
+
+
+# Methods NumPy's function of the same arguments maps to (a Tensor first argument).
+for _func, _name in ((np.roll, "roll"), (np.tile, "tile"), (np.moveaxis, "moveaxis"), (np.swapaxes, "swapaxes"),
+                     (np.ravel, "ravel"), (np.broadcast_to, "broadcast_to"), (np.dot, "dot"), (np.outer, "outer"),
+                     (np.linalg.norm, "norm")):
+    _implements(_func)(_method(_name))
 
 
 @_implements(np.shape)

@@ -120,20 +120,26 @@ def _reduction(name: str, takes_dtype: bool) -> None:
     setattr(Tensor, name, reduce)
 
 
-_argmax = Tensor.argmax
+def _any_axis(name: str) -> None:
+    """Tensor.<name> (argmax, argmin: the first extreme along one axis) also over the flattened tensor,
+    for axis=None (NumPy's default)."""
+    base = getattr(Tensor, name)
+
+    def arg(self: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
+        if axis is not None:
+            return base(self, axis, keepdims)
+        i = base(self.reshape(-1), 0, False)
+        return i.reshape([1] * self.ndim) if keepdims else i
+
+    arg.__name__, arg.__doc__ = name, f"the index of the first {'largest' if name == 'argmax' else 'smallest'} " \
+        "element along axis; axis None: of the flattened tensor (NumPy)"
+    setattr(Tensor, name, arg)
 
 
-def _argmax_any_axis(self: Tensor, axis: Optional[int] = None, keepdims: bool = False) -> Tensor:
-    """The index of the largest element along axis; axis=None: of the flattened tensor (NumPy)."""
-    if axis is not None:
-        return _argmax(self, axis, keepdims)
-    i = _argmax(self.reshape(-1), 0, False)
-    return i.reshape([1] * self.ndim) if keepdims else i
-
-
-Tensor.argmax = _argmax_any_axis
+_any_axis("argmax")
+_any_axis("argmin")
 for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
-                   ("any", False), ("all", False), ("argmax", False)):
+                   ("any", False), ("all", False), ("argmax", False), ("argmin", False)):
     _reduction(_name, _dt)
 
 _astype, _to = Tensor.astype, Tensor.to

@@ -435,6 +435,8 @@ void bind_tensor(nb::module_& m) {
       .def("cos", &Tensor::cos)
       .def("abs", &Tensor::abs)
       .def("__abs__", &Tensor::abs)
+      .def("sign", &Tensor::sign)
+      .def("clone", &Tensor::clone, "a new tensor of the same value (the gradient passes through)")
       .def("square", &Tensor::square)
       .def("pow", nb::overload_cast<const Tensor&>(&Tensor::pow, nb::const_))
       .def("pow", nb::overload_cast<double>(&Tensor::pow, nb::const_))
@@ -498,6 +500,7 @@ void bind_tensor(nb::module_& m) {
       .def("logical_or", &Tensor::logical_or)
       .def("logical_xor", &Tensor::logical_xor)
       .def("argmax", &Tensor::argmax, nb::arg("axis"), nb::arg("keepdims") = false)
+      .def("argmin", &Tensor::argmin, nb::arg("axis"), nb::arg("keepdims") = false)
       // movement
       .def("reshape", [](const Tensor& x, const Shape& s) { return x.reshape(s); })
       .def("reshape", [](const Tensor& x, nb::args s) { return x.reshape(nb::cast<Shape>(s)); })

@@ -514,6 +514,45 @@ def test_numpy_functions_on_tensors_are_tensors_with_gradients():
         np.concatenate([y, y], out=np.zeros((4, 3), np.float32))
 
 
+def test_more_numpy_and_torch_methods_match_numpy():
+    """argmin, sign, clone, ravel, view, swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, dot,
+    outer, norm, cpu, nbytes, itemsize, and zeros_like, ones_like, full_like, eye, linspace: NumPy's
+    values (each was an AttributeError), through NumPy's functions too, with gradients."""
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    a[0, 1, 2] = a[0, 1, 0] = a.min() - 1  # a tie for the minimum: the first wins
+    t = ae.tensor(a)
+    m = a[0]
+    eq = lambda got, ref: np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-6)
+    for got, ref in [(t.argmin(), a.argmin()), (t.argmin(2), a.argmin(2)), (np.argmin(t, axis=1), a.argmin(1)),
+                     (t.sign(), np.sign(a)), (np.sign(t), np.sign(a)), (t.clone(), a), (t.ravel(), a.ravel()),
+                     (np.ravel(t), a.ravel()), (t.view(4, 6), a.reshape(4, 6)), (t.swapaxes(0, 2), a.swapaxes(0, 2)),
+                     (np.moveaxis(t, 0, -1), np.moveaxis(a, 0, -1)), (t.moveaxis([0, 1], [2, 0]), np.moveaxis(a, [0, 1], [2, 0])),
+                     (np.broadcast_to(ae.tensor(m[0]), (3, 4)), np.broadcast_to(m[0], (3, 4))), (t.mT, np.swapaxes(a, -1, -2)),
+                     (t.tile((2, 1, 3)), np.tile(a, (2, 1, 3))), (np.tile(ae.tensor(m), 2), np.tile(m, 2)),
+                     (t.roll(1, 2), np.roll(a, 1, 2)), (np.roll(t, -5), np.roll(a, -5)), (np.roll(t, (1, 2), (0, 1)),
+                     np.roll(a, (1, 2), (0, 1))), (np.dot(ae.tensor(m), ae.tensor(m.T)), m @ m.T),
+                     (np.dot(m[0], ae.tensor(m[1])), m[0] @ m[1]), (np.outer(ae.tensor(m[0]), m[1]), np.outer(m[0], m[1])),
+                     (t.norm(), np.linalg.norm(a)), (np.linalg.norm(t, axis=2), np.linalg.norm(a, axis=2)),
+                     (t.norm(1, axis=0), np.linalg.norm(a, 1, axis=0)), (t.norm(np.inf, axis=1), np.linalg.norm(a, np.inf, axis=1)),
+                     (t.norm(3, axis=2, keepdims=True), np.linalg.norm(a, 3, axis=2, keepdims=True)),
+                     (np.zeros_like(t), np.zeros_like(a)), (ae.ones_like(t, dtype="int32"), np.ones_like(a, np.int32)),
+                     (np.full_like(t, 2.5), np.full_like(a, 2.5)), (ae.eye(3, 4, k=-1), np.eye(3, 4, k=-1)),
+                     (ae.linspace(-1, 2, 7), np.linspace(-1, 2, 7)), (ae.linspace(0, 1, 4, endpoint=False), np.linspace(0, 1, 4, endpoint=False))]:
+        assert isinstance(got, ae.Tensor) and got.shape == np.shape(ref), (got.shape, np.shape(ref))
+        eq(got, ref)
+    assert np.asarray(np.zeros_like(t)).dtype == np.float32 and ae.ones_like(t, dtype="int32").dtype == "int32"
+    assert [c.shape for c in t.chunk(3, axis=2)] == [(2, 3, 2), (2, 3, 2)] and len(t.chunk(2, 1)) == 2
+    eq(ae.cat(t.chunk(2, 1), 1), a)
+    assert t.clone() is not t and t.cpu().device == "cpu" and t.nbytes == a.nbytes and t.itemsize == 4
+    # Gradients through the views and copies.
+    x = ae.tensor(m, requires_grad=True)
+    (x.tile((2, 1)).sum() + x.roll(1, 1)[0, 0] + x.norm() + x.clone().mT.sum() + (x.sign() * x).sum()).backward()
+    want = 2 + 1 + m / np.linalg.norm(m) + np.sign(m)
+    want[0, 3] += 1  # roll(1) puts element (0, 3) at (0, 0)
+    eq(x.grad, want)
+
+
 def test_advanced_indexing_matches_numpy_and_keeps_gradients():
     """Integer arrays (lists, NumPy arrays, integer tensors) and bool masks as indices, alone or with
     slices, integers and each other: NumPy's values and shapes (its rules for where the broadcast

@@ -92,6 +92,13 @@ Tensor Tensor::abs() const {
   if (dtype() == DType::boolean || dtype() == DType::uint8) return *this;  // never negative
   return where(*this < 0.0, -*this, *this);
 }
+Tensor Tensor::sign() const {
+  AETHER_CHECK_DTYPE(dtype() != DType::boolean, "sign", "takes no bool tensors");
+  const Tensor one = Tensor::ones({}, dtype(), device());
+  if (dtype() == DType::uint8) return where(*this > 0.0, one, Tensor::zeros({}, dtype(), device()));
+  // x * 0 where x is 0 or NaN: keeps NaN, and the gradient is 0 everywhere (as where's branches give).
+  return where(*this > 0.0, one, where(*this < 0.0, -one, *this * Tensor::zeros({}, dtype(), device())));
+}
 Tensor Tensor::maximum(const Tensor& o) const { return bin(Op::Max, *this, o, "maximum"); }
 // Floats: -max(-a, -b), which keeps NaN propagation and Max's tie rule for gradients. Integers and
 // bool cannot be negated safely (uint8 0, INT_MIN, bool), so they select instead.

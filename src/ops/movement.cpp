@@ -133,6 +133,8 @@ Tensor Tensor::contiguous() const {
   return prim::unary(Op::Copy, *this);
 }
 
+Tensor Tensor::clone() const { return prim::unary(Op::Copy, *this); }
+
 Tensor cat(const std::vector<Tensor>& ts, int64_t axis) {
   AETHER_CHECK(!ts.empty(), "cat", "expected at least one tensor");
   const int nd = ts[0].ndim();

@@ -85,20 +85,30 @@ Tensor Tensor::any(const std::vector<int64_t>& axes, bool keepdim) const {
   return logical_not().all(axes, keepdim).logical_not();
 }
 
-Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
-  const int d = normalize_axis(axis, ndim(), "argmax");
-  const int64_t n = shape()[d];
-  AETHER_CHECK(n > 0, "argmax", "empty axis ", d, " of shape ", to_string(shape()));
+namespace {
+// The index of the first maximum (or minimum) of x along `axis`, int64.
+Tensor arg_extreme(const Tensor& x_in, int64_t axis, bool keepdim, bool largest, const char* op) {
+  const int d = normalize_axis(axis, x_in.ndim(), op);
+  const int64_t n = x_in.shape()[d];
+  AETHER_CHECK(n > 0, op, "empty axis ", d, " of shape ", to_string(x_in.shape()));
   NoGradGuard no_grad;
-  // The first maximum wins: among positions equal to the max, take the largest (n - i).
-  const Tensor m = max({d}, true);
-  Shape ishape(size_t(ndim()), 1);
+  // The first extreme wins: among positions equal to it, take the largest (n - i).
+  const Tensor m = largest ? x_in.max({d}, true) : x_in.min({d}, true);
+  Shape ishape(size_t(x_in.ndim()), 1);
   ishape[d] = n;
-  const Tensor rev = (double(n) - Tensor::arange(n, DType::float64).to(device())).reshape(ishape);
-  // NaN counts as the maximum (max propagates it), as in NumPy and PyTorch.
-  const Tensor x = cast(is_float(dtype()) ? dtype() : DType::float64);
+  const Tensor rev = (double(n) - Tensor::arange(n, DType::float64).to(x_in.device())).reshape(ishape);
+  // NaN counts as the extreme (max and min propagate it), as in NumPy and PyTorch.
+  const Tensor x = x_in.cast(is_float(x_in.dtype()) ? x_in.dtype() : DType::float64);
   const Tensor hit = where(x.ne(x), rev, where(x.eq(m.cast(x.dtype())), rev, 0.0));
   return (double(n) - hit.max({d}, keepdim)).cast(DType::int64);
+}
+}  // namespace
+
+Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
+  return arg_extreme(*this, axis, keepdim, true, "argmax");
+}
+Tensor Tensor::argmin(int64_t axis, bool keepdim) const {
+  return arg_extreme(*this, axis, keepdim, false, "argmin");
 }
 
 }  // namespace aether

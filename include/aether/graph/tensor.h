@@ -120,6 +120,7 @@ class Tensor {
   Tensor sin() const;
   Tensor cos() const;
   Tensor abs() const;
+  Tensor sign() const;  // -1, 0 or 1 in x's dtype (NaN stays NaN); its gradient is 0
   Tensor square() const;
   Tensor pow(double exponent) const;  // integer exponents by repeated squaring (exact for integers)
   // x^e elementwise, broadcast, as C's pow (a negative x needs an integer e, else NaN); integer and
@@ -179,6 +180,7 @@ class Tensor {
   Tensor any(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: some element != 0
   Tensor all(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: no element == 0
   Tensor argmax(int64_t axis, bool keepdim = false) const;  // int64 indices, first maximum wins
+  Tensor argmin(int64_t axis, bool keepdim = false) const;  // int64 indices, first minimum wins
 
   // ---- movement (views; never copy, except reshape when it must) --------------------------------
   Tensor reshape(const Shape& shape) const;  // one dim may be -1
@@ -196,6 +198,7 @@ class Tensor {
   Tensor squeeze(std::optional<int64_t> axis = std::nullopt) const;
   Tensor unsqueeze(int64_t axis) const;
   Tensor contiguous() const;  // a copy into a dense row-major buffer (only if not already)
+  Tensor clone() const;       // a new tensor of the same value (a copy; the gradient passes through)
   // The elements at integer `indices` along `axis` (NumPy's take): shape[:axis] + indices.shape +
   // shape[axis+1:]. Negative indices count from the end; one outside [-n, n) is an error (kind
   // index) when the result is computed. A copy (the Gather primitive), not a view; its gradient sums

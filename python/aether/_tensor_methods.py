@@ -1,0 +1,160 @@
+"""More of NumPy's and PyTorch's tensor methods and functions, composed of the engine's operations
+(views where the result is one, copies otherwise), so each is recorded for autograd: ravel, view,
+swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, dot, outer, norm, cpu, cuda, nbytes,
+itemsize, and zeros_like, ones_like, full_like, eye, linspace."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _aether
+from ._aether import Tensor
+from ._tensor import _shape, dtype_name, tensor
+from ._tensor_ops import cat
+
+_ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
+
+
+def _axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"axis {axis} is out of range for a tensor of {ndim} dimensions")
+    return axis % ndim
+
+
+def _moveaxis(self: Tensor, source: Union[int, Sequence[int]], destination: Union[int, Sequence[int]]) -> Tensor:
+    """Axes moved to new positions, the others keeping their order (np.moveaxis): a view."""
+    src = [_axis(a, self.ndim) for a in ([source] if isinstance(source, int) else source)]
+    dst = [_axis(a, self.ndim) for a in ([destination] if isinstance(destination, int) else destination)]
+    if len(src) != len(dst) or len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise ValueError("moveaxis: source and destination must be as many distinct axes")
+    order = [a for a in range(self.ndim) if a not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return self.permute(order)
+
+
+def _tile(self: Tensor, reps: Union[int, Sequence[int]]) -> Tensor:
+    """The tensor repeated reps times along each axis (np.tile; torch's Tensor.repeat): a copy."""
+    reps = [int(reps)] if isinstance(reps, (int, np.integer)) else [int(r) for r in reps]
+    n = max(len(reps), self.ndim)
+    reps = [1] * (n - len(reps)) + reps
+    shape = [1] * (n - self.ndim) + list(self.shape)
+    x = self.reshape([v for s in shape for v in (1, s)])  # (1, s0, 1, s1, ...)
+    x = x.expand([v for r, s in zip(reps, shape) for v in (r, s)])
+    return x.reshape([r * s for r, s in zip(reps, shape)])
+
+
+def _roll(self: Tensor, shift: Union[int, Sequence[int]], axis: Union[int, Sequence[int], None] = None) -> Tensor:
+    """Elements shifted along axis, those past the end coming back at the start (np.roll); axis None:
+    over the flattened tensor."""
+    if axis is None:
+        return _roll(self.reshape(-1), shift, 0).reshape(list(self.shape))
+    shifts = [shift] if isinstance(shift, int) else list(shift)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    if len(shifts) != len(axes):
+        raise ValueError("roll: give one shift per axis")
+    out = self
+    for s, a in zip(shifts, axes):
+        a = _axis(a, out.ndim)
+        n = out.shape[a]
+        s = s % n if n else 0
+        if s:
+            out = cat([out.slice(a, n - s, n), out.slice(a, 0, n - s)], a)
+    return out
+
+
+def _chunk(self: Tensor, chunks: int, axis: int = 0) -> List[Tensor]:
+    """At most `chunks` views along axis, of ceil(n / chunks) elements each but the last (torch.chunk)."""
+    if chunks < 1:
+        raise ValueError(f"chunk: chunks must be >= 1, got {chunks}")
+    a = _axis(axis, self.ndim)
+    n = self.shape[a]
+    size = max(1, math.ceil(n / chunks))
+    return [self.slice(a, i, min(i + size, n)) for i in range(0, n, size)] or [self]
+
+
+def _dot(self: Tensor, other: Any) -> Tensor:
+    """np.dot for tensors of at most 2 dims: the inner product of vectors, else matmul."""
+    other = other if isinstance(other, Tensor) else tensor(np.asarray(other), device=self.device, copy=True)
+    if self.ndim > 2 or other.ndim > 2:
+        raise ValueError("dot: tensors of at most 2 dims (use matmul for batches)")
+    if self.ndim == 0 or other.ndim == 0:
+        return self * other
+    return self @ other
+
+
+def _outer(self: Tensor, other: Any) -> Tensor:
+    """The outer product of the flattened tensors (np.outer): (m, n)."""
+    other = other if isinstance(other, Tensor) else tensor(np.asarray(other), device=self.device, copy=True)
+    return self.reshape(-1, 1) * other.reshape(1, -1)
+
+
+def _norm(self: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:
+    """The vector norm over axis (all elements when None): 2 (the default, and "fro"), 1, inf, -inf, or
+    any other p as (sum |x|^p)^(1/p) (np.linalg.norm's vector norms; matrix norms other than "fro" are
+    not supported)."""
+    x = self.abs()
+    if ord in (None, 2, "fro"):
+        return (self * self).sum(axis, keepdims).sqrt()
+    if ord == 1:
+        return x.sum(axis, keepdims)
+    if ord == math.inf:
+        return x.max(axis, keepdims)
+    if ord == -math.inf:
+        return x.min(axis, keepdims)
+    if isinstance(ord, (int, float)) and ord > 0:
+        return (x ** float(ord)).sum(axis, keepdims) ** (1.0 / ord)
+    raise ValueError(f"norm: unsupported ord {ord!r}")
+
+
+Tensor.ravel = lambda self: self.reshape(-1)
+Tensor.view = Tensor.reshape
+Tensor.swapaxes = lambda self, a, b: self.transpose(a, b)
+Tensor.moveaxis = _moveaxis
+Tensor.broadcast_to = lambda self, shape: self.expand(_shape(shape))
+Tensor.mT = property(lambda self: self.transpose(-2, -1), doc="the last two axes swapped")
+Tensor.tile = _tile
+Tensor.roll = _roll
+Tensor.chunk = _chunk
+Tensor.dot = _dot
+Tensor.outer = _outer
+Tensor.norm = _norm
+Tensor.cpu = lambda self: self.to("cpu")
+Tensor.cuda = lambda self, index=None: self.to("cuda" if index is None else f"cuda:{index}")
+Tensor.itemsize = property(lambda self: _ITEMSIZE[self.dtype], doc="bytes per element")
+Tensor.nbytes = property(lambda self: self.size * _ITEMSIZE[self.dtype], doc="bytes of all the elements")
+
+
+def _like(t: Tensor, dtype: Any) -> str:
+    return t.dtype if dtype is None else dtype_name(dtype)
+
+
+def zeros_like(t: Tensor, dtype: Any = None) -> Tensor:
+    """Zeros of t's shape, dtype (or `dtype`) and device."""
+    return _aether.zeros(list(t.shape), _like(t, dtype)).to(t.device)
+
+
+def ones_like(t: Tensor, dtype: Any = None) -> Tensor:
+    """Ones of t's shape, dtype (or `dtype`) and device."""
+    return _aether.ones(list(t.shape), _like(t, dtype)).to(t.device)
+
+
+def full_like(t: Tensor, value: float, dtype: Any = None) -> Tensor:
+    """`value` in t's shape, dtype (or `dtype`) and device."""
+    return _aether.full(list(t.shape), value, _like(t, dtype)).to(t.device)
+
+
+def eye(n: int, m: Optional[int] = None, k: int = 0, dtype: Any = "float32") -> Tensor:
+    """Ones on the k-th diagonal of an (n, m) matrix (np.eye)."""
+    m = n if m is None else m
+    rows = _aether.arange(0.0, float(n), 1.0, "int64").reshape(n, 1)
+    cols = _aether.arange(0.0, float(m), 1.0, "int64").reshape(1, m)
+    return ((cols - rows) == k).astype(dtype_name(dtype))
+
+
+def linspace(start: float, stop: float, num: int = 50, endpoint: bool = True, dtype: Any = "float32") -> Tensor:
+    """num evenly spaced values from start to stop (included when endpoint), as np.linspace computes them."""
+    return tensor(np.linspace(start, stop, num, endpoint=endpoint), dtype=dtype_name(dtype))
