@@ -19,7 +19,7 @@ import numpy as np
 from ._aether import Tensor
 from ._tensor import tensor
 from ._tensor_methods import full_like, ones_like, zeros_like
-from ._tensor_ops import _int_as_integer, array_operand, cat, stack, where
+from ._tensor_ops import _int_as_integer, array_operand, as_tensor, cat, stack, where
 
 
 # ---- anything aether has no operation for: NumPy on the values, unless a gradient would be lost ----
@@ -129,10 +129,8 @@ def _method(name: str) -> Callable:
     is not a tensor (np.dot(array, t)) becomes one, on the tensor argument's device."""
 
     def call(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if not isinstance(a, Tensor):
-            device = next((v.device for v in args if isinstance(v, Tensor)), None)
-            a = tensor(np.asarray(a), device=device, copy=True)
-        return getattr(a, name)(*args, **kwargs)
+        device = next((v.device for v in args if isinstance(v, Tensor)), None)
+        return getattr(as_tensor(a, device), name)(*args, **kwargs)
 
     return call
 

@@ -13,7 +13,7 @@ import numpy as np
 from . import _aether
 from ._aether import Tensor
 from ._tensor import _shape, dtype_name, tensor
-from ._tensor_ops import cat
+from ._tensor_ops import as_tensor, cat
 
 _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 
@@ -78,7 +78,7 @@ def _chunk(self: Tensor, chunks: int, axis: int = 0) -> List[Tensor]:
 
 def _dot(self: Tensor, other: Any) -> Tensor:
     """np.dot for tensors of at most 2 dims: the inner product of vectors, else matmul."""
-    other = other if isinstance(other, Tensor) else tensor(np.asarray(other), device=self.device, copy=True)
+    other = as_tensor(other, self.device)
     if self.ndim > 2 or other.ndim > 2:
         raise ValueError("dot: tensors of at most 2 dims (use matmul for batches)")
     if self.ndim == 0 or other.ndim == 0:
@@ -88,8 +88,7 @@ def _dot(self: Tensor, other: Any) -> Tensor:
 
 def _outer(self: Tensor, other: Any) -> Tensor:
     """The outer product of the flattened tensors (np.outer): (m, n)."""
-    other = other if isinstance(other, Tensor) else tensor(np.asarray(other), device=self.device, copy=True)
-    return self.reshape(-1, 1) * other.reshape(1, -1)
+    return self.reshape(-1, 1) * as_tensor(other, self.device).reshape(1, -1)
 
 
 def _norm(self: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Tensor:

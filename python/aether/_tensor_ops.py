@@ -21,6 +21,11 @@ from ._tensor import dtype_name, is_int, tensor
 Tensor.__array_priority__ = 1000
 
 
+def as_tensor(v: Any, device: Optional[str]) -> Tensor:
+    """v as a tensor: a Tensor as it is, anything NumPy takes as an array (copied) on `device`."""
+    return v if isinstance(v, Tensor) else tensor(np.asarray(v), device=device, copy=True)
+
+
 def array_operand(v: Any, device: Optional[str]) -> Any:
     """A NumPy array as a tensor of its dtype on `device`, copied (operations are lazy: a later write to
     the array must not change a result); anything else as it is."""
