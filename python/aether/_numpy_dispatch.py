@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ._aether import Tensor
-from ._tensor import tensor
+from ._tensor import FLOAT_DTYPES, no_out, tensor
 from ._tensor_methods import full_like, ones_like, zeros_like
 from ._tensor_ops import _int_as_integer, array_operand, as_tensor, cat, stack, where
 
@@ -42,11 +42,6 @@ def _requires_grad(v: Any) -> bool:
     if isinstance(v, dict):
         return any(_requires_grad(x) for x in v.values())
     return False
-
-
-def _no_out(name: str, out: Any) -> None:
-    if out is not None:
-        raise TypeError(f"{name}: out= is not supported on aether Tensors (tensors are values: use the result)")
 
 
 def _in_numpy(name: str, call: Callable, args: tuple, kwargs: dict) -> Any:
@@ -85,7 +80,7 @@ def _operand(v: Any, device: str) -> Any:
 
 def _array_ufunc(self: Tensor, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
     name = f"np.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    _no_out(name, kwargs.pop("out", None))
+    no_out(name, kwargs.pop("out", None))
     known = method == "__call__" and not kwargs and (ufunc in _UNARY or ufunc in _BINARY)
     if not known:
         return _in_numpy(name, getattr(ufunc, method), inputs, kwargs)
@@ -107,8 +102,8 @@ def _number_as_tensor(v: Any, t: Tensor) -> Tensor:
     v = _int_as_integer(t, v)
     if isinstance(v, Tensor):
         return v
-    floats = ("float16", "bfloat16", "float32", "float64")
-    return tensor(np.asarray(v, dtype=np.float64), device=t.device).astype(t.dtype if t.dtype in floats else "float32")
+    dtype = t.dtype if t.dtype in FLOAT_DTYPES else "float32"
+    return tensor(np.asarray(v, dtype=np.float64), device=t.device).astype(dtype)
 
 
 # ---- functions ------------------------------------------------------------------------------------------
@@ -143,7 +138,7 @@ _implements(np.amin)(_method("min"))
 
 @_implements(np.concatenate)
 def _concatenate(arrays: Any, axis: Optional[int] = 0, out: Any = None, **kwargs: Any) -> Tensor:
-    _no_out("np.concatenate", out)
+    no_out("np.concatenate", out)
     if kwargs:
         raise TypeError(f"np.concatenate on aether Tensors takes arrays and axis only, got {sorted(kwargs)}")
     if axis is None:  # NumPy: flattened first
@@ -153,7 +148,7 @@ def _concatenate(arrays: Any, axis: Optional[int] = 0, out: Any = None, **kwargs
 
 @_implements(np.stack)
 def _stack(arrays: Any, axis: int = 0, out: Any = None) -> Tensor:
-    _no_out("np.stack", out)
+    no_out("np.stack", out)
     return stack(arrays, axis)
 
 
@@ -167,7 +162,7 @@ def _where(condition: Any, *xy: Any) -> Any:
 @_implements(np.clip)
 def _clip(a: Tensor, a_min: Any = None, a_max: Any = None, out: Any = None, *, min: Any = None,
           max: Any = None) -> Tensor:
-    _no_out("np.clip", out)
+    no_out("np.clip", out)
     lo, hi = (min if a_min is None else a_min), (max if a_max is None else a_max)
     return a.clamp(lo, hi)
 
@@ -203,7 +198,7 @@ def _expand_dims(a: Tensor, axis: Any) -> Tensor:
 
 @_implements(np.take)
 def _take(a: Tensor, indices: Any, axis: Optional[int] = None, out: Any = None, mode: str = "raise") -> Tensor:
-    _no_out("np.take", out)
+    no_out("np.take", out)
     if mode != "raise":
         raise TypeError("np.take on aether Tensors: mode='raise' only (an index out of bounds is an IndexError)")
     return a.take(indices, axis)

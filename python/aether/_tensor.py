@@ -10,6 +10,13 @@ from . import _aether
 from ._aether import Tensor
 
 _DTYPES = {"float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"}
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def no_out(name: str, out: Any) -> None:
+    """The refusal of NumPy's out= (tensors are values, never written in place)."""
+    if out is not None:
+        raise TypeError(f"{name}: out= is not supported on aether Tensors (tensors are values: use the result)")
 
 
 def device_name(device: str) -> str:
@@ -103,6 +110,14 @@ def randn(*shape: int, dtype: Any = "float32") -> Tensor:
     return _aether.randn(_shape(shape[0]) if len(shape) == 1 else list(shape), dtype_name(dtype))
 
 
+def _check_index(self: Tensor, index: tuple, used: int) -> None:
+    """At most one Ellipsis, and at most ndim axes indexed (`used`: those the entries index)."""
+    if sum(i is Ellipsis for i in index) > 1:
+        raise IndexError("an index can only have a single ellipsis")
+    if used > self.ndim:
+        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+
+
 def _getitem(self: Tensor, index: Any) -> Tensor:
     """NumPy's indexing, recorded for autograd. Basic: integers, slices (negative steps too), Ellipsis
     and None (a new axis of size 1), giving a view. Advanced: integer arrays (NumPy arrays, lists,
@@ -111,11 +126,8 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
         index = (index,)
     if any(isinstance(i, (Tensor, np.ndarray, list)) for i in index):
         return _advanced(self, index)
-    if sum(i is Ellipsis for i in index) > 1:
-        raise IndexError("an index can only have a single ellipsis")
     used = sum(i is not None and i is not Ellipsis for i in index)  # entries that index an axis
-    if used > self.ndim:
-        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+    _check_index(self, index, used)
     if Ellipsis in index:
         k = index.index(Ellipsis)
         index = index[:k] + (slice(None),) * (self.ndim - used) + index[k + 1:]
@@ -173,7 +185,7 @@ def _advanced(self: Tensor, index: tuple) -> Tensor:
             entries.append(("slice", i))
         elif is_int(i):
             entries.append(("array", np.asarray(int(i), np.int64)))
-        elif isinstance(i, Tensor) and i.dtype not in ("bool", "float16", "bfloat16", "float32", "float64"):
+        elif isinstance(i, Tensor) and i.dtype != "bool" and i.dtype not in FLOAT_DTYPES:
             entries.append(("array", i))
         else:
             a = np.asarray(i)
@@ -187,10 +199,7 @@ def _advanced(self: Tensor, index: tuple) -> Tensor:
                 raise IndexError(f"arrays used as indices must be of integer or bool type, got {a.dtype}")
     width = lambda e: e[1].ndim if e[0] == "mask" else (0 if e[0] == "..." else 1)
     used = sum(width(e) for e in entries)
-    if sum(e[0] == "..." for e in entries) > 1:
-        raise IndexError("an index can only have a single ellipsis")
-    if used > self.ndim:
-        raise IndexError(f"too many indices for a tensor of {self.ndim} dimensions")
+    _check_index(self, index, used)
     full = []  # one entry per axis of self
     for kind, v in entries:
         if kind == "...":

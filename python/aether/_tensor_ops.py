@@ -9,7 +9,7 @@ import numpy as np
 
 from . import _aether
 from ._aether import Tensor
-from ._tensor import dtype_name, is_int, tensor
+from ._tensor import dtype_name, is_int, no_out, tensor
 
 # ---- NumPy arrays as operands, NumPy functions on tensors ----------------------------------------
 # `t * mask` and `mask * t` with a NumPy array `mask` are Tensors (recorded for autograd), not
@@ -88,8 +88,7 @@ _round = Tensor.round
 def _round_decimals(self: Tensor, decimals: int = 0, out: Any = None) -> Tensor:
     """To `decimals` decimal places (negative: tens, hundreds...), ties to even: np.round's rule, which
     scales by 10**decimals first, so round(2.675, 2) is 2.67 or 2.68 as the scaled value falls."""
-    if out is not None:
-        raise TypeError("Tensor.round: out= is not supported (tensors are values: use the result)")
+    no_out("Tensor.round", out)
     if not is_int(decimals):
         raise TypeError(f"Tensor.round: decimals must be an int, got {decimals!r}")
     whole = self.dtype in _INT_RANGES  # integers and bool
@@ -113,8 +112,7 @@ def _reduction(name: str, takes_dtype: bool) -> None:
     base = getattr(Tensor, name)
 
     def reduce(self: Tensor, *args: Any, dtype: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
-        if out is not None:
-            raise TypeError(f"Tensor.{name}: out= is not supported (tensors are values: use the result)")
+        no_out(f"Tensor.{name}", out)
         if dtype is not None:
             if not takes_dtype:
                 raise TypeError(f"Tensor.{name} takes no dtype")
