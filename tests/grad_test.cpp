@@ -200,6 +200,27 @@ TEST(Grad, Take) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1, 1, 3, 3, 3}));
 }
 
+// The ops along one axis: cumsum's gradient is a running sum from the end; sort's, topk's and
+// take_along_axis's send each value's gradient back to where it came from (repeats sum).
+TEST(Grad, AlongAxis) {
+  const Shape s{3, 4, 2};
+  for (int axis : {0, 1, 2, -1})
+    check_grad(detail::cat("cumsum axis ", axis), [&](auto x) { return x[0].cumsum(axis).square(); },
+               {in(s)});
+  // Distinct values (a random draw), so the sorting order is the same under the finite differences.
+  check_grad("sort", [](auto x) { return x[0].sort(1).first.exp(); }, {in(s, -2, 2, 3)});
+  check_grad("sort descending", [](auto x) { return x[0].sort(0, true).first * x[0]; }, {in(s, -2, 2, 4)});
+  check_grad("topk", [](auto x) { return x[0].topk(2, 1).first.square(); }, {in(s, -2, 2, 5)});
+  check_grad("topk smallest", [](auto x) { return x[0].topk(1, 0, false).first; }, {in(s, -2, 2, 6)});
+  const Tensor idx = Tensor::from_vector<int64_t>({3, 3, -1, 0, 1, 1}, {1, 6, 1});  // broadcast, repeats
+  check_grad("take_along_axis", [&](auto x) { return x[0].take_along_axis(idx, 1).exp(); }, {in(s)});
+  // float64 gradients stay float64 through the scatter (they were once summed through float32).
+  const double tiny = std::ldexp(1.0, -40);
+  const Tensor x = Tensor::zeros({2, 2}, DType::float64).set_requires_grad();
+  x.take(Tensor::from_vector<int64_t>({1, 1}), 0).backward(Tensor::full({2, 2}, 1 + tiny, DType::float64));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{0, 0, 2 + 2 * tiny, 2 + 2 * tiny}));
+}
+
 TEST(Grad, MaximumTiesSplit) {
   const Tensor a = Tensor::from_vector<double>({1, 2, 3}).set_requires_grad();
   const Tensor b = Tensor::from_vector<double>({1, 5, 0}).set_requires_grad();

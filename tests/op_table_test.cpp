@@ -127,9 +127,12 @@ Example example(Op op, bool grad = false) {
       return {{dy}, prim::avgpool2d_bwd(dy, {1, 4, 4, 2}, pool)};
     }
     case Op::AllReduce: return {{a}, all_reduce(a, three_ranks())};
-    case Op::Gather: return {{a}, prim::gather(a, Tensor::from_vector<int64_t>({1, 0, 1}))};  // (3,3)
-    case Op::ScatterAdd:
-      return {{a}, prim::scatter_add(a, Tensor::from_vector<int64_t>({3, 0}), 4)};  // (4,3)
+    case Op::Gather:  // (1,3,3)
+      return {{a}, prim::gather(a.reshape({1, 2, 3}), Tensor::from_vector<int64_t>({1, 0, 1}, {1, 3}))};
+    case Op::ScatterAdd:  // (1,4,3)
+      return {{a}, prim::scatter_add(a.reshape({1, 2, 3}), Tensor::from_vector<int64_t>({3, 0}, {1, 2}), 4)};
+    case Op::Cumsum: return {{a}, prim::cumsum(a)};
+    case Op::Argsort: return {{a}, prim::argsort(a, true)};
   }
   return {};
 }

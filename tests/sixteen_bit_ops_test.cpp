@@ -257,19 +257,23 @@ const std::vector<Case>& cases() {
       // Rows by index, repeated ones too: a copy (exact); its gradient and ScatterAdd sum rows.
       {"Gather",
        Op::Gather,
-       {{e}},
+       {{{2, 3, 37}}},
        [](auto& x) {
-         return prim::gather(x[0], Tensor::from_vector<int64_t>({2, 0, 2, 1, 2}));
+         return prim::gather(x[0], Tensor::from_vector<int64_t>({2, 0, 2, 1, 1, 1, 0, 2}, {2, 4}));
        },
        exact,
        once},
       {"ScatterAdd",
        Op::ScatterAdd,
-       {{e}},
+       {{{2, 3, 37}}},
        [](auto& x) {
-         return prim::scatter_add(x[0], Tensor::from_vector<int64_t>({3, 0, 3}), 5);
+         return prim::scatter_add(x[0], Tensor::from_vector<int64_t>({3, 0, 3, 4, 4, 4}, {2, 3}), 5);
        },
        once},
+      // Running sums in double, rounded once (the gradient too: a running sum from the end).
+      {"Cumsum", Op::Cumsum, {{e}}, [](auto& x) { return prim::cumsum(x[0]); }, once, once},
+      // The same rounded values in both runs: the same order.
+      {"Argsort", Op::Argsort, {{e}}, [](auto& x) { return prim::argsort(x[0], false); }, exact},
       // Two ranks holding the same values: the sum doubles them, exactly in any float type.
       {"AllReduce",
        Op::AllReduce,
@@ -333,8 +337,9 @@ TEST(SixteenBitOps, ForwardAndBackwardTrackFloat32) {
       const Tensor y16 = c.build(x16);
       manual_seed(9);
       const Tensor y32 = c.build(x32);
-      const bool is_bool = op_has(c.op, kBoolResult), is_int = y32.dtype() == DType::int32;
-      EXPECT_EQ(y16.dtype(), is_bool ? DType::boolean : is_int ? DType::int32 : t) << "the result's dtype";
+      const bool is_bool = op_has(c.op, kBoolResult),
+                 is_int = y32.dtype() == DType::int32 || y32.dtype() == DType::int64;
+      EXPECT_EQ(y16.dtype(), is_bool ? DType::boolean : is_int ? y32.dtype() : t) << "the result's dtype";
       expect_within(y16.to_vector<double>(), y32.to_vector<double>(), c.forward, t, what + " forward");
       if (!grad || is_bool || is_int) continue;
       // Backward with the same upstream gradient, in each run's dtype (a gradient keeps the dtype of
@@ -456,6 +461,14 @@ const std::vector<Case>& composite_cases() {
        [](auto& x) { return batch_norm(x[0], x[1], x[2], Tensor(), Tensor(), true).out; },
        {4, 1e-2},
        {8, 1e-2}},
+      {"sort (descending)",
+       Op::Gather,
+       {{rows}},
+       [](auto& x) { return x[0].sort(1, true).first; },
+       {0, 0},
+       {0, 0}},
+      {"topk", Op::Gather, {{rows}}, [](auto& x) { return x[0].topk(3, 0).first; }, {0, 0}, {0, 0}},
+      {"cumsum", Op::Cumsum, {{rows}}, [](auto& x) { return x[0].cumsum(0); }, {1, 0}, {1, 0}},
       {"cat",
        Op::Pad,
        {{e}, {e}},

@@ -400,6 +400,8 @@ class Lowerer {
       case Op::AvgPool2dBwd:
       case Op::Gather:
       case Op::ScatterAdd:
+      case Op::Cumsum:
+      case Op::Argsort:
       case Op::AllReduce: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
     }
     throw Unsupported{"unknown op"};

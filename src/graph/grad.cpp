@@ -191,8 +191,12 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     }
     case Op::Gather:  // y = x[idx]: dx = dy's rows summed into the rows they came from
       return {
-          prim::scatter_add(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])), x(1), fn.input_shapes[0][0]),
+          prim::scatter_add(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])), x(1), fn.input_shapes[0][1]),
           Tensor()};
+    case Op::Cumsum: {  // y_i = sum_{j<=i} x_j: dx_j = sum_{i>=j} dy_i, a running sum from the end
+      const Tensor d = dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]));
+      return {prim::flip(prim::cumsum(prim::flip(d, {1})), {1})};
+    }
     case Op::AllReduce:  // y = sum over the ranks of x: dx = sum over the ranks of dy
       return {all_reduce(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])),
                          std::get<CollectiveArg>(fn.arg).group)};
@@ -207,7 +211,8 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Conv2dBwdWeight:
     case Op::MaxPool2dBwd:
     case Op::AvgPool2dBwd:
-    case Op::ScatterAdd: break;
+    case Op::ScatterAdd:
+    case Op::Argsort: break;
   }
   throw Error(detail::cat("backward: ", op_name(fn.op), " is not differentiable"));
 }

@@ -309,22 +309,37 @@ Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& ar
 }
 
 Tensor gather(const Tensor& x, const Tensor& idx) {
-  AETHER_CHECK(x.ndim() == 2 && idx.ndim() == 1, "gather", "takes x (N,D) and idx (M), got x ", desc(x),
-               " and idx ", desc(idx));
+  AETHER_CHECK(x.ndim() == 3 && idx.ndim() == 2 && x.shape()[0] == idx.shape()[0], "gather",
+               "takes x (B,N,D) and idx (B,M), got x ", desc(x), " and idx ", desc(idx));
   AETHER_CHECK_DTYPE(idx.dtype() == DType::int64, "gather", "indices must be int64, got ", desc(idx));
   AETHER_CHECK(idx.device() == x.device(), "gather", "x ", desc(x), " and idx ", desc(idx),
                " are on different devices");
-  return apply(Op::Gather, {x, idx}, std::monostate{}, x.dtype(), {idx.shape()[0], x.shape()[1]});
+  return apply(Op::Gather, {x, idx}, std::monostate{}, x.dtype(),
+               {x.shape()[0], idx.shape()[1], x.shape()[2]});
 }
 
 Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n) {
-  AETHER_CHECK(dy.ndim() == 2 && idx.ndim() == 1 && dy.shape()[0] == idx.shape()[0] && n >= 0, "scatter_add",
-               "takes dy (M,D), idx (M) and N >= 0, got dy ", desc(dy), ", idx ", desc(idx), ", N ", n);
+  AETHER_CHECK(dy.ndim() == 3 && idx.ndim() == 2 && dy.shape()[0] == idx.shape()[0] &&
+                   dy.shape()[1] == idx.shape()[1] && n >= 0,
+               "scatter_add", "takes dy (B,M,D), idx (B,M) and N >= 0, got dy ", desc(dy), ", idx ",
+               desc(idx), ", N ", n);
   AETHER_CHECK_DTYPE(idx.dtype() == DType::int64, "scatter_add", "indices must be int64, got ", desc(idx));
   AETHER_CHECK_DTYPE(is_float(dy.dtype()), "scatter_add", "sums floats, got ", desc(dy));
   AETHER_CHECK(idx.device() == dy.device(), "scatter_add", "dy ", desc(dy), " and idx ", desc(idx),
                " are on different devices");
-  return apply(Op::ScatterAdd, {dy, idx}, std::monostate{}, dy.dtype(), {n, dy.shape()[1]});
+  return apply(Op::ScatterAdd, {dy, idx}, std::monostate{}, dy.dtype(), {dy.shape()[0], n, dy.shape()[2]});
+}
+
+Tensor cumsum(const Tensor& x) {
+  AETHER_CHECK(x.ndim() == 2, "cumsum", "takes x (N,L), got ", desc(x));
+  AETHER_CHECK_DTYPE(is_float(x.dtype()) || x.dtype() == DType::int64, "cumsum",
+                     "sums floats and int64, got ", desc(x));
+  return apply(Op::Cumsum, {x}, std::monostate{}, x.dtype(), x.shape());
+}
+
+Tensor argsort(const Tensor& x, bool descending) {
+  AETHER_CHECK(x.ndim() == 2, "argsort", "takes x (N,L), got ", desc(x));
+  return apply(Op::Argsort, {x}, descending ? 1.0 : 0.0, DType::int64, x.shape());
 }
 
 }  // namespace aether::prim

@@ -1,14 +1,21 @@
 // Indexing by integer tensors (NumPy's take) on top of the Gather primitive: the indexed axis moved
 // first and the others flattened, so one row gather serves every axis.
 #include "aether/graph/primitives.h"
+#include "ops/indices.h"
 
 namespace aether {
 
-Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
-  const int a = normalize_axis(axis, ndim(), "take");
-  AETHER_CHECK_DTYPE(!is_float(indices.dtype()) && indices.dtype() != DType::boolean, "take",
+Tensor ops_detail::wrap_indices(const Tensor& indices, int64_t n, const char* op) {
+  AETHER_CHECK_DTYPE(!is_float(indices.dtype()) && indices.dtype() != DType::boolean, op,
                      "indices must be integers, got ", dtype_name(indices.dtype()),
                      " (a bool mask selects where it is true: index with its nonzero positions)");
+  const Tensor i = indices.cast(DType::int64);
+  const Tensor size = Tensor::full({}, double(n), DType::int64, i.device());
+  return where((i < 0.0).logical_and(i.ge(-size)), i + size, i);
+}
+
+Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
+  const int a = normalize_axis(axis, ndim(), "take");
   const int64_t n = shape()[size_t(a)];
   std::vector<int64_t> first{a};  // x with `axis` first
   Shape rest;                     // the other dims, in order
@@ -17,11 +24,8 @@ Tensor Tensor::take(const Tensor& indices, int64_t axis) const {
       first.push_back(d);
       rest.push_back(shape()[size_t(d)]);
     }
-  const Tensor rows = permute(first).reshape({n, aether::numel(rest)});  // (N, D)
-  Tensor i = indices.cast(DType::int64).reshape({indices.numel()});
-  // From the end: -n..-1 -> 0..n-1 (one below -n stays, for the error to name it).
-  const Tensor size = Tensor::full({}, double(n), DType::int64, i.device());
-  i = where((i < 0.0).logical_and(i.ge(-size)), i + size, i);
+  const Tensor rows = permute(first).reshape({1, n, aether::numel(rest)});  // (1, N, D)
+  const Tensor i = ops_detail::wrap_indices(indices, n, "take").reshape({1, indices.numel()});
   Shape s = indices.shape();  // (indices..., rest...), then the indices' dims moved to `axis`
   s.insert(s.end(), rest.begin(), rest.end());
   const Tensor g = prim::gather(rows, i).reshape(s);

@@ -108,8 +108,10 @@ enum : uint32_t {
   X(AvgPool2d,       Library, 1, kNoProps, _, "", "")                                           \
   X(AvgPool2dBwd,    Library, 1, kNoGrad, _, "", "") /* dy -> dx (node shape is x's) */  \
   X(AllReduce,       Library, 1, kNoProps, _, "", "") /* x -> the sum of x over a group's ranks (graph/collective.h) */ \
-  X(Gather,          Library, 2, kSavesIn1, _, "", "") /* x (N,D), idx (M) int64 in [0,N) -> (M,D): rows idx of x */ \
-  X(ScatterAdd,      Library, 2, kNoGrad, _, "", "") /* dy (M,D), idx (M) int64 -> (N,D): dy's row m added to row idx[m] */
+  X(Gather,          Library, 2, kSavesIn1, _, "", "") /* x (B,N,D), idx (B,M) int64 in [0,N) -> (B,M,D): rows idx of x */ \
+  X(ScatterAdd,      Library, 2, kNoGrad, _, "", "") /* dy (B,M,D), idx (B,M) int64 -> (B,N,D): dy's rows added to rows idx */ \
+  X(Cumsum,          Library, 1, kNoProps, _, "", "") /* x (N,L) -> (N,L): running sums along each row */ \
+  X(Argsort,         Library, 1, kNoGrad, _, "", "") /* x (N,L) -> (N,L) int64: each row's stable order; arg descending */
 
 #define AETHER_ELEMENTWISE_OPS(X) \
   AETHER_CAST_OPS(X) AETHER_UNARY_OPS(X) AETHER_BINARY_OPS(X) AETHER_SELECT_OPS(X)
@@ -134,7 +136,7 @@ constexpr int kNumOps = 0
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
     ;
-static_assert(kNumOps == 43, "op table changed: update the op tests and CONTRIBUTING.md");
+static_assert(kNumOps == 45, "op table changed: update the op tests and CONTRIBUTING.md");
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);

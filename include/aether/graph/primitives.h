@@ -55,11 +55,18 @@ Tensor maxpool2d_windows(const Tensor& x, const Pool2dArg& arg);                
 Tensor maxpool2d_windows_bwd(const Tensor& x, const Tensor& dy, const Pool2dArg& arg);  // no history
 Tensor avgpool2d(const Tensor& x, const Pool2dArg& arg);
 Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& arg);
-// Rows by index: x (N,D) any dtype, idx (M) int64 -> (M,D), row m = x[idx[m]]; an index outside
-// [0, N) is an error (ErrorKind::index) when the op runs. Its gradient is scatter_add.
+// Rows by index, in B batches: x (B,N,D) any dtype, idx (B,M) int64 -> (B,M,D), row (b,m) =
+// x[b, idx[b,m]]; an index outside [0, N) is an error (ErrorKind::index) when the op runs. Its
+// gradient is scatter_add.
 Tensor gather(const Tensor& x, const Tensor& idx);
-// dy (M,D) float, idx (M) int64 -> (N,D): zeros, with dy's row m added to row idx[m] (repeated
-// indices sum, in m order: deterministic).
+// dy (B,M,D) float, idx (B,M) int64 -> (B,N,D): zeros, with dy's row (b,m) added to row
+// (b, idx[b,m]) (repeated indices sum, in m order: deterministic).
 Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n);
+// Running sums along each row: x (N,L) float or int64 -> (N,L) (floats summed in double, so
+// float32 and 16-bit sums are rounded once each; int64 wraps).
+Tensor cumsum(const Tensor& x);
+// The positions that sort each row, stably: x (N,L) any dtype -> (N,L) int64; NaN is the largest
+// value. Not differentiable (the sorted values are a gather by these positions).
+Tensor argsort(const Tensor& x, bool descending);
 
 }  // namespace aether::prim

@@ -204,6 +204,23 @@ class Tensor {
   // index) when the result is computed. A copy (the Gather primitive), not a view; its gradient sums
   // the rows of repeated indices.
   Tensor take(const Tensor& indices, int64_t axis = 0) const;
+  // NumPy's take_along_axis (PyTorch's gather): `indices` has this tensor's ndim and broadcasts with
+  // it in the other dims; along `axis`, result[.., k, ..] = this[.., indices[.., k, ..], ..]. Negative
+  // indices and errors as take's; a copy (Gather), with take's gradient.
+  Tensor take_along_axis(const Tensor& indices, int64_t axis) const;
+
+  // ---- along one axis (src/ops/along_axis.cpp) --------------------------------------------------
+  // Running sums (NumPy's cumsum): the same shape; floats in their dtype (summed in double: float64
+  // as NumPy does, the others rounded once per sum), integers and bools in int64 (wrapping).
+  Tensor cumsum(int64_t axis) const;
+  // The int64 positions that sort each line along `axis`, stably (equal values keep their order). NaN
+  // is the largest value: last ascending (NumPy's place), first descending (PyTorch's).
+  Tensor argsort(int64_t axis = -1, bool descending = false) const;
+  // {sorted values, their positions (argsort)}; the values' gradient goes back to where each came from.
+  std::pair<Tensor, Tensor> sort(int64_t axis = -1, bool descending = false) const;
+  // {the k largest (smallest) values along `axis`, in order, and their positions}; ties keep the
+  // earlier position first. 0 <= k <= the axis's size.
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true) const;
 
   Tensor matmul(const Tensor& o) const;
 

@@ -113,10 +113,20 @@ void avgpool2d_bwd(DType dtype, const void* dy, void* dx, const PoolGeom& g);
 
 // Rows by index (gather.cpp; one version, which the reference backend runs too). Indices outside
 // [0, N) throw (ErrorKind::index) before anything is written.
-// y (M,D) = x (N,D)[idx (M)], any dtype.
-void gather_rows(DType dtype, const void* x, const int64_t* idx, void* y, int64_t n, int64_t m, int64_t d);
-// dx (N,D) = zeros, then dx[idx[m]] += dy (M,D)[m] in m order (float dtypes).
-void scatter_add_rows(DType dtype, const void* dy, const int64_t* idx, void* dx, int64_t n, int64_t m,
-                      int64_t d);
+struct RowsGeom {
+  int64_t b = 1, n = 0, m = 0, d = 0;  // batches, rows indexed into, indices per batch, row length
+};
+// y (B,M,D) = x (B,N,D)[b, idx (B,M)], any dtype.
+void gather_rows(DType dtype, const void* x, const int64_t* idx, void* y, const RowsGeom& g);
+// dx (B,N,D) = zeros, then dx[b, idx[b,m]] += dy (B,M,D)[b,m] in m order (float dtypes).
+void scatter_add_rows(DType dtype, const void* dy, const int64_t* idx, void* dx, const RowsGeom& g);
+
+// Along the rows of x (N,L) (scan_sort.cpp; one version, which the reference backend runs too):
+// y (N,L) = inclusive prefix sums of each row: floats summed in double (float32 and 16-bit floats
+// rounded once per element), int64 wrapping.
+void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l);
+// idx (N,L) int64 = the positions that sort each row, stably (equal values keep their order); NaN is
+// the largest value (last ascending, first descending). Any dtype.
+void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, bool descending);
 
 }  // namespace aether::cpu

@@ -596,16 +596,28 @@ void library(Node& n, bool fast) {
         cpu::avgpool2d_bwd_naive(t, dy.ptr, out->data(), g);
       break;
     }
-    case Op::Gather: {  // srcs: x (N,D), idx (M) -> (M,D)
+    case Op::Gather: {  // srcs: x (B,N,D), idx (B,M) -> (B,M,D)
       auto x = dense(*n.srcs[0]), idx = dense(*n.srcs[1]);
-      cpu::gather_rows(t, x.ptr, static_cast<const int64_t*>(idx.ptr), out->data(), n.srcs[0]->shape[0],
-                       n.shape[0], n.shape[1]);
+      const Shape& xs = n.srcs[0]->shape;
+      cpu::gather_rows(t, x.ptr, static_cast<const int64_t*>(idx.ptr), out->data(),
+                       {xs[0], xs[1], n.shape[1], n.shape[2]});
       break;
     }
-    case Op::ScatterAdd: {  // srcs: dy (M,D), idx (M) -> (N,D)
+    case Op::ScatterAdd: {  // srcs: dy (B,M,D), idx (B,M) -> (B,N,D)
       auto dy = dense(*n.srcs[0]), idx = dense(*n.srcs[1]);
-      cpu::scatter_add_rows(t, dy.ptr, static_cast<const int64_t*>(idx.ptr), out->data(), n.shape[0],
-                            n.srcs[0]->shape[0], n.shape[1]);
+      cpu::scatter_add_rows(t, dy.ptr, static_cast<const int64_t*>(idx.ptr), out->data(),
+                            {n.shape[0], n.shape[1], n.srcs[0]->shape[1], n.shape[2]});
+      break;
+    }
+    case Op::Cumsum: {  // src: x (N,L) -> (N,L)
+      auto x = dense(*n.srcs[0]);
+      cpu::cumsum_rows(t, x.ptr, out->data(), n.shape[0], n.shape[1]);
+      break;
+    }
+    case Op::Argsort: {  // src: x (N,L) -> (N,L) int64
+      auto x = dense(*n.srcs[0]);
+      cpu::argsort_rows(n.srcs[0]->dtype, x.ptr, static_cast<int64_t*>(out->data()), n.shape[0], n.shape[1],
+                        std::get<double>(n.arg) != 0);
       break;
     }
     case Op::Matmul:  // computed by matmul()
@@ -654,7 +666,9 @@ void execute_node(Node& n, bool fast) {
     case Op::AvgPool2dBwd:
     case Op::AllReduce:
     case Op::Gather:
-    case Op::ScatterAdd: return library(n, fast);
+    case Op::ScatterAdd:
+    case Op::Cumsum:
+    case Op::Argsort: return library(n, fast);
   }
 }
 
@@ -682,6 +696,8 @@ std::pair<double, double> node_cost(const Node& n) {
     case Op::AllReduce:
     case Op::Gather:
     case Op::ScatterAdd:
+    case Op::Cumsum:
+    case Op::Argsort:
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)
       AETHER_REDUCE_OPS(AETHER_OP_CASE)
