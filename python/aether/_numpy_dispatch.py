@@ -3,8 +3,9 @@
 - ufuncs (__array_ufunc__): np.exp(t), np.add(a, t), np.floor_divide(t, 2)... are the Tensor's own
   operations (the operators take arrays and numbers: _tensor_ops);
 - functions (NEP 18's __array_function__): np.concatenate, np.stack, np.where, np.clip, np.reshape,
-  np.transpose, np.squeeze, np.expand_dims, np.take, np.round of tensors are Tensors, and np.sum,
-  np.mean, np.max... call the Tensor's reductions (as NumPy's method lookup did before).
+  np.transpose, np.squeeze, np.expand_dims, np.take, np.round, np.cumsum, np.sort, np.argsort,
+  np.take_along_axis (and the others registered below) of tensors are Tensors, and np.sum, np.mean,
+  np.max... call the Tensor's reductions (as NumPy's method lookup did before).
 
 Both results are recorded for autograd. Anything else computes in NumPy on the values (tensors read as
 arrays) and returns what NumPy returns, as before, unless a tensor input requires grad: then it is a
@@ -204,6 +205,12 @@ def _take(a: Tensor, indices: Any, axis: Optional[int] = None, out: Any = None, 
     return a.take(indices, axis)
 
 
+@_implements(np.cumsum)
+def _cumsum(a: Tensor, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> Tensor:
+    no_out("np.cumsum", out)
+    return a.cumsum(axis, dtype)
+
+
 @_implements(np.round, np.around)
 def _round(a: Tensor, decimals: int = 0, out: Any = None) -> Tensor:
     return a.round(decimals, out)
@@ -228,7 +235,8 @@ _implements(np.full_like)(_like(full_like, "full_like"))
 # Methods NumPy's function of the same arguments maps to (a Tensor first argument).
 for _func, _name in ((np.roll, "roll"), (np.tile, "tile"), (np.moveaxis, "moveaxis"), (np.swapaxes, "swapaxes"),
                      (np.ravel, "ravel"), (np.broadcast_to, "broadcast_to"), (np.dot, "dot"), (np.outer, "outer"),
-                     (np.linalg.norm, "norm")):
+                     (np.linalg.norm, "norm"), (np.sort, "sort"), (np.argsort, "argsort"),
+                     (np.take_along_axis, "take_along_axis")):
     _implements(_func)(_method(_name))
 
 

@@ -156,15 +156,22 @@ def _getitem(self: Tensor, index: Any) -> Tensor:
     return out if tuple(shape) == tuple(out.shape) else out.reshape(shape)
 
 
+def index_tensor(indices: Any, device: str, op: str) -> Tensor:
+    """Integer indices (a Tensor, a NumPy array, a list or an int) as a Tensor on `device` (an int64
+    copy of anything else; the engine checks a Tensor's dtype)."""
+    if isinstance(indices, Tensor):
+        return indices
+    a = np.asarray(indices)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{op}: indices must be integers, got {a.dtype}")
+    return tensor(a.astype(np.int64), device=device, copy=True)
+
+
 def _take(self: Tensor, indices: Any, axis: Optional[int] = None) -> Tensor:
     """The elements at integer indices along axis (np.take; axis None: of the flattened tensor).
     indices may be a Tensor, a NumPy array, a list or an int; negative ones count from the end; one
     out of bounds is an IndexError when the result is computed. Recorded for autograd."""
-    if not isinstance(indices, Tensor):
-        a = np.asarray(indices)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"take: indices must be integers, got {a.dtype}")
-        indices = tensor(a.astype(np.int64), device=self.device, copy=True)
+    indices = index_tensor(indices, self.device, "take")
     return self.reshape(-1)._take(indices, 0) if axis is None else self._take(indices, int(axis))
 
 

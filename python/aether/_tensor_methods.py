@@ -1,7 +1,8 @@
 """More of NumPy's and PyTorch's tensor methods and functions, composed of the engine's operations
 (views where the result is one, copies otherwise), so each is recorded for autograd: ravel, view,
 swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, dot, outer, norm, cpu, cuda, nbytes,
-itemsize, and zeros_like, ones_like, full_like, eye, linspace."""
+itemsize, cumsum, sort, argsort, topk, take_along_axis, and zeros_like, ones_like, full_like, eye,
+linspace."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 
 from . import _aether
 from ._aether import Tensor
-from ._tensor import _shape, dtype_name, tensor
+from ._tensor import _shape, dtype_name, index_tensor, tensor
 from ._tensor_ops import as_tensor, cat
 
 _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
@@ -109,6 +110,57 @@ def _norm(self: Tensor, ord: Any = None, axis: Any = None, keepdims: bool = Fals
     raise ValueError(f"norm: unsupported ord {ord!r}")
 
 
+# ---- along one axis: axis None is the flattened tensor, as in NumPy ----
+def _cumsum(self: Tensor, axis: Optional[int] = None, dtype: Any = None) -> Tensor:
+    """Running sums along axis (np.cumsum): floats keep their dtype (float32 and 16-bit sums are each
+    rounded once from a float64 sum), integers and bools sum in int64; dtype= casts first."""
+    t = self if dtype is None else self.astype(dtype_name(dtype))
+    return t.reshape(-1)._cumsum(0) if axis is None else t._cumsum(int(axis))
+
+
+def _sort_args(self: Tensor, axis: Optional[int], kind: Any, order: Any, name: str) -> tuple:
+    if order is not None:
+        raise TypeError(f"{name}: order= sorts structured arrays; aether tensors have no fields")
+    # kind: every sort here is stable, which is what any kind NumPy names may give
+    return (self.reshape(-1), 0) if axis is None else (self, int(axis))
+
+
+def _sort(self: Tensor, axis: Optional[int] = -1, kind: Any = None, order: Any = None, *, descending: bool = False,
+          stable: Any = None) -> Tensor:
+    """The values sorted along axis (np.sort: a new tensor; NaN last, or first when descending).
+    Stable; recorded for autograd (each value's gradient goes back to its position)."""
+    t, a = _sort_args(self, axis, kind, order, "sort")
+    return t._sort(a, bool(descending))[0]
+
+
+def _argsort(self: Tensor, axis: Optional[int] = -1, kind: Any = None, order: Any = None, *,
+             descending: bool = False, stable: Any = None) -> Tensor:
+    """The int64 positions that sort each line along axis (np.argsort; PyTorch's descending=), stably:
+    equal values keep their order; NaN is the largest value."""
+    t, a = _sort_args(self, axis, kind, order, "argsort")
+    return t._argsort(a, bool(descending))
+
+
+def _topk(self: Tensor, k: int, axis: int = -1, largest: bool = True) -> tuple:
+    """(values, indices) of the k largest (smallest) elements along axis, in order (PyTorch's topk;
+    ties keep the earlier position first)."""
+    return self._topk(int(k), int(axis), bool(largest))
+
+
+def _take_along_axis(self: Tensor, indices: Any, axis: Optional[int]) -> Tensor:
+    """np.take_along_axis: indices with the tensor's ndim, broadcast against it in the other axes
+    (axis None: both flattened). Negative indices count from the end; recorded for autograd."""
+    indices = index_tensor(indices, self.device, "take_along_axis")
+    if axis is None:
+        return self.reshape(-1)._take_along_axis(indices.reshape(-1), 0)
+    return self._take_along_axis(indices, int(axis))
+
+
+Tensor.cumsum = _cumsum
+Tensor.sort = _sort
+Tensor.argsort = _argsort
+Tensor.topk = _topk
+Tensor.take_along_axis = _take_along_axis
 Tensor.ravel = lambda self: self.reshape(-1)
 Tensor.view = Tensor.reshape
 Tensor.swapaxes = lambda self, a, b: self.transpose(a, b)

@@ -344,6 +344,12 @@ void bind_tensor(nb::module_& m) {
       .def("astype", [](const Tensor& x, const std::string& d) { return x.cast(dtype_from_name(d)); })
       .def("contiguous", &Tensor::contiguous)
       .def("_take", &Tensor::take, nb::arg("indices"), nb::arg("axis"))
+      // along one axis (wrapped with NumPy's signatures in _tensor_methods.py)
+      .def("_take_along_axis", &Tensor::take_along_axis, nb::arg("indices"), nb::arg("axis"))
+      .def("_cumsum", &Tensor::cumsum, nb::arg("axis"))
+      .def("_argsort", &Tensor::argsort, nb::arg("axis"), nb::arg("descending"))
+      .def("_sort", &Tensor::sort, nb::arg("axis"), nb::arg("descending"))
+      .def("_topk", &Tensor::topk, nb::arg("k"), nb::arg("axis"), nb::arg("largest"))
       .def("__repr__",
            [](const Tensor& x) {
              nb::gil_scoped_release release;
@@ -509,7 +515,12 @@ void bind_tensor(nb::module_& m) {
       .def("permute",
            [](const Tensor& x, nb::args p) { return x.permute(nb::cast<std::vector<int64_t>>(p)); })
       .def("transpose", &Tensor::transpose, nb::arg("a") = -2, nb::arg("b") = -1)
-      .def_prop_ro("T", &Tensor::t)
+      .def_prop_ro("T",
+                   [](const Tensor& x) {  // NumPy's: every axis reversed (a 0-d or 1-d tensor as it is)
+                     std::vector<int64_t> perm;
+                     for (int64_t d = x.ndim() - 1; d >= 0; --d) perm.push_back(d);
+                     return x.permute(perm);
+                   })
       .def("expand", &Tensor::expand)
       .def("expand", [](const Tensor& x, nb::args s) { return x.expand(nb::cast<Shape>(s)); })
       .def("slice", &Tensor::slice, nb::arg("axis"), nb::arg("start"), nb::arg("stop"), nb::arg("step") = 1)

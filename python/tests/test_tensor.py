@@ -506,10 +506,10 @@ def test_numpy_functions_on_tensors_are_tensors_with_gradients():
     (np.concatenate([x, x]).sum() + np.clip(x, 0, 1).sum() + np.take(x, [0, 0], axis=0).sum()).backward()
     np.testing.assert_array_equal(np.asarray(x.grad), 2 + ((a > 0) & (a < 1)) + np.array([[2], [0]]))
     # Others: NumPy on the values, or an error when the gradient would be lost.
-    assert np.allclose(y, a[::-1]) and isinstance(np.cumsum(y), np.ndarray)
+    assert np.allclose(y, a[::-1]) and isinstance(np.cumprod(y), np.ndarray)
     np.testing.assert_array_equal(np.where(y > 0)[1], np.where(a[::-1] > 0)[1])
-    with pytest.raises(TypeError, match="np.cumsum has no aether operation"):
-        np.cumsum(x)
+    with pytest.raises(TypeError, match="np.cumprod has no aether operation"):
+        np.cumprod(x)
     with pytest.raises(TypeError, match="out= is not supported"):
         np.concatenate([y, y], out=np.zeros((4, 3), np.float32))
 
@@ -591,6 +591,65 @@ def test_advanced_indexing_matches_numpy_and_keeps_gradients():
         t[np.array([0.5])]
     with pytest.raises(TypeError, match="indices must be integers"):
         t.take([0.5])
+
+
+def test_sorting_cumsum_topk_and_take_along_axis_match_numpy():
+    """sort, argsort, cumsum, take_along_axis (and NumPy's functions of those names) give NumPy's
+    values for every axis, axis None, ties and NaN (NumPy's stable order puts NaN last), with
+    gradients; topk gives the k largest as PyTorch does. Before, np.sort(t) etc. left aether."""
+    rng = np.random.default_rng(7)
+    a = rng.integers(-3, 4, size=(3, 4, 5)).astype(np.float32)  # many ties
+    a[1, 2, 3] = a[0, 0, 0] = np.nan
+    t = ae.tensor(a)
+    for axis in (0, 1, 2, -1, None):
+        for got, ref in [(t.sort(axis), np.sort(a, axis)), (np.sort(t, axis), np.sort(a, axis)),
+                         (t.argsort(axis), np.argsort(a, axis, kind="stable")),
+                         (np.argsort(t, axis, kind="quicksort"), np.argsort(a, axis, kind="stable")),
+                         (t.cumsum(axis), np.cumsum(a, axis)), (np.cumsum(t, axis), np.cumsum(a, axis))]:
+            assert isinstance(got, ae.Tensor) and got.shape == ref.shape, (axis, got.shape, ref.shape)
+            np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6)
+    i = np.argsort(a, 1, kind="stable")
+    np.testing.assert_array_equal(np.asarray(np.take_along_axis(t, i, 1)), np.take_along_axis(a, i, 1))
+    np.testing.assert_array_equal(np.asarray(t.take_along_axis(i[:, :2], 1)), np.take_along_axis(a, i[:, :2], 1))
+    np.testing.assert_array_equal(np.asarray(t.take_along_axis(np.array([5, -1]), None)), a.ravel()[[5, -1]])
+    # Descending: the reverse order with ties kept in place, NaN first; topk: the first k of it.
+    d = np.asarray(t.argsort(2, descending=True))
+    assert np.isnan(a[1, 2, d[1, 2, 0]]) and np.all(np.diff(np.nan_to_num(np.take_along_axis(a, d, 2), nan=9), axis=2) <= 0)
+    v, k = ae.tensor(a[2]).topk(3, axis=1)
+    np.testing.assert_array_equal(np.asarray(k), np.argsort(-a[2], 1, kind="stable")[:, :3])
+    np.testing.assert_array_equal(np.asarray(v), -np.sort(-a[2], 1)[:, :3])
+    # Integers: cumsum in int64 (NumPy's), sort in their own dtype.
+    n = rng.integers(0, 200, size=(4, 6)).astype(np.uint8)
+    assert np.cumsum(ae.tensor(n), 1).dtype == "int64" and ae.tensor(n).sort().dtype == "uint8"
+    np.testing.assert_array_equal(np.asarray(np.cumsum(ae.tensor(n), 1)), np.cumsum(n, 1))
+    np.testing.assert_array_equal(np.asarray(ae.tensor(n).sort(0)), np.sort(n, 0))
+    assert ae.tensor(a).cumsum(dtype="float64").dtype == "float64"
+    # Gradients: sorting sends each gradient back to its element; cumsum's is a sum from the end.
+    b = rng.standard_normal((2, 5))
+    x = ae.tensor(b, requires_grad=True)
+    (x.sort(1) * ae.tensor(np.arange(5.0))).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), np.argsort(np.argsort(b, 1), 1).astype(float))
+    y = ae.tensor(b, requires_grad=True)
+    (np.cumsum(y, 1).sum() + y.topk(1)[0].sum()).backward()
+    want = np.tile(np.arange(5.0, 0, -1), (2, 1))
+    want[np.arange(2), b.argmax(1)] += 1
+    np.testing.assert_allclose(np.asarray(y.grad), want)
+    # Bad input: NumPy's error classes.
+    with pytest.raises(ValueError, match="k must be in"):
+        t.topk(6)
+    with pytest.raises(TypeError, match="order="):
+        np.sort(t, order="x")
+    with pytest.raises(IndexError, match="out of bounds"):
+        np.asarray(t.take_along_axis(np.full((3, 1, 5), 4), 1))
+
+
+def test_transpose_property_reverses_every_axis_as_numpy():
+    """t.T is NumPy's: every axis reversed, a 1-d tensor as it is (it swapped the last two axes, and a
+    1-d tensor's T was a ValueError); mT swaps the last two."""
+    a = np.arange(24.0).reshape(2, 3, 4)
+    for x in (a, a[0], a[0, 0], np.float64(3.0)):
+        np.testing.assert_array_equal(np.asarray(ae.tensor(x).T), np.asarray(x).T)
+    np.testing.assert_array_equal(np.asarray(ae.tensor(a).mT), np.swapaxes(a, -1, -2))
 
 
 def test_membership_and_format_follow_numpy_and_torch():
