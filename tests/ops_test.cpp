@@ -417,8 +417,10 @@ TEST(Ops, IntegerDivisionOfIntegers) {
     expect_values(x.remainder(y), d.t, s, want(mod), "remainder " + n);
     expect_values(x.fmod(y), d.t, s, want(fmod), "fmod " + n);
   }
-  // An integer tensor with a float scalar computes in float32 (the scalar rule); int with float promotes.
-  expect_values(make({7, -7}, DType::int32).floor_divide(2), DType::float32, {2}, {3, -4}, "int // scalar");
+  // An integer tensor with an integer number stays integer, with a float number computes in float32
+  // (the scalar rule); int with float promotes.
+  expect_values(make({7, -7}, DType::int32).floor_divide(2), DType::int32, {2}, {3, -4}, "int // int scalar");
+  expect_values(make({7, -7}, DType::int32).floor_divide(2.0), DType::float32, {2}, {3, -4}, "int // scalar");
   expect_values(make({7, -7}, DType::int32).remainder(make({2.5}, DType::float64)), DType::float64, {2},
                 {2, 0.5}, "int32 % float64");
   // bool is refused, by name.
@@ -517,6 +519,39 @@ TEST(Ops, SignAndClone) {
   expect_values(c, DType::float16, {3}, {1, 2, 3}, "clone", 0);
 }
 
+// Numbers with integer tensors follow NumPy's and PyTorch's rules for Python numbers: an integer
+// keeps the tensor's dtype where it fits (else int64: exact, also above 2^53), a float computes in
+// float32; bools with any number are arithmetic in int64. With float tensors, any number takes
+// the tensor's dtype. (Integers once all became float32: int64 labels + 1 was float32, 2^60 + 1 == 2^60.)
+TEST(Ops, IntegerNumbersKeepIntegerTensorsInteger) {
+  const Tensor i32 = make({7, -7, 0}, DType::int32), u8 = make({0, 3, 255}, DType::uint8);
+  expect_values(i32 + 1, DType::int32, {3}, {8, -6, 1}, "int32 + 1");
+  expect_values(3 - i32, DType::int32, {3}, {-4, 10, 3}, "3 - int32");
+  expect_values(i32 * int64_t(5), DType::int32, {3}, {35, -35, 0}, "int32 * int64_t 5");
+  expect_values(i32 + 3000000000LL, DType::int64, {3}, {3000000007.0, 2999999993.0, 3e9},
+                "int32 + a big int");
+  expect_values(i32.remainder(3), DType::int32, {3}, {1, 2, 0}, "int32 % 3");
+  expect_values(i32.fmod(3), DType::int32, {3}, {1, -1, 0}, "int32 fmod 3");
+  expect_values(floor_divide(20, i32 + 1), DType::int32, {3}, {2, -4, 20}, "20 // int32");
+  expect_values(i32.maximum(0), DType::int32, {3}, {7, 0, 0}, "maximum int32, 0");
+  expect_values(where(i32 > 0, i32, 9), DType::int32, {3}, {7, 9, 9}, "where int32, 9");
+  expect_values(u8 + 1, DType::uint8, {3}, {1, 4, 0}, "uint8 + 1 wraps, as NumPy's uint8");
+  expect_values(u8 + 300, DType::int64, {3}, {300, 303, 555}, "uint8 + 300 (does not fit): int64");
+  expect_values(u8 - (-1), DType::int64, {3}, {1, 4, 256}, "uint8 - -1: int64");
+  expect_values(make({1, 0}, DType::boolean) + 1, DType::int64, {2}, {2, 1}, "bool + 1");
+  expect_values(i32 * 0.5, DType::float32, {3}, {3.5, -3.5, 0}, "int32 * 0.5");
+  expect_values(i32 / 2, DType::float32, {3}, {3.5, -3.5, 0}, "int32 / 2: true division");
+  expect_values(make({1.5, 2}, DType::float16) + 1, DType::float16, {2}, {2.5, 3}, "float16 + 1");
+  // Exact above 2^53, where a double (and float32) cannot tell neighbours apart.
+  const int64_t big = (int64_t(1) << 60) + 1;
+  const Tensor b = Tensor::from_vector<int64_t>({big, big - 1});
+  EXPECT_EQ((b + 2).to_vector<int64_t>(), (std::vector<int64_t>{big + 2, big + 1}));
+  EXPECT_EQ(b.eq(big).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_EQ((b > big - 1).to_vector<bool>(), (std::vector<bool>{true, false}));
+  EXPECT_EQ(b.remainder(7).to_vector<int64_t>(), (std::vector<int64_t>{big % 7, (big - 1) % 7}));
+  EXPECT_EQ(b.clamp(0, big - 1).to_vector<int64_t>(), (std::vector<int64_t>{big - 1, big - 1}));
+}
+
 TEST(Ops, ClampIntAndMinMaxExtremes) {
   // minimum/maximum of extreme integer values (negation tricks overflow here).
   const Tensor a = make({-2147483648.0, 2147483647, 0}, DType::int32),
@@ -534,7 +569,8 @@ TEST(Ops, ClampIntAndMinMaxExtremes) {
                 "min uint8, int32");
   const Tensor u = make({0, 3, 255}, DType::uint8);
   expect_values(u.min(), DType::uint8, {}, {0}, "min uint8");
-  expect_values(u.clamp(1, 4), DType::float32, {3}, {1, 3, 4}, "clamp uint8 (float scalar bounds)");
+  expect_values(u.clamp(1, 4), DType::uint8, {3}, {1, 3, 4}, "clamp uint8 (integer bounds)");
+  expect_values(u.clamp(1.0, 4.0), DType::float32, {3}, {1, 3, 4}, "clamp uint8 (float scalar bounds)");
   // Against a scalar: the tensor's float dtype, float32 for integers (as clamp and arithmetic).
   expect_values(u.maximum(2.5), DType::float32, {3}, {2.5, 3, 255}, "maximum uint8, scalar");
   expect_values(u.minimum(2.5), DType::float32, {3}, {0, 2.5, 2.5}, "minimum uint8, scalar");

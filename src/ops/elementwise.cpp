@@ -1,5 +1,6 @@
 // Elementwise tensor ops: broadcasting and dtype promotion on top of the primitives.
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 
 #include "aether/graph/primitives.h"
@@ -17,9 +18,30 @@ Tensor bin(Op op, const Tensor& a, const Tensor& b, const char* name) {
   auto [x, y] = align(a, b, name);
   return prim::binary(op, x, y);
 }
-// A scalar operand: the tensor's dtype if it is a float, else float32 (Python-style).
-Tensor scalar_like(const Tensor& t, double v) {
-  return Tensor::full({}, v, is_float(t.dtype()) ? t.dtype() : DType::float32, t.device());
+// Whether integer v is a value of integer dtype t.
+bool fits(int64_t v, DType t) {
+  switch (t) {
+    case DType::int64: return true;
+    case DType::int32: return v >= INT32_MIN && v <= INT32_MAX;
+    case DType::uint8: return v >= 0 && v <= 255;
+    case DType::boolean:  // a number with bools is arithmetic: int64 (NumPy, PyTorch)
+    case DType::float32:
+    case DType::float64:
+    case DType::float16:
+    case DType::bfloat16: return false;
+  }
+  return false;
+}
+// A number operand (the rule in aether/graph/tensor.h): the tensor's dtype if it is a float; an
+// integer with an integer tensor in its dtype where it fits, else int64; a float with one float32.
+Tensor scalar_like(const Tensor& t, Scalar v) {
+  if (is_float(t.dtype()) || !v.is_integral())
+    return Tensor::full({}, v.to_double(), is_float(t.dtype()) ? t.dtype() : DType::float32, t.device());
+  const DType d = fits(v.to_int(), t.dtype()) ? t.dtype() : DType::int64;
+  constexpr int64_t kExact = int64_t(1) << 53;  // a constant holds a double: exact up to 2^53
+  if (v.to_int() >= -kExact && v.to_int() <= kExact)
+    return Tensor::full({}, double(v.to_int()), d, t.device());
+  return Tensor::from_vector<int64_t>({v.to_int()}, {}).to(t.device());
 }
 // Ops that only make sense on floats promote ints and bools to float32 first.
 Tensor as_float(const Tensor& t) { return is_float(t.dtype()) ? t : t.cast(DType::float32); }
@@ -33,14 +55,14 @@ Tensor operator/(const Tensor& a, const Tensor& b) {
   if (!is_float(a.dtype()) && !is_float(b.dtype())) return bin(Op::Div, as_float(a), as_float(b), "div");
   return bin(Op::Div, a, b, "div");
 }
-Tensor operator+(const Tensor& a, double b) { return a + scalar_like(a, b); }
-Tensor operator-(const Tensor& a, double b) { return a - scalar_like(a, b); }
-Tensor operator*(const Tensor& a, double b) { return a * scalar_like(a, b); }
-Tensor operator/(const Tensor& a, double b) { return a / scalar_like(a, b); }
-Tensor operator+(double a, const Tensor& b) { return scalar_like(b, a) + b; }
-Tensor operator-(double a, const Tensor& b) { return scalar_like(b, a) - b; }
-Tensor operator*(double a, const Tensor& b) { return scalar_like(b, a) * b; }
-Tensor operator/(double a, const Tensor& b) { return scalar_like(b, a) / b; }
+Tensor operator+(const Tensor& a, Scalar b) { return a + scalar_like(a, b); }
+Tensor operator-(const Tensor& a, Scalar b) { return a - scalar_like(a, b); }
+Tensor operator*(const Tensor& a, Scalar b) { return a * scalar_like(a, b); }
+Tensor operator/(const Tensor& a, Scalar b) { return a / scalar_like(a, b); }
+Tensor operator+(Scalar a, const Tensor& b) { return scalar_like(b, a) + b; }
+Tensor operator-(Scalar a, const Tensor& b) { return scalar_like(b, a) - b; }
+Tensor operator*(Scalar a, const Tensor& b) { return scalar_like(b, a) * b; }
+Tensor operator/(Scalar a, const Tensor& b) { return scalar_like(b, a) / b; }
 
 Tensor Tensor::lt(const Tensor& o) const { return bin(Op::CmpLt, *this, o, "lt"); }
 Tensor Tensor::le(const Tensor& o) const { return bin(Op::CmpLe, *this, o, "le"); }
@@ -48,16 +70,16 @@ Tensor Tensor::gt(const Tensor& o) const { return bin(Op::CmpLt, o, *this, "gt")
 Tensor Tensor::ge(const Tensor& o) const { return bin(Op::CmpLe, o, *this, "ge"); }
 Tensor Tensor::eq(const Tensor& o) const { return bin(Op::CmpEq, *this, o, "eq"); }
 Tensor Tensor::ne(const Tensor& o) const { return bin(Op::CmpNe, *this, o, "ne"); }
-Tensor Tensor::eq(double o) const { return eq(scalar_like(*this, o)); }
-Tensor Tensor::ne(double o) const { return ne(scalar_like(*this, o)); }
+Tensor Tensor::eq(Scalar o) const { return eq(scalar_like(*this, o)); }
+Tensor Tensor::ne(Scalar o) const { return ne(scalar_like(*this, o)); }
 Tensor operator<(const Tensor& a, const Tensor& b) { return a.lt(b); }
 Tensor operator<=(const Tensor& a, const Tensor& b) { return a.le(b); }
 Tensor operator>(const Tensor& a, const Tensor& b) { return a.gt(b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return a.ge(b); }
-Tensor operator<(const Tensor& a, double b) { return a.lt(scalar_like(a, b)); }
-Tensor operator<=(const Tensor& a, double b) { return a.le(scalar_like(a, b)); }
-Tensor operator>(const Tensor& a, double b) { return a.gt(scalar_like(a, b)); }
-Tensor operator>=(const Tensor& a, double b) { return a.ge(scalar_like(a, b)); }
+Tensor operator<(const Tensor& a, Scalar b) { return a.lt(scalar_like(a, b)); }
+Tensor operator<=(const Tensor& a, Scalar b) { return a.le(scalar_like(a, b)); }
+Tensor operator>(const Tensor& a, Scalar b) { return a.gt(scalar_like(a, b)); }
+Tensor operator>=(const Tensor& a, Scalar b) { return a.ge(scalar_like(a, b)); }
 
 namespace {
 // Truth values as bools (x != 0; a bool is itself); bool * bool is and, bool + bool is or.
@@ -109,9 +131,9 @@ Tensor Tensor::minimum(const Tensor& o) const {
   if (is_float(t)) return -((-a).maximum(-b));
   return where(a.le(b), a, b);
 }
-Tensor Tensor::maximum(double o) const { return maximum(scalar_like(*this, o)); }
-Tensor Tensor::minimum(double o) const { return minimum(scalar_like(*this, o)); }
-Tensor Tensor::clamp(double lo, double hi) const { return maximum(lo).minimum(hi); }
+Tensor Tensor::maximum(Scalar o) const { return maximum(scalar_like(*this, o)); }
+Tensor Tensor::minimum(Scalar o) const { return minimum(scalar_like(*this, o)); }
+Tensor Tensor::clamp(Scalar lo, Scalar hi) const { return maximum(lo).minimum(hi); }
 Tensor Tensor::pow(double e) const {
   // x^0 = 1 everywhere (NaN and inf too), in x's dtype, with a zero gradient.
   if (e == 0)
@@ -192,11 +214,11 @@ Tensor Tensor::floor_divide(const Tensor& o) const {
     return where(b.eq(0.0), a / b, where(div - f > 0.5, f + 1.0, f));
   });
 }
-Tensor floor_divide(double a, const Tensor& b) { return scalar_like(b, a).floor_divide(b); }
-Tensor remainder(double a, const Tensor& b) { return scalar_like(b, a).remainder(b); }
-Tensor Tensor::fmod(double o) const { return fmod(scalar_like(*this, o)); }
-Tensor Tensor::remainder(double o) const { return remainder(scalar_like(*this, o)); }
-Tensor Tensor::floor_divide(double o) const { return floor_divide(scalar_like(*this, o)); }
+Tensor floor_divide(Scalar a, const Tensor& b) { return scalar_like(b, a).floor_divide(b); }
+Tensor remainder(Scalar a, const Tensor& b) { return scalar_like(b, a).remainder(b); }
+Tensor Tensor::fmod(Scalar o) const { return fmod(scalar_like(*this, o)); }
+Tensor Tensor::remainder(Scalar o) const { return remainder(scalar_like(*this, o)); }
+Tensor Tensor::floor_divide(Scalar o) const { return floor_divide(scalar_like(*this, o)); }
 
 Tensor Tensor::pow(const Tensor& e) const { return bin(Op::Pow, as_float(*this), as_float(e), "pow"); }
 Tensor pow(double base, const Tensor& e) { return scalar_like(e, base).pow(e); }
@@ -211,8 +233,8 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   const DType t = promote(a.dtype(), b.dtype());
   return prim::where(cond.cast(DType::boolean).expand(s), a.cast(t).expand(s), b.cast(t).expand(s));
 }
-Tensor where(const Tensor& cond, const Tensor& a, double b) { return where(cond, a, scalar_like(a, b)); }
-Tensor where(const Tensor& cond, double a, const Tensor& b) { return where(cond, scalar_like(b, a), b); }
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b) { return where(cond, a, scalar_like(a, b)); }
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b) { return where(cond, scalar_like(b, a), b); }
 
 // ReLU: x <= 0 ? 0 : x. NaN inputs pass through (as in PyTorch). Its backward is the Where rule:
 // one select, x <= 0 ? 0 : dy, i.e. out > 0 ? dy : 0; an upstream NaN at an inactive unit gives 0.

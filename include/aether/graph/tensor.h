@@ -24,6 +24,7 @@
 #include "aether/core/device.h"
 #include "aether/core/dtype.h"
 #include "aether/core/error.h"
+#include "aether/core/scalar.h"
 #include "aether/core/shape.h"
 #include "aether/graph/node.h"
 
@@ -138,14 +139,14 @@ class Tensor {
   Tensor floor_divide(const Tensor& o) const;
   Tensor remainder(const Tensor& o) const;
   Tensor fmod(const Tensor& o) const;
-  Tensor floor_divide(double o) const;
-  Tensor remainder(double o) const;
-  Tensor fmod(double o) const;
+  Tensor floor_divide(Scalar o) const;
+  Tensor remainder(Scalar o) const;
+  Tensor fmod(Scalar o) const;
   Tensor maximum(const Tensor& o) const;
   Tensor minimum(const Tensor& o) const;
-  Tensor maximum(double o) const;  // a scalar: in the tensor's float dtype, else float32 (as clamp)
-  Tensor minimum(double o) const;
-  Tensor clamp(double lo, double hi) const;
+  Tensor maximum(Scalar o) const;  // a number: the scalar rule below (an int keeps an int tensor int)
+  Tensor minimum(Scalar o) const;
+  Tensor clamp(Scalar lo, Scalar hi) const;
   // Truth values (x != 0, NaN is true), bool results, broadcast: NumPy's logical_not/and/or/xor.
   Tensor logical_not() const;
   Tensor logical_and(const Tensor& o) const;
@@ -157,8 +158,8 @@ class Tensor {
   Tensor ge(const Tensor& o) const;
   Tensor eq(const Tensor& o) const;
   Tensor ne(const Tensor& o) const;
-  Tensor eq(double o) const;  // against a scalar (an integer tensor compares as float32)
-  Tensor ne(double o) const;
+  Tensor eq(Scalar o) const;  // against a number (integers compare exactly; a float with ints in float32)
+  Tensor ne(Scalar o) const;
   Tensor cast(DType dtype) const;  // no-op when already of that dtype
   Tensor to(DType dtype) const { return cast(dtype); }
   Tensor to(Device device) const;
@@ -229,34 +230,36 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
-// Scalar overloads take the tensor's dtype when it is a float, else float32.
+// Number operands (aether/core/scalar.h): with a float tensor, a number of its dtype; with an integer
+// or bool tensor, an integer of its dtype where the value fits (int32 + 1 stays int32; bools never)
+// else int64, and a float float32 (NumPy's and PyTorch's rules for Python numbers).
 Tensor operator+(const Tensor& a, const Tensor& b);
 Tensor operator-(const Tensor& a, const Tensor& b);
 Tensor operator*(const Tensor& a, const Tensor& b);
 Tensor operator/(const Tensor& a, const Tensor& b);
-Tensor operator+(const Tensor& a, double b);
-Tensor operator-(const Tensor& a, double b);
-Tensor operator*(const Tensor& a, double b);
-Tensor operator/(const Tensor& a, double b);
-Tensor operator+(double a, const Tensor& b);
-Tensor operator-(double a, const Tensor& b);
-Tensor operator*(double a, const Tensor& b);
-Tensor operator/(double a, const Tensor& b);
+Tensor operator+(const Tensor& a, Scalar b);
+Tensor operator-(const Tensor& a, Scalar b);
+Tensor operator*(const Tensor& a, Scalar b);
+Tensor operator/(const Tensor& a, Scalar b);
+Tensor operator+(Scalar a, const Tensor& b);
+Tensor operator-(Scalar a, const Tensor& b);
+Tensor operator*(Scalar a, const Tensor& b);
+Tensor operator/(Scalar a, const Tensor& b);
 Tensor operator<(const Tensor& a, const Tensor& b);
 Tensor operator<=(const Tensor& a, const Tensor& b);
 Tensor operator>(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, const Tensor& b);
-Tensor operator<(const Tensor& a, double b);
-Tensor operator<=(const Tensor& a, double b);
-Tensor operator>(const Tensor& a, double b);
-Tensor operator>=(const Tensor& a, double b);
+Tensor operator<(const Tensor& a, Scalar b);
+Tensor operator<=(const Tensor& a, Scalar b);
+Tensor operator>(const Tensor& a, Scalar b);
+Tensor operator>=(const Tensor& a, Scalar b);
 
 Tensor pow(double base, const Tensor& exponent);  // base^e elementwise: Tensor(base).pow(e)
-Tensor floor_divide(double a, const Tensor& b);   // a // b elementwise (a in b's float dtype, else float32)
-Tensor remainder(double a, const Tensor& b);      // a % b elementwise
+Tensor floor_divide(Scalar a, const Tensor& b);   // a // b elementwise
+Tensor remainder(Scalar a, const Tensor& b);      // a % b elementwise
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
-Tensor where(const Tensor& cond, const Tensor& a, double b);
-Tensor where(const Tensor& cond, double a, const Tensor& b);
+Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
+Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);  // (..., M, K) x (..., K, N), batch dims broadcast
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
