@@ -313,6 +313,46 @@ TEST(ActivationLayers, ForwardValues) {
   }
   expect_close(nn::Softmax()(xt).to_vector<double>(), sm, 1e-15, 1e-13, "softmax");
   expect_close(nn::Softmax(0)(xt).to_vector<double>(), sm0, 1e-15, 1e-13, "softmax axis 0");
+  std::vector<double> sig, th;
+  for (double v : x) sig.push_back(1 / (1 + std::exp(-v))), th.push_back(std::tanh(v));
+  expect_close(nn::Sigmoid()(xt).to_vector<double>(), sig, 1e-15, 1e-15, "sigmoid");
+  expect_close(nn::Tanh()(xt).to_vector<double>(), th, 1e-15, 1e-15, "tanh");
+}
+
+// LayerNorm: each row (each pixel of an NHWC image) by its own mean and population variance, then
+// the affine parameters; the same in training and evaluation; errors name the layer.
+TEST(LayerNormLayer, NormalisesEachSampleOverTheLastAxis) {
+  const Shape s{2, 2, 3, 4};  // (N, H, W, C): 12 pixels of 4 channels
+  const std::vector<double> x = det_values(size_t(numel(s)), 7, -3, 5);
+  nn::LayerNorm ln(4, 1e-3);
+  ln.weight = f64({1, 2, -1, 0.5}, {4});
+  ln.bias = f64({0, 1, 2, -3}, {4});
+  std::vector<double> want;
+  for (size_t p = 0; p < x.size(); p += 4) {
+    double mean = 0, var = 0;
+    for (size_t c = 0; c < 4; ++c) mean += x[p + c] / 4;
+    for (size_t c = 0; c < 4; ++c) var += (x[p + c] - mean) * (x[p + c] - mean) / 4;
+    const double w[] = {1, 2, -1, 0.5}, b[] = {0, 1, 2, -3};
+    for (size_t c = 0; c < 4; ++c) want.push_back((x[p + c] - mean) / std::sqrt(var + 1e-3) * w[c] + b[c]);
+  }
+  const Tensor xt = f64(x, s);
+  expect_close(ln(xt).to_vector<double>(), want, 1e-13, 1e-13, "layer norm (training)");
+  ln.eval();
+  expect_close(ln(xt).to_vector<double>(), want, 1e-13, 1e-13, "layer norm (evaluation)");
+  EXPECT_EQ(ln.num_parameters(), 8);
+  EXPECT_EQ(nn::LayerNorm(4, 1e-5, false).num_parameters(), 0);
+  // float32 input with its float32 parameters; bfloat16 input comes back bfloat16, normalised in float32.
+  nn::LayerNorm f(4);
+  const Tensor y16 = f(xt.cast(DType::bfloat16));
+  EXPECT_EQ(y16.dtype(), DType::bfloat16);
+  const auto ref = f(xt.cast(DType::bfloat16).cast(DType::float32)).to_vector<double>();
+  expect_close(y16.to_vector<double>(), ref, 1.0 / 128, 1e-2, "bfloat16 layer norm");
+  expect_error([&] { ln(f64(x, {6, 8})); }, {"LayerNorm", "expected input (N, ..., 4)", "(6, 8)"});
+  expect_error([] { nn::LayerNorm(0); }, {"LayerNorm", "features must be > 0"});
+  expect_error([] { nn::LayerNorm(3, 0); }, {"LayerNorm", "eps must be finite and > 0"});
+  expect_error([&] { layer_norm(xt, f64({1, 2}, {2})); }, {"layer_norm", "weight of shape (4,)"});
+  expect_error([&] { layer_norm(xt, Tensor(), Tensor(), 5); }, {"layer_norm", "1 to 4 trailing dims"});
+  expect_error([] { layer_norm(Tensor::from_vector<int32_t>({1, 2})); }, {"layer_norm", "float"});
 }
 
 // ---- pooling and Flatten ----------------------------------------------------------------------------------
@@ -567,7 +607,11 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
       mk<nn::Conv2d>(4, 8, 3, Conv2dOptions{.padding = {0, 1, 2, 1}, .groups = 4}, false),
       mk<nn::BatchNorm1d>(7, 0.3, 1e-4),
       mk<nn::BatchNorm2d>(6, 0.1, 1e-5, false),
+      mk<nn::LayerNorm>(5, 1e-4),
+      mk<nn::LayerNorm>(4, 1e-5, false),
       mk<nn::ReLU>(),
+      mk<nn::Sigmoid>(),
+      mk<nn::Tanh>(),
       mk<nn::LeakyReLU>(0.3),
       mk<nn::GELU>(true),
       mk<nn::GELU>(),
@@ -597,10 +641,10 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
     EXPECT_EQ(back->named_buffers().size(), l->named_buffers().size());
     types.insert(l->type_name());
   }
-  EXPECT_EQ(types.size(), 18u);  // every layer type (and Sequential) is covered
-  // Behaviour survives too: a rebuilt pool / activation gives the same output.
+  EXPECT_EQ(types.size(), 21u);  // every layer type (and Sequential) is covered
+  // Behaviour survives too: a rebuilt norm / pool / activation gives the same output.
   const Tensor x = Tensor::from_vector<double>(det_values(2 * 6 * 5 * 4, 3), {2, 6, 5, 4});
-  for (size_t i : {7u, 8u, 11u, 12u, 17u}) {
+  for (size_t i : {7u, 9u, 10u, 11u, 12u, 15u, 16u, 21u}) {
     const auto back = nn::module_from_config(layers[i]->config());
     EXPECT_EQ((*back)(x).to_vector<double>(), (*layers[i])(x).to_vector<double>()) << layers[i]->describe();
   }

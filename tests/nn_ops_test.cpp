@@ -327,6 +327,39 @@ TEST(BatchNorm, TrainingGradientsMatchFiniteDifferences) {
       {{det_values(9, 17), {3, 3}}});
 }
 
+// layer_norm: over the last dim and the last two, with and without the affine parameters; every
+// float dtype against the same computation in double.
+TEST(LayerNorm, ForwardEveryDtypeAndGradientsMatchFiniteDifferences) {
+  const Shape s{3, 2, 4};
+  const auto x = det_values(24, 21, -2, 3);
+  for (int64_t axes : {1, 2}) {
+    const int64_t n = axes == 1 ? 4 : 8;
+    std::vector<double> want;
+    for (size_t r = 0; r < x.size(); r += size_t(n)) {
+      double mean = 0, var = 0;
+      for (int64_t k = 0; k < n; ++k) mean += x[r + size_t(k)] / double(n);
+      for (int64_t k = 0; k < n; ++k) var += std::pow(x[r + size_t(k)] - mean, 2) / double(n);
+      for (int64_t k = 0; k < n; ++k) want.push_back((x[r + size_t(k)] - mean) / std::sqrt(var + 1e-5));
+    }
+    for (DType t : {DType::float64, DType::float32, DType::float16, DType::bfloat16}) {
+      const Tensor y = layer_norm(make(x, s).cast(t), Tensor(), Tensor(), axes);
+      EXPECT_EQ(y.dtype(), t);
+      const double tol = t == DType::float64   ? 1e-12
+                         : t == DType::float32 ? 1e-5
+                         : t == DType::float16 ? 2e-2
+                                               : 8e-2;
+      expect_close(y.to_vector<double>(), want, tol, tol,
+                   detail::cat("layer_norm ", dtype_name(t), " axes ", axes));
+    }
+  }
+  auto f = [](const std::vector<Tensor>& v) { return layer_norm(v[0], v[1], v[2], 1, 1e-3); };
+  expect_grad_matches_fd(f, {{x, s}, {{1.5, -0.5, 2, 0.3}, {4}}, {{0.1, 0.2, -0.3, 1}, {4}}});
+  expect_grad_matches_fd(
+      [](const std::vector<Tensor>& v) { return layer_norm(v[0], v[1], Tensor(), 2, 1e-3); },
+      {{x, s}, {det_values(8, 22), {2, 4}}});
+  expect_grad_matches_fd([](const std::vector<Tensor>& v) { return layer_norm(v[0]); }, {{x, s}});
+}
+
 TEST(BatchNorm, EvaluationGradientsMatchFiniteDifferences) {
   const Tensor rm = make({0.5, -1, 2}, {3}), rv = make({4, 0.25, 1}, {3});
   expect_grad_matches_fd(

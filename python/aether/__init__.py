@@ -47,13 +47,16 @@ from .layers import (
     GlobalAvgPool,
     GlobalMaxPool,
     Layer,
+    LayerNorm,
     LeakyReLU,
     MaxPool2d,
     ReLU,
     Residual,
     Scale,
+    Sigmoid,
     SoftMax,
     SpatialDropout,
+    Tanh,
 )
 from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
 from .metrics import CategoricalAccuracy, RegressionAccuracy
@@ -66,9 +69,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LeakyReLU",
+    "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LayerNorm", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Rescale", "Residual",
-    "SGD", "Scale", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tensor",
+    "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
+    "Tensor",
     "ToTensor", "arange", "cat", "clip_grad_norm", "datasets", "eye", "from_dlpack", "full", "full_like",
     "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",
     "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros", "zeros_like",

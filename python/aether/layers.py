@@ -190,9 +190,35 @@ class SpatialDropout(Dropout):
         return _aether._SpatialDropout(self.rate)
 
 
+class LayerNorm(_Builtin):
+    """Layer normalisation over the last axis (the features, or an image's channels at each pixel):
+    each sample by its own mean and variance, then a learned scale and offset (center/scale: Keras's).
+    The same in training and evaluation."""
+
+    def __init__(self, epsilon: float = 1e-5, affine: bool = True):
+        if not 0 < epsilon < math.inf:
+            raise ValueError(f"LayerNorm: epsilon must be finite and > 0, got {epsilon}")
+        self.epsilon, self.affine = float(epsilon), bool(affine)
+
+    def build(self, shape):
+        return _aether._LayerNorm(shape[-1], self.epsilon, self.affine)
+
+
 class ReLU(_Builtin):
     def build(self, shape):
         return _aether._ReLU()
+
+
+class Sigmoid(_Builtin):
+    """1 / (1 + e^-x), elementwise."""
+
+    def build(self, shape):
+        return _aether._Sigmoid()
+
+
+class Tanh(_Builtin):
+    def build(self, shape):
+        return _aether._Tanh()
 
 
 class LeakyReLU(_Builtin):

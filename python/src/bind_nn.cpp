@@ -205,7 +205,13 @@ void bind_nn(nb::module_& m) {
       .def_rw("bias", &nn::BatchNorm::bias)
       .def_rw("running_mean", &nn::BatchNorm::running_mean)
       .def_rw("running_var", &nn::BatchNorm::running_var);
+  nb::class_<nn::LayerNorm, nn::Module>(m, "_LayerNorm")
+      .def(nb::init<int64_t, double, bool>(), arg("features"), arg("eps") = 1e-5, arg("affine") = true)
+      .def_rw("weight", &nn::LayerNorm::weight)
+      .def_rw("bias", &nn::LayerNorm::bias);
   nb::class_<nn::ReLU, nn::Module>(m, "_ReLU").def(nb::init<>());
+  nb::class_<nn::Sigmoid, nn::Module>(m, "_Sigmoid").def(nb::init<>());
+  nb::class_<nn::Tanh, nn::Module>(m, "_Tanh").def(nb::init<>());
   nb::class_<nn::LeakyReLU, nn::Module>(m, "_LeakyReLU").def(nb::init<double>(), arg("slope") = 0.01);
   nb::class_<nn::GELU, nn::Module>(m, "_GELU").def(nb::init<bool>(), arg("tanh_approx") = false);
   nb::class_<nn::Softmax, nn::Module>(m, "_Softmax").def(nb::init<int64_t>(), arg("axis") = -1);

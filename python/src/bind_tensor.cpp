@@ -603,6 +603,13 @@ void bind_tensor(nb::module_& m) {
   f.def("log_softmax", &log_softmax, nb::arg("x"), nb::arg("axis") = -1);
   f.def("linear", &linear, nb::arg("x"), nb::arg("weight"), nb::arg("bias") = Tensor());
   f.def(
+      "layer_norm",
+      [](const Tensor& x, std::optional<Tensor> w, std::optional<Tensor> b, int64_t axes, double eps) {
+        return layer_norm(x, w ? *w : Tensor(), b ? *b : Tensor(), axes, eps);
+      },
+      nb::arg("x"), nb::arg("weight") = nb::none(), nb::arg("bias") = nb::none(), nb::arg("axes") = 1,
+      nb::arg("eps") = 1e-5, "each sample normalised over its last `axes` dims, then * weight + bias");
+  f.def(
       "conv2d",
       [](const Tensor& x, const Tensor& w, std::optional<Tensor> b, nb::object stride, nb::object padding,
          int64_t groups) {

@@ -180,3 +180,34 @@ def test_categorical_cross_entropy_needs_a_model_that_gives_probabilities():
     m = finalize(ae.Dense(4, 3), Probabilities())
     p = m.predict(np.ones((2, 4), np.float32))
     assert np.allclose(np.asarray(p).sum(1), 1, atol=1e-5)
+
+
+def test_layer_norm_matches_numpy_and_survives_save_and_load(tmp_path):
+    """ae.LayerNorm normalises each sample over its last axis (each pixel's channels in NHWC), with a
+    learned scale and offset, as NumPy computes it; functional.layer_norm over several axes too; a
+    model with it saves and loads to the same predictions."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((5, 4, 4, 6)) * 3 + 1
+    def ref(v, axes, eps=1e-5):
+        dims = tuple(range(v.ndim - axes, v.ndim))
+        return (v - v.mean(dims, keepdims=True)) / np.sqrt(v.var(dims, keepdims=True) + eps)
+    w, b = rng.standard_normal(6), rng.standard_normal(6)
+    got = ae.functional.layer_norm(ae.tensor(x), ae.tensor(w), ae.tensor(b))
+    np.testing.assert_allclose(np.asarray(got), ref(x, 1) * w + b, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(ae.functional.layer_norm(ae.tensor(x), axes=3)), ref(x, 3), atol=1e-10)
+    m = ae.Model(); m.manual_seed(2)
+    for layer in (ae.Conv2d(6, 4, 3, padding="same"), ae.LayerNorm(epsilon=1e-3), ae.Tanh(), ae.Flatten(),
+                  ae.Dense(64, 3), ae.Sigmoid()):
+        m.add(layer)
+    m.configure(loss=ae.MeanSquaredError(), optimizer=ae.Adam(lr=0.01))
+    m.finalize((4, 4, 6))
+    xs = x.astype(np.float32)
+    m.train(xs, rng.random((5, 3)).astype(np.float32), epochs=2, batch_size=5, verbose=False)
+    names = [n for n, _ in m.named_parameters()]
+    assert any(n.endswith(".weight") and n.startswith("1.") for n in names), names  # LayerNorm's scale
+    before = np.asarray(m.predict(xs))
+    assert np.all((before > 0) & (before < 1))  # Sigmoid's range
+    m.save(str(tmp_path / "ln.aether"))
+    np.testing.assert_allclose(np.asarray(ae.Model.load(str(tmp_path / "ln.aether")).predict(xs)), before, rtol=1e-6)
+    with pytest.raises(ValueError, match="epsilon must be finite and > 0"):
+        ae.LayerNorm(0)

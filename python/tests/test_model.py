@@ -93,14 +93,15 @@ def test_every_layer_builds_and_trains():
     y = rng.integers(0, 4, 64)
     m = ae.Model(); m.manual_seed(1)
     for layer in [ae.Conv2d(3, 8, 3, padding=1), ae.BatchNorm(), ae.ReLU(), ae.SpatialDropout(0.1),
-                  ae.AvgPool2d(2), ae.Conv2d(8, 8, (3, 3), (1, 1), padding="same"), ae.MaxPool2d(3, 1, "same"),
-                  ae.GlobalMaxPool(), ae.BatchNorm(), ae.Dense(8, 4)]:
+                  ae.AvgPool2d(2), ae.Conv2d(8, 8, (3, 3), (1, 1), padding="same"), ae.LayerNorm(), ae.Tanh(),
+                  ae.MaxPool2d(3, 1, "same"), ae.GlobalMaxPool(), ae.BatchNorm(), ae.Sigmoid(), ae.Dense(8, 4)]:
         m.add(layer)
     m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.01, schedule="cosine",
                                                                            clip_grad_norm=1.0))
     m.finalize((12, 12, 3))
     text = m.summary(print_fn=None)
-    for name in ("Conv2d", "BatchNorm2d", "AvgPool2d", "MaxPool2d", "GlobalMaxPool2d", "BatchNorm1d", "Linear"):
+    for name in ("Conv2d", "BatchNorm2d", "AvgPool2d", "LayerNorm", "Tanh", "MaxPool2d", "GlobalMaxPool2d",
+                 "BatchNorm1d", "Sigmoid", "Linear"):
         assert name in text
     h = m.train(x, y, epochs=2, batch_size=16, verbose=False)
     assert np.isfinite(h["loss"]).all() and h["lr"][-1] < h["lr"][0]

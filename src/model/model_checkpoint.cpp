@@ -158,6 +158,7 @@ void check_layer_sizes(const json& c, double stored, double& total, const Manife
   if (type == "Linear") n = num("in") * num("out");
   if (type == "Conv2d") n = num("in") / std::max(num("groups"), 1.0) * num("out") * area("kernel");
   if (type == "BatchNorm1d" || type == "BatchNorm2d") n = num("channels");
+  if (type == "LayerNorm") n = 2 * num("features");
   total += n;
   if (total > 2 * stored + double(1 << 20))
     r.fail(entry, detail::cat("declares a ", type, " layer of ", n, " weights; the layers up to it need ",

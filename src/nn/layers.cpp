@@ -153,6 +153,28 @@ std::string BatchNorm::config() const {
       .dump();
 }
 
+LayerNorm::LayerNorm(int64_t features, double eps, bool affine)
+    : features_(features), eps_(eps), affine_(affine) {
+  AETHER_CHECK(features > 0, "LayerNorm", "features must be > 0, got ", features);
+  AETHER_CHECK(eps > 0 && std::isfinite(eps), "LayerNorm", "eps must be finite and > 0, got ", eps);
+  if (affine) {
+    weight = Tensor::ones({features}).realize().detach();
+    bias = Tensor::zeros({features}).realize().detach();
+    register_parameter("weight", weight);
+    register_parameter("bias", bias);
+  }
+}
+Tensor LayerNorm::forward(const Tensor& x) {
+  AETHER_CHECK(x.ndim() >= 2 && x.shape().back() == features_, "LayerNorm", "expected input (N, ..., ",
+               features_, "), got ", to_string(x.shape()));
+  return layer_norm(x, weight, bias, 1, eps_);
+}
+std::string LayerNorm::describe() const { return detail::cat("LayerNorm(", features_, ")"); }
+std::string LayerNorm::config() const {
+  return nlohmann::json{{"type", "LayerNorm"}, {"features", features_}, {"eps", eps_}, {"affine", affine_}}
+      .dump();
+}
+
 // ---- parameter-free layers -------------------------------------------------------------------------------
 Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, slope_); }
 Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
@@ -205,6 +227,8 @@ std::string SpatialDropout::describe() const { return detail::cat("SpatialDropou
 
 // ---- configs of the parameter-free layers --------------------------------------------------------------
 std::string ReLU::config() const { return nlohmann::json{{"type", "ReLU"}}.dump(); }
+std::string Sigmoid::config() const { return nlohmann::json{{"type", "Sigmoid"}}.dump(); }
+std::string Tanh::config() const { return nlohmann::json{{"type", "Tanh"}}.dump(); }
 std::string LeakyReLU::config() const {
   return nlohmann::json{{"type", "LeakyReLU"}, {"slope", slope_}}.dump();
 }
@@ -344,7 +368,12 @@ ModulePtr module_from_json(const nlohmann::json& c) {
       return std::make_shared<BatchNorm>(dim_at(c, "channels"), t == "BatchNorm1d" ? 1 : 2,
                                          number_at(c, "momentum"), number_at(c, "eps"),
                                          bool_value(c, "affine", true));
+    if (t == "LayerNorm")
+      return std::make_shared<LayerNorm>(dim_at(c, "features"), number_at(c, "eps"),
+                                         bool_value(c, "affine", true));
     if (t == "ReLU") return std::make_shared<ReLU>();
+    if (t == "Sigmoid") return std::make_shared<Sigmoid>();
+    if (t == "Tanh") return std::make_shared<Tanh>();
     if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(number_at(c, "slope"));
     if (t == "GELU") return std::make_shared<GELU>(bool_value(c, "tanh_approx", false));
     if (t == "Softmax") {

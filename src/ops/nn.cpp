@@ -334,6 +334,34 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& bias) {
   return y + bias;
 }
 
+// ---- layer normalisation ---------------------------------------------------------------------------
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t axes, double eps) {
+  const char* op = "layer_norm";
+  check_float(x, op);
+  AETHER_CHECK(axes >= 1 && axes <= x.ndim(), op, "normalises 1 to ", x.ndim(), " trailing dims of x ",
+               x.str(), ", got ", axes);
+  AETHER_CHECK(eps >= 0, op, "eps must be >= 0, got ", eps);
+  const Shape norm(x.shape().end() - axes, x.shape().end());  // the normalised dims
+  auto check_param = [&](const Tensor& p, const char* what) {
+    if (!p.defined()) return;
+    AETHER_CHECK(p.shape() == norm, op, "expected ", what, " of shape ", to_string(norm), " for x ", x.str(),
+                 ", got ", p.str());
+    check_float(p, op);
+  };
+  check_param(weight, "weight");
+  check_param(bias, "bias");
+  std::vector<int64_t> dims;
+  for (int64_t d = x.ndim() - axes; d < x.ndim(); ++d) dims.push_back(d);
+  const DType t = compute_dtype(x.dtype());
+  const Tensor xc = x.cast(t);                                        // x (..., norm)
+  const Tensor centered = xc - xc.mean(dims, /*keepdim=*/true);       // (..., norm)
+  const Tensor var = centered.square().mean(dims, /*keepdim=*/true);  // (..., 1...)
+  Tensor y = centered * (var + eps).rsqrt();
+  if (weight.defined()) y = y * weight.cast(t);
+  if (bias.defined()) y = y + bias.cast(t);
+  return y.cast(x.dtype());
+}
+
 // ---- batch normalisation ---------------------------------------------------------------------------
 BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                            const Tensor& running_mean, const Tensor& running_var, bool training,

@@ -79,11 +79,42 @@ class BatchNorm2d : public BatchNorm {
       : BatchNorm(c, 2, momentum, eps, affine) {}
 };
 
+// Layer normalisation over the last axis (the features of (N, F), the channels of (N, H, W, C)):
+// each sample (each pixel) normalised by its own mean and variance, then * weight + bias (F).
+// The same in training and evaluation; 16-bit input is normalised in float32 (its parameters stay
+// float32) and returned in its dtype.
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t features, double eps = 1e-5, bool affine = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LayerNorm"; }
+  std::string describe() const override;
+  std::string config() const override;
+  Tensor weight, bias;  // (F), or empty without affine
+
+ private:
+  int64_t features_;
+  double eps_;
+  bool affine_;
+};
+
 // Layers without parameters.
 class ReLU : public Module {
  public:
   Tensor forward(const Tensor& x) override { return x.relu(); }
   std::string type_name() const override { return "ReLU"; }
+  std::string config() const override;
+};
+class Sigmoid : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x.sigmoid(); }
+  std::string type_name() const override { return "Sigmoid"; }
+  std::string config() const override;
+};
+class Tanh : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x.tanh(); }
+  std::string type_name() const override { return "Tanh"; }
   std::string config() const override;
 };
 class LeakyReLU : public Module {

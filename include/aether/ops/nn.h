@@ -103,6 +103,15 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& weight, const Tensor& 
                            const Tensor& running_mean, const Tensor& running_var, bool training,
                            double momentum = 0.1, double eps = 1e-5, int64_t sync_group = -1);
 
+// ---- layer normalisation ---------------------------------------------------------------------------
+// Normalises each sample over its last `axes` dims (Ba et al. 2016; PyTorch's layer_norm with
+// normalized_shape = x's last `axes` dims): out = (x - mean) / sqrt(var + eps) * weight + bias, the
+// mean and the (population) variance taken per sample over those dims. weight and bias have the
+// normalised dims' shape, or are empty Tensors. Computed in float32 for 16-bit x (float64 stays),
+// returned in x's dtype; its gradient is autograd's through the composite.
+Tensor layer_norm(const Tensor& x, const Tensor& weight = Tensor(), const Tensor& bias = Tensor(),
+                  int64_t axes = 1, double eps = 1e-5);
+
 // ---- losses ----------------------------------------------------------------------------------------
 // one_hot(labels, K)[..., k] = labels[...] == k, as `dtype`: labels (...) int32/int64 -> (..., K).
 // The labels are read on the host to check that 0 <= label < K (this realizes them).
