@@ -176,6 +176,9 @@ def test_categorical_cross_entropy_needs_a_model_that_gives_probabilities():
     with pytest.raises(ValueError, match="categorical_cross_entropy takes probabilities, but the model ends with "
                                          r"Linear \(layer 0\).*Softmax layer.*SoftmaxCategoricalCrossEntropy"):
         finalize(ae.Dense(4, 3))
+    for last in (ae.LayerNorm(), ae.Tanh()):  # scores too (Sigmoid's are in [0, 1]: not refused)
+        with pytest.raises(ValueError, match=f"model ends with {type(last).__name__} \\(layer 1\\)"):
+            finalize(ae.Dense(4, 3), last)
     finalize(ae.Dense(4, 3), ae.SoftMax())
     m = finalize(ae.Dense(4, 3), Probabilities())
     p = m.predict(np.ones((2, 4), np.float32))
