@@ -9,21 +9,11 @@ Each round reports the median of --reps calls of each; every result is checked a
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import aether as ae
-
-
-def median_seconds(f, reps):
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+from timing import median_seconds
 
 
 def main():
