@@ -546,6 +546,54 @@ TEST(Ops, IntegerNumbersKeepIntegerTensorsInteger) {
   EXPECT_EQ(b.clamp(0, big - 1).to_vector<int64_t>(), (std::vector<int64_t>{big - 1, big - 1}));
 }
 
+// isnan, isinf, isfinite in every dtype (integers: never NaN or infinite); logsumexp against a
+// double computation, over one axis, several and all, with infinite rows, and its gradient (the
+// softmax, finite differences in grad_test's style).
+TEST(Ops, NonFiniteTestsAndLogsumexp) {
+  const std::vector<double> v = {1.5, kNaN, kInf, -kInf, 0, -2};
+  for (DType t : kFloats) {
+    const Tensor x = make(v, t);
+    expect_values(x.isnan(), DType::boolean, {6}, {0, 1, 0, 0, 0, 0}, std::string("isnan ") + dtype_name(t));
+    expect_values(x.isinf(), DType::boolean, {6}, {0, 0, 1, 1, 0, 0}, std::string("isinf ") + dtype_name(t));
+    expect_values(x.isfinite(), DType::boolean, {6}, {1, 0, 0, 0, 1, 1},
+                  std::string("isfinite ") + dtype_name(t));
+  }
+  for (DType t : {DType::int32, DType::uint8, DType::boolean}) {
+    const Tensor x = make({0, 1, 7}, t);
+    expect_values(x.isnan(), DType::boolean, {3}, {0, 0, 0}, std::string("isnan ") + dtype_name(t));
+    expect_values(x.isinf(), DType::boolean, {3}, {0, 0, 0}, std::string("isinf ") + dtype_name(t));
+    expect_values(x.isfinite(), DType::boolean, {3}, {1, 1, 1}, std::string("isfinite ") + dtype_name(t));
+  }
+  // Rows: large values (exp would overflow without the shift), all -inf, one +inf, one NaN.
+  const std::vector<double> rows = {1000, 1001, 999, -kInf, -kInf, -kInf, 1, kInf, 3, 2, kNaN, 1};
+  const Tensor x = make(rows, {4, 3}, DType::float64);
+  auto lse = [](std::vector<double> r) {
+    double m = -kInf;
+    for (double e : r) m = std::max(m, e);
+    if (!std::isfinite(m)) m = 0;
+    double s = 0;
+    for (double e : r) s += std::exp(e - m);
+    return std::log(s) + m;
+  };
+  std::vector<double> want;
+  for (size_t r = 0; r < 4; ++r) want.push_back(lse({rows[3 * r], rows[3 * r + 1], rows[3 * r + 2]}));
+  want[3] = kNaN;  // std::max skips the NaN; any NaN makes the sum NaN
+  expect_values(x.logsumexp({1}), DType::float64, {4}, want, "logsumexp rows");
+  expect_values(x.logsumexp({1}, true), DType::float64, {4, 1}, want, "logsumexp keepdim");
+  const Tensor f = make({0.5, -1, 2, 3, 0, 1}, {2, 3}, DType::float32);
+  expect_values(f.logsumexp(), DType::float32, {}, {lse({0.5, -1, 2, 3, 0, 1})}, "logsumexp of all");
+  expect_values(f.logsumexp({0, 1}), DType::float32, {}, {lse({0.5, -1, 2, 3, 0, 1})},
+                "logsumexp of both axes");
+  expect_values(f.logsumexp({0}), DType::float32, {3}, {lse({0.5, 3}), lse({-1, 0}), lse({2, 1})}, "axis 0");
+  expect_values(make({1, 2}, DType::int32).logsumexp(), DType::float32, {}, {lse({1, 2})},
+                "int32 as float32");
+  // The gradient is the softmax.
+  const Tensor g = Tensor::from_vector<double>({1000, 1001, 999}).set_requires_grad();
+  g.logsumexp().backward();
+  const double s = std::exp(-1) + 1 + std::exp(-2);
+  expect_values(g.grad(), DType::float64, {3}, {std::exp(-1) / s, 1 / s, std::exp(-2) / s}, "gradient");
+}
+
 TEST(Ops, ClampIntAndMinMaxExtremes) {
   // minimum/maximum of extreme integer values (negation tricks overflow here).
   const Tensor a = make({-2147483648.0, 2147483647, 0}, DType::int32),

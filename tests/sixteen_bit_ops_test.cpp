@@ -402,6 +402,7 @@ const std::vector<Case>& composite_cases() {
       {"silu", Op::Exp, {{e, -3, 3}}, [](auto& x) { return silu(x[0]); }, four},
       {"exp2", Op::Exp, {{e}}, [](auto& x) { return exp2(x[0]); }, four},
       {"log2", Op::Log, {{e, 0.25, 4}}, [](auto& x) { return log2(x[0]); }, four},
+      {"log10", Op::Log, {{e, 0.25, 4}}, [](auto& x) { return log10(x[0]); }, four},
       {"log1p", Op::Log, {{e, -0.9, 2}}, [](auto& x) { return log1p(x[0]); }, four},
       {"expm1", Op::Exp, {{e}}, [](auto& x) { return expm1(x[0]); }, four},
       {"mean", Op::ReduceSum, {{rows}}, [](auto& x) { return x[0].mean({1}); }, sum, sum},

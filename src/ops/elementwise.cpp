@@ -114,6 +114,16 @@ Tensor Tensor::abs() const {
   if (dtype() == DType::boolean || dtype() == DType::uint8) return *this;  // never negative
   return where(*this < 0.0, -*this, *this);
 }
+Tensor Tensor::isnan() const {
+  return is_float(dtype()) ? ne(*this) : Tensor::zeros(shape(), DType::boolean, device());
+}
+Tensor Tensor::isinf() const {
+  return is_float(dtype()) ? abs().eq(INFINITY) : Tensor::zeros(shape(), DType::boolean, device());
+}
+// x - x is 0 exactly where x is finite (NaN for NaN and both infinities).
+Tensor Tensor::isfinite() const {
+  return is_float(dtype()) ? (*this - *this).eq(0.0) : Tensor::ones(shape(), DType::boolean, device());
+}
 Tensor Tensor::sign() const {
   AETHER_CHECK_DTYPE(dtype() != DType::boolean, "sign", "takes no bool tensors");
   const Tensor one = Tensor::ones({}, dtype(), device());

@@ -279,6 +279,10 @@ Tensor log2(const Tensor& x) {
   return in_compute(x, [](const Tensor& v) { return v.log() * (1.0 / std::numbers::ln2); });
 }
 
+Tensor log10(const Tensor& x) {
+  return in_compute(x, [](const Tensor& v) { return v.log() * (1.0 / std::numbers::ln10); });
+}
+
 Tensor log1p(const Tensor& x) {
   return in_compute(x, [](const Tensor& v) {
     const Tensor small = abs_of(v) < 0.5;

@@ -107,6 +107,18 @@ Tensor arg_extreme(const Tensor& x_in, int64_t axis, bool keepdim, bool largest,
 Tensor Tensor::argmax(int64_t axis, bool keepdim) const {
   return arg_extreme(*this, axis, keepdim, true, "argmax");
 }
+Tensor Tensor::logsumexp(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "logsumexp");
+  const std::vector<int64_t> all(a.begin(), a.end());
+  return ops_detail::in_compute(*this, [&](const Tensor& x) {
+    // The shift is a constant for autograd (the gradient is then exp(x - lse), the softmax); an
+    // infinite maximum shifts by 0, so that -inf rows stay -inf and +inf is not inf - inf.
+    const Tensor m = x.max(all, true).detach();
+    const Tensor shift = where(m.isfinite(), m, 0.0);
+    return drop_axes((x - shift).exp().sum(all, true).log() + shift, a, keepdim);
+  });
+}
+
 Tensor Tensor::argmin(int64_t axis, bool keepdim) const {
   return arg_extreme(*this, axis, keepdim, false, "argmin");
 }

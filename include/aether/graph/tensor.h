@@ -122,6 +122,10 @@ class Tensor {
   Tensor cos() const;
   Tensor abs() const;
   Tensor sign() const;  // -1, 0 or 1 in x's dtype (NaN stays NaN); its gradient is 0
+  // Bool tests of each element (integers are never NaN or infinite): NumPy's isnan, isinf, isfinite.
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
   Tensor square() const;
   Tensor pow(double exponent) const;  // integer exponents by repeated squaring (exact for integers)
   // x^e elementwise, broadcast, as C's pow (a negative x needs an integer e, else NaN); integer and
@@ -180,6 +184,9 @@ class Tensor {
              int correction = 0) const;                                           // sqrt(var)
   Tensor any(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: some element != 0
   Tensor all(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;  // bool: no element == 0
+  // log(sum(exp(x))) without overflow: the maximum is taken out first (rows of -inf give -inf, a +inf
+  // gives +inf); floats in their compute dtype, integers as float32. Its gradient is the softmax.
+  Tensor logsumexp(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
   Tensor argmax(int64_t axis, bool keepdim = false) const;  // int64 indices, first maximum wins
   Tensor argmin(int64_t axis, bool keepdim = false) const;  // int64 indices, first minimum wins
 

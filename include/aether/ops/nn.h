@@ -58,9 +58,10 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // every finite x, unlike 1 / (1 + e^(-x)), whose gradient is 0 * inf = NaN below about -88 in float32).
 Tensor silu(const Tensor& x);
 
-// exp2(x) = 2^x = e^(x ln 2);  log2(x) = ln(x) / ln 2.
+// exp2(x) = 2^x = e^(x ln 2);  log2(x) = ln(x) / ln 2;  log10(x) = ln(x) / ln 10.
 Tensor exp2(const Tensor& x);
 Tensor log2(const Tensor& x);
+Tensor log10(const Tensor& x);
 // log1p(x) = ln(1 + x), accurate for small |x|: for |x| < 0.5 it uses u = 1 + x and
 // ln(u) * x / (u - 1) (Goldberg's correction of the rounding in 1 + x), else ln(1 + x).
 Tensor log1p(const Tensor& x);
