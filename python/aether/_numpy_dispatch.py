@@ -58,7 +58,8 @@ _UNARY = {
     np.negative: "__neg__", np.positive: "__pos__", np.absolute: "abs", np.exp: "exp", np.log: "log",
     np.sqrt: "sqrt", np.square: "square", np.reciprocal: "reciprocal", np.sin: "sin", np.cos: "cos",
     np.tanh: "tanh", np.floor: "floor", np.ceil: "ceil", np.trunc: "trunc", np.rint: "round",
-    np.logical_not: "logical_not", np.sign: "sign",
+    np.logical_not: "logical_not", np.sign: "sign", np.isnan: "isnan", np.isinf: "isinf", np.isfinite: "isfinite",
+    np.log1p: "log1p", np.expm1: "expm1", np.exp2: "exp2", np.log2: "log2", np.log10: "log10",
 }
 # ufunc -> (method on a Tensor first operand, method on a Tensor second operand with the operands swapped).
 _BINARY = {
@@ -236,7 +237,8 @@ _implements(np.full_like)(_like(full_like, "full_like"))
 for _func, _name in ((np.roll, "roll"), (np.tile, "tile"), (np.moveaxis, "moveaxis"), (np.swapaxes, "swapaxes"),
                      (np.ravel, "ravel"), (np.broadcast_to, "broadcast_to"), (np.dot, "dot"), (np.outer, "outer"),
                      (np.linalg.norm, "norm"), (np.sort, "sort"), (np.argsort, "argsort"),
-                     (np.take_along_axis, "take_along_axis")):
+                     (np.take_along_axis, "take_along_axis"), (np.repeat, "repeat"), (np.diff, "diff"),
+                     (np.triu, "triu"), (np.tril, "tril"), (np.diagonal, "diagonal"), (np.trace, "trace")):
     _implements(_func)(_method(_name))
 
 

@@ -1,8 +1,9 @@
 """More of NumPy's and PyTorch's tensor methods and functions, composed of the engine's operations
 (views where the result is one, copies otherwise), so each is recorded for autograd: ravel, view,
 swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, dot, outer, norm, cpu, cuda, nbytes,
-itemsize, cumsum, sort, argsort, topk, take_along_axis, and zeros_like, ones_like, full_like, eye,
-linspace."""
+itemsize, cumsum, sort, argsort, topk, take_along_axis, repeat, diff, triu, tril, diagonal, trace,
+amax, amin, dim, requires_grad_, PyTorch's casts (float, double, half, int, long, bool...), and
+zeros_like, ones_like, full_like, eye, linspace."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import numpy as np
 from . import _aether
 from ._aether import Tensor
 from ._tensor import _shape, dtype_name, index_tensor, tensor
-from ._tensor_ops import as_tensor, cat
+from ._tensor_ops import as_tensor, cat, where
 
 _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 
@@ -155,6 +156,80 @@ def _take_along_axis(self: Tensor, indices: Any, axis: Optional[int]) -> Tensor:
         return self.reshape(-1)._take_along_axis(indices.reshape(-1), 0)
     return self._take_along_axis(indices, int(axis))
 
+
+# ---- NumPy's repeat, diff, triu/tril, diagonal and trace: copies through take and where ----
+def _repeat(self: Tensor, repeats: Any, axis: Optional[int] = None) -> Tensor:
+    """Each element repeated along axis (np.repeat; PyTorch's repeat_interleave; torch's repeat is
+    tile): repeats an int or one count per element; axis None repeats the flattened tensor."""
+    t, a = (self.reshape(-1), 0) if axis is None else (self, _axis(int(axis), self.ndim))
+    counts = np.asarray(repeats)
+    if counts.dtype.kind not in "iu" or counts.ndim > 1 or np.any(counts < 0):
+        raise ValueError(f"repeat: repeats must be non-negative integers, one or one per element, got {repeats!r}")
+    return t.take(np.repeat(np.arange(t.shape[a]), counts), a)
+
+
+def _diff(self: Tensor, n: int = 1, axis: int = -1) -> Tensor:
+    """The n-th differences along axis (np.diff): out[i] = x[i + 1] - x[i], n times."""
+    a = _axis(int(axis), self.ndim)
+    if int(n) < 0:
+        raise ValueError(f"diff: n must be >= 0, got {n}")
+    out = self
+    for _ in range(int(n)):
+        head = (slice(None),) * a
+        out = out[head + (slice(1, None),)] - out[head + (slice(None, -1),)]
+    return out
+
+
+def _triangle(upper: bool) -> Any:
+    def tri(self: Tensor, k: int = 0) -> Tensor:
+        if self.ndim < 2:
+            raise ValueError(f"{'triu' if upper else 'tril'}: needs at least 2 dimensions, got shape {self.shape}")
+        m, n = self.shape[-2:]
+        keep = np.triu(np.ones((m, n), bool), int(k)) if upper else np.tril(np.ones((m, n), bool), int(k))
+        return where(tensor(keep, device=self.device), self, 0)
+
+    tri.__doc__ = (f"The {'upper' if upper else 'lower'} triangle of the last two axes from diagonal k "
+                   f"(np.{'triu' if upper else 'tril'}), zeros elsewhere.")
+    return tri
+
+
+def _diagonal(self: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+    """The diagonal of axes axis1 and axis2 (np.diagonal: those axes removed, the diagonal last)."""
+    a, b = _axis(int(axis1), self.ndim), _axis(int(axis2), self.ndim)
+    if a == b:
+        raise ValueError("diagonal: axis1 and axis2 must be different axes")
+    t = self.moveaxis([a, b], [-2, -1])
+    m, n = t.shape[-2:]
+    rows = np.arange(max(0, -int(offset)), min(m, n - int(offset)))
+    return t.reshape(*t.shape[:-2], m * n).take(rows * n + rows + int(offset), -1)
+
+
+def _trace(self: Tensor, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
+    """The sum of the diagonal (np.trace)."""
+    return _diagonal(self, offset, axis1, axis2).sum(-1)
+
+
+def _requires_grad_(self: Tensor, requires_grad: bool = True) -> Tensor:
+    """PyTorch's: sets requires_grad and returns the tensor."""
+    self.requires_grad = bool(requires_grad)
+    return self
+
+
+Tensor.repeat = _repeat
+Tensor.repeat_interleave = _repeat
+Tensor.diff = _diff
+Tensor.triu = _triangle(True)
+Tensor.tril = _triangle(False)
+Tensor.diagonal = _diagonal
+Tensor.trace = _trace
+Tensor.amax = Tensor.max
+Tensor.amin = Tensor.min
+Tensor.dim = lambda self: self.ndim
+Tensor.requires_grad_ = _requires_grad_
+# PyTorch's casts by name.
+for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                      ("int", "int32"), ("long", "int64"), ("bool", "bool")):
+    setattr(Tensor, _name, (lambda d: lambda self: self.astype(d))(_dtype))
 
 Tensor.cumsum = _cumsum
 Tensor.sort = _sort

@@ -442,6 +442,15 @@ void bind_tensor(nb::module_& m) {
       .def("abs", &Tensor::abs)
       .def("__abs__", &Tensor::abs)
       .def("sign", &Tensor::sign)
+      .def("isnan", &Tensor::isnan)
+      .def("isinf", &Tensor::isinf)
+      .def("isfinite", &Tensor::isfinite)
+      .def("log1p", [](const Tensor& x) { return aether::log1p(x); })
+      .def("expm1", [](const Tensor& x) { return aether::expm1(x); })
+      .def("exp2", [](const Tensor& x) { return aether::exp2(x); })
+      .def("log2", [](const Tensor& x) { return aether::log2(x); })
+      .def("log10", [](const Tensor& x) { return aether::log10(x); })
+      .def("erf", [](const Tensor& x) { return aether::erf(x); })
       .def("clone", &Tensor::clone, "a new tensor of the same value (the gradient passes through)")
       .def("square", &Tensor::square)
       .def("pow", nb::overload_cast<const Tensor&>(&Tensor::pow, nb::const_))
@@ -474,6 +483,12 @@ void bind_tensor(nb::module_& m) {
       .def(
           "mean",
           [](const Tensor& x, nb::object axis, bool keepdims) { return x.mean(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "logsumexp",
+          [](const Tensor& x, nb::object axis, bool keepdims) {
+            return x.logsumexp(axes_of(axis), keepdims);
+          },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
       .def(
           "max",

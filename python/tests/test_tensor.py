@@ -643,6 +643,46 @@ def test_sorting_cumsum_topk_and_take_along_axis_match_numpy():
         np.asarray(t.take_along_axis(np.full((3, 1, 5), 4), 1))
 
 
+def test_nan_tests_logsumexp_repeat_diff_triangles_and_torch_casts_match_numpy():
+    """isnan/isinf/isfinite, log1p, expm1, exp2, log2, log10, erf, logsumexp, repeat, diff, triu,
+    tril, diagonal, trace, amax/amin (NumPy's functions of those names too), and PyTorch's dim,
+    requires_grad_ and casts by name: NumPy's values (each was an AttributeError or an ndarray),
+    with gradients."""
+    import math
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((3, 4, 5))
+    t = ae.tensor(a)
+    s = np.array([1.5, np.nan, np.inf, -np.inf, 0.0], np.float32)
+    eq = lambda got, ref: np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-6, atol=1e-12)
+    p = np.abs(a) + 0.1
+    for got, ref in [(ae.tensor(s).isnan(), np.isnan(s)), (np.isinf(ae.tensor(s)), np.isinf(s)),
+                     (np.isfinite(ae.tensor(s)), np.isfinite(s)), (np.log1p(ae.tensor(p)), np.log1p(p)),
+                     (t.expm1(), np.expm1(a)), (np.exp2(t), np.exp2(a)), (np.log2(ae.tensor(p)), np.log2(p)),
+                     (ae.tensor(p).log10(), np.log10(p)), (t.erf(), np.vectorize(math.erf)(a)),
+                     (t.logsumexp(1), np.log(np.exp(a).sum(1))), (t.logsumexp((0, 2), keepdims=True),
+                     np.log(np.exp(a).sum((0, 2), keepdims=True))), (np.repeat(t, 2), np.repeat(a, 2)),
+                     (t.repeat([2, 0, 1], axis=0), np.repeat(a, [2, 0, 1], 0)), (np.repeat(t, 3, -1), np.repeat(a, 3, -1)),
+                     (t.diff(), np.diff(a)), (np.diff(t, 2, 1), np.diff(a, 2, 1)), (np.triu(t, 1), np.triu(a, 1)),
+                     (t.tril(-1), np.tril(a, -1)), (np.diagonal(t, 1, 1, 2), np.diagonal(a, 1, 1, 2)),
+                     (t.diagonal(-1), np.diagonal(a, -1)), (np.trace(t[0]), np.trace(a[0])), (t.trace(2, 1, 2), np.trace(a, 2, 1, 2)),
+                     (np.amax(t, 1), np.amax(a, 1)), (t.amin(), a.min())]:
+        assert isinstance(got, ae.Tensor) and got.shape == np.shape(ref), (got.shape, np.shape(ref))
+        eq(got, ref)
+    assert ae.tensor(np.arange(3)).isnan().dtype == "bool" and not np.asarray(ae.tensor(np.arange(3)).isinf()).any()
+    assert t.dim() == 3 and t.float().dtype == "float32" and t.half().dtype == "float16" and t.long().dtype == "int64"
+    assert t.int().dtype == "int32" and t.bool().dtype == "bool" and t.double().dtype == "float64"
+    x = ae.tensor(a[0]).requires_grad_()
+    assert x.requires_grad
+    (x.logsumexp(1).sum() + x.repeat(2, 1).sum() + x.triu().sum() + x.trace() + x.diff().sum()).backward()
+    sm = np.exp(a[0]) / np.exp(a[0]).sum(1, keepdims=True)
+    d = np.zeros((4, 5)); d[:, 0] = -1; d[:, -1] = 1  # diff's sum telescopes to x[:, -1] - x[:, 0]
+    eq(x.grad, sm + 2 + np.triu(np.ones((4, 5))) + np.eye(4, 5) + d)
+    with pytest.raises(ValueError, match="repeats must be non-negative"):
+        t.repeat(-1)
+    with pytest.raises(ValueError, match="at least 2 dimensions"):
+        ae.tensor([1.0]).triu()
+
+
 def test_transpose_property_reverses_every_axis_as_numpy():
     """t.T is NumPy's: every axis reversed, a 1-d tensor as it is (it swapped the last two axes, and a
     1-d tensor's T was a ValueError); mT swaps the last two."""
