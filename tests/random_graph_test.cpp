@@ -1,6 +1,7 @@
 // tests/random_graph_test.cpp - random small graphs against the reference backend. A seeded
 // generator builds expressions of elementwise ops (broadcasting operands), views (permute, strided
-// slice, pad, flip, expand) and reductions (sum, max, mean, var), with one output or several
+// slice, pad, flip, expand), reductions (sum, max, mean, var) and library ops between them (cumsum,
+// take), with one output or several
 // siblings realized together (multi-output reduce kernels); the fused executor (scheduler +
 // generated kernels) must give the values of the reference backend (one primitive per kernel), and
 // backward through the same graph the same gradients. The op tests check each op on its own; these
@@ -65,9 +66,9 @@ class Generator {
   }
   Tensor unary(const Shape& shape, int depth) {
     const Tensor x = expr(shape, depth - 1).clamp(-3, 3);  // keeps exp and friends finite
-    static const char* names[] = {"exp",     "neg",  "relu",    "tanh",        "square", "abs",
-                                  "sigmoid", "sqrt", "softmax", "log_softmax", "gelu"};
-    const int k = int(pick(11));
+    static const char* names[] = {"exp",  "neg",     "relu",        "tanh", "square", "abs", "sigmoid",
+                                  "sqrt", "softmax", "log_softmax", "gelu", "cumsum", "take"};
+    const int k = shape.empty() ? int(pick(11)) : int(pick(13));  // cumsum and take need an axis
     desc_ += std::string(" ") + names[k];
     switch (k) {
       case 0: return x.exp();
@@ -80,7 +81,19 @@ class Generator {
       case 7: return (x.square() + 0.25).sqrt();
       case 8: return softmax(x, -1);
       case 9: return log_softmax(x, -1);
-      default: return gelu(x);
+      case 10: return gelu(x);
+      case 11: {  // a library kernel between generated ones
+        const int64_t axis = pick(int64_t(shape.size()));
+        desc_ += "(" + std::to_string(axis) + ")";
+        return x.cumsum(axis);
+      }
+      default: {  // the same length, repeats and negative indices (a Gather, and a ScatterAdd back)
+        const int64_t axis = pick(int64_t(shape.size())), n = shape[size_t(axis)];
+        std::vector<int64_t> idx;
+        for (int64_t i = 0; i < n; ++i) idx.push_back(pick(2 * n) - n);
+        desc_ += "(" + std::to_string(axis) + ")";
+        return x.take(Tensor::from_vector<int64_t>(idx), axis);
+      }
     }
   }
   Tensor binary(const Shape& shape, int depth) {
