@@ -243,3 +243,46 @@ TEST(Ops, TakeAlongAxis) {
         << e.message;
   }
 }
+
+// index_add: every float dtype and axis against a loop, repeated and negative indices; errors.
+TEST(Ops, IndexAdd) {
+  const Shape s{3, 4, 2};
+  std::vector<double> v(24);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double(i % 7) - 3;
+  const std::vector<int64_t> idx = {1, -1, 1, 0, 1};  // 1 three times, the last, 0
+  for (DType t : {DType::float32, DType::float16, DType::bfloat16, DType::float64})
+    for (int axis = 0; axis < 3; ++axis) {
+      const int64_t n = s[size_t(axis)];
+      Shape vs = s;
+      vs[size_t(axis)] = int64_t(idx.size());
+      std::vector<double> add(size_t(numel(vs)));
+      for (size_t i = 0; i < add.size(); ++i) add[i] = double(i % 5) * 0.5 - 1;
+      std::vector<double> want = v;
+      const auto to = lines(s, axis), from = lines(vs, axis);  // the same lines, n and 5 long
+      for (size_t l = 0; l < to.size(); ++l)
+        for (size_t k = 0; k < idx.size(); ++k)
+          want[to[l][size_t(idx[k] < 0 ? idx[k] + n : idx[k])]] += add[from[l][k]];
+      const Tensor r = make(v, s, t).index_add(axis, Tensor::from_vector<int64_t>(idx), make(add, vs, t));
+      ASSERT_EQ(r.dtype(), t);
+      expect_same(r.to_vector<double>(), want, detail::cat("index_add ", dtype_name(t), " axis ", axis));
+    }
+  const Tensor x = Tensor::zeros({3, 2});
+  // float64 values into float32: cast first; int32 indices; an empty index list adds nothing.
+  expect_same(x.index_add(0, Tensor::from_vector<int32_t>({2}), Tensor::ones({1, 2}, DType::float64))
+                  .to_vector<double>(),
+              {0, 0, 0, 0, 1, 1}, "int32 indices");
+  expect_same(x.index_add(1, Tensor::zeros({0}, DType::int64), Tensor::zeros({3, 0})).to_vector<double>(),
+              std::vector<double>(6, 0), "no indices");
+  EXPECT_THROW(Tensor::zeros({3}, DType::int32)
+                   .index_add(0, Tensor::from_vector<int64_t>({0}), Tensor::ones({1}, DType::int32)),
+               Error);
+  const Thrown shape = thrown([&] {
+    x.index_add(0, Tensor::from_vector<int64_t>({0, 1}), Tensor::ones({2, 3}));
+  });
+  EXPECT_TRUE(contains(shape.message, "values must have shape (2, 2)")) << shape.message;
+  const Thrown bad = thrown([&] {
+    x.index_add(0, Tensor::from_vector<int64_t>({3}), Tensor::ones({1, 2})).realize();
+  });
+  EXPECT_EQ(bad.kind, ErrorKind::index) << bad.message;
+  EXPECT_TRUE(contains(bad.message, "index 3 is out of bounds for an axis of size 3")) << bad.message;
+}

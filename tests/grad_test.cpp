@@ -214,6 +214,11 @@ TEST(Grad, AlongAxis) {
   check_grad("topk smallest", [](auto x) { return x[0].topk(1, 0, false).first; }, {in(s, -2, 2, 6)});
   const Tensor idx = Tensor::from_vector<int64_t>({3, 3, -1, 0, 1, 1}, {1, 6, 1});  // broadcast, repeats
   check_grad("take_along_axis", [&](auto x) { return x[0].take_along_axis(idx, 1).exp(); }, {in(s)});
+  check_grad("index_add",
+             [&](auto x) {
+               return x[0].index_add(1, Tensor::from_vector<int64_t>({2, 2, -1}), x[1].exp()).square();
+             },
+             {in(s), in({3, 3, 2}, -1, 1, 7)});
   // float64 gradients stay float64 through the scatter (they were once summed through float32).
   const double tiny = std::ldexp(1.0, -40);
   const Tensor x = Tensor::zeros({2, 2}, DType::float64).set_requires_grad();

@@ -193,6 +193,8 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       return {
           prim::scatter_add(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])), x(1), fn.input_shapes[0][1]),
           Tensor()};
+    case Op::ScatterAdd:  // y = zeros + v's rows added at idx: dv = dy's rows at idx
+      return {prim::gather(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])), x(1)), Tensor()};
     case Op::Cumsum: {  // y_i = sum_{j<=i} x_j: dx_j = sum_{i>=j} dy_i, a running sum from the end
       const Tensor d = dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]));
       return {prim::flip(prim::cumsum(prim::flip(d, {1})), {1})};
@@ -211,7 +213,6 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Conv2dBwdWeight:
     case Op::MaxPool2dBwd:
     case Op::AvgPool2dBwd:
-    case Op::ScatterAdd:
     case Op::Argsort: break;
   }
   throw Error(detail::cat("backward: ", op_name(fn.op), " is not differentiable"));

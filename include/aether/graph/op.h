@@ -109,7 +109,7 @@ enum : uint32_t {
   X(AvgPool2dBwd,    Library, 1, kNoGrad, _, "", "") /* dy -> dx (node shape is x's) */  \
   X(AllReduce,       Library, 1, kNoProps, _, "", "") /* x -> the sum of x over a group's ranks (graph/collective.h) */ \
   X(Gather,          Library, 2, kSavesIn1, _, "", "") /* x (B,N,D), idx (B,M) int64 in [0,N) -> (B,M,D): rows idx of x */ \
-  X(ScatterAdd,      Library, 2, kNoGrad, _, "", "") /* dy (B,M,D), idx (B,M) int64 -> (B,N,D): dy's rows added to rows idx */ \
+  X(ScatterAdd,      Library, 2, kSavesIn1, _, "", "") /* v (B,M,D), idx (B,M) int64 -> (B,N,D): v's rows added to rows idx */ \
   X(Cumsum,          Library, 1, kNoProps, _, "", "") /* x (N,L) -> (N,L): running sums along each row */ \
   X(Argsort,         Library, 1, kNoGrad, _, "", "") /* x (N,L) -> (N,L) int64: each row's stable order; arg descending */
 

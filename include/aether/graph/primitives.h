@@ -59,8 +59,9 @@ Tensor avgpool2d_bwd(const Tensor& dy, const Shape& x_shape, const Pool2dArg& ar
 // x[b, idx[b,m]]; an index outside [0, N) is an error (ErrorKind::index) when the op runs. Its
 // gradient is scatter_add.
 Tensor gather(const Tensor& x, const Tensor& idx);
-// dy (B,M,D) float, idx (B,M) int64 -> (B,N,D): zeros, with dy's row (b,m) added to row
-// (b, idx[b,m]) (repeated indices sum, in m order: deterministic).
+// v (B,M,D) float, idx (B,M) int64 -> (B,N,D): zeros, with v's row (b,m) added to row
+// (b, idx[b,m]) (repeated indices sum, in m order: deterministic). Gather's gradient, and index_add's
+// op; its own gradient is a gather.
 Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n);
 // Running sums along each row: x (N,L) float or int64 -> (N,L) (floats summed in double, so
 // float32 and 16-bit sums are rounded once each; int64 wraps).

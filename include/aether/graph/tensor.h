@@ -216,6 +216,11 @@ class Tensor {
   // it in the other dims; along `axis`, result[.., k, ..] = this[.., indices[.., k, ..], ..]. Negative
   // indices and errors as take's; a copy (Gather), with take's gradient.
   Tensor take_along_axis(const Tensor& indices, int64_t axis) const;
+  // PyTorch's index_add, as a new tensor: this float tensor plus `values` added along `axis` at
+  // `indices` (1-D integers; negative from the end; repeats add up, in order). values has this
+  // tensor's shape with indices' length along axis. The ScatterAdd primitive; the values' gradient
+  // is a take of the result's.
+  Tensor index_add(int64_t axis, const Tensor& indices, const Tensor& values) const;
 
   // ---- along one axis (src/ops/along_axis.cpp) --------------------------------------------------
   // Running sums (NumPy's cumsum): the same shape; floats in their dtype (summed in double: float64
