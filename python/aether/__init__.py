@@ -36,6 +36,7 @@ from ._tensor import arange, full, ones, rand, randn, tensor, zeros
 from ._tensor_ops import cat, stack, where
 from ._tensor_methods import eye, full_like, linspace, ones_like, zeros_like
 from . import _numpy_dispatch  # noqa: F401 (NumPy's ufuncs and functions on Tensors)
+from . import _updates  # noqa: F401 (t.at[...].set/add, index_add, masked_fill)
 from .layers import (
     AvgPool2d,
     BatchNorm,

@@ -251,7 +251,8 @@ def _advanced(self: Tensor, index: tuple) -> Tensor:
 
 def _setitem(self: Tensor, index: Any, value: Any) -> None:
     raise TypeError("aether tensors are values and do not support item assignment: build the new tensor instead "
-                    "(ae.where(mask, value, t), ae.cat, or an optimizer's step for parameters)")
+                    "(t = t.at[index].set(value), t.at[index].add(value), ae.where(mask, value, t), or an "
+                    "optimizer's step for parameters)")
 
 
 def _contains(self: Tensor, value: Any) -> bool:

@@ -346,6 +346,7 @@ void bind_tensor(nb::module_& m) {
       .def("_take", &Tensor::take, nb::arg("indices"), nb::arg("axis"))
       // along one axis (wrapped with NumPy's signatures in _tensor_methods.py)
       .def("_take_along_axis", &Tensor::take_along_axis, nb::arg("indices"), nb::arg("axis"))
+      .def("_index_add", &Tensor::index_add, nb::arg("axis"), nb::arg("indices"), nb::arg("values"))
       .def("_cumsum", &Tensor::cumsum, nb::arg("axis"))
       .def("_argsort", &Tensor::argsort, nb::arg("axis"), nb::arg("descending"))
       .def("_sort", &Tensor::sort, nb::arg("axis"), nb::arg("descending"))

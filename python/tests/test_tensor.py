@@ -286,7 +286,7 @@ def test_index_errors():
         t[0.5]
     with pytest.raises(IndexError, match="None .* together with index arrays is not supported"):
         t[[0, 1], None]
-    with pytest.raises(TypeError, match=r"do not support item assignment: build the new tensor instead \(ae.where"):
+    with pytest.raises(TypeError, match=r"do not support item assignment: build the new tensor instead \(t = t.at\[index\].set"):
         t[0] = 1.0
 
 
@@ -681,6 +681,44 @@ def test_nan_tests_logsumexp_repeat_diff_triangles_and_torch_casts_match_numpy()
         t.repeat(-1)
     with pytest.raises(ValueError, match="at least 2 dimensions"):
         ae.tensor([1.0]).triu()
+
+
+def test_functional_updates_give_what_numpy_writes_with_gradients():
+    """t.at[index].set(v) / .add(v) give what a[index] = v and np.add.at(a, index, v) leave in an array
+    (basic and advanced indices, masks, repeats: the last set wins, adds add up), index_add and
+    masked_fill PyTorch's values; on floats with gradients to t and to v; integers in NumPy."""
+    rng = np.random.default_rng(13)
+    a = rng.standard_normal((3, 4, 5))
+    t = ae.tensor(a)
+    rep = ([0, 0, 2], [1, 1, 3])
+    cases = [(1,), (slice(None), 2), (Ellipsis, [4, 0]), rep, (a > 0.5,), (0, slice(1, 3), [2, 2]), ([2, -1],)]
+    for idx in cases:
+        v = rng.standard_normal(a[idx].shape)
+        want = a.copy(); want[idx] = v
+        np.testing.assert_array_equal(np.asarray(t.at[idx].set(v)), want)
+        want = a.copy(); np.add.at(want, idx, v)
+        np.testing.assert_allclose(np.asarray(t.at[idx].add(v)), want, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(t.at[:, 0].set(7.0)), np.where(np.arange(4)[None, :, None] == 0, 7.0, a))
+    np.testing.assert_array_equal(np.asarray(t.at[rep].get()), a[rep])
+    i = np.arange(6).reshape(2, 3)
+    want = i.copy(); want[0, [1, 1]] = [8, 9]
+    got = ae.tensor(i).at[0, [1, 1]].set([8, 9])
+    assert got.dtype == "int64" and np.array_equal(np.asarray(got), want)
+    want = i.copy(); np.add.at(want, (slice(None), [0, 0]), 5)
+    np.testing.assert_array_equal(np.asarray(ae.tensor(i).at[:, [0, 0]].add(5)), want)
+    want = a.copy(); np.add.at(want, (slice(None), [3, 3, 0]), np.ones((3, 3, 5)))
+    np.testing.assert_allclose(np.asarray(t.index_add(1, [3, -1, 0], np.ones((3, 3, 5)))), want, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(t.masked_fill(t > 0, 0.0)), np.where(a > 0, 0.0, a))
+    # Gradients: a set position's goes to the value (its last occurrence), an added one to both.
+    x, v = ae.tensor(a[0], requires_grad=True), ae.tensor(np.array([2.0, 3.0]), requires_grad=True)
+    (x.at[[1, 1], [0, 0]].set(v).sum() * 2 + x.at[2].add(v.sum()).sum()).backward()
+    want_x = np.full((4, 5), 3.0); want_x[1, 0] = 1.0
+    np.testing.assert_array_equal(np.asarray(x.grad), want_x)
+    np.testing.assert_array_equal(np.asarray(v.grad), [5.0, 7.0])  # set: [0, 2] (the last wins); add: 5 each
+    with pytest.raises(IndexError, match="out of bounds"):
+        t.at[3].set(0.0)
+    with pytest.raises(ValueError, match="broadcast"):
+        t.at[0].set(np.ones(3))
 
 
 def test_transpose_property_reverses_every_axis_as_numpy():
