@@ -148,6 +148,35 @@ TEST(Ops, SortNaNInfinitiesAndTies) {
   EXPECT_EQ(big.argsort().to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 0, 3}));
 }
 
+// topk of long rows takes the partial sort (k < L / 8): the same positions as the stable order's
+// first k, ties and NaN included, both directions; so does every k up to L.
+TEST(Ops, TopkOfLongRowsIsTheStableOrdersStart) {
+  const int64_t l = 100;
+  std::vector<double> v(size_t(3 * l));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 37) % 11) - 5;  // each value about 9 times a row
+  v[7] = v[150] = v[151] = kNaN;
+  for (DType t : {DType::float32, DType::bfloat16, DType::int32})
+    for (bool largest : {true, false})
+      for (int64_t k : {1, 5, 11, 12, 60, 100}) {
+        std::vector<double> x = v;
+        if (t == DType::int32)
+          for (double& e : x) e = std::isnan(e) ? 6 : e;  // integers have no NaN: the largest value instead
+        std::vector<double> want_i, want_v;
+        for (int64_t r = 0; r < 3; ++r) {
+          const std::vector<double> line(x.begin() + r * l, x.begin() + (r + 1) * l);
+          const auto o = order(line, largest);
+          for (int64_t j = 0; j < k; ++j) {
+            want_i.push_back(double(o[size_t(j)]));
+            want_v.push_back(line[size_t(o[size_t(j)])]);
+          }
+        }
+        const auto [tv, ti] = make(x, {3, l}, t).topk(k, 1, largest);
+        const std::string what = detail::cat(dtype_name(t), largest ? " largest " : " smallest ", k);
+        expect_same(ti.to_vector<double>(), want_i, "topk indices " + what);
+        expect_same(tv.to_vector<double>(), want_v, "topk values " + what);
+      }
+}
+
 TEST(Ops, SortEdgeCasesAndErrors) {
   // Empty axes and a 1-element axis; a 0-d tensor has no axis.
   EXPECT_EQ(Tensor::zeros({3, 0}).argsort().shape(), (Shape{3, 0}));

@@ -111,6 +111,9 @@ class Writer {
               put_i(x);
           } else if constexpr (std::is_same_v<A, CollectiveArg>) {
             put_i(a.group);
+          } else if constexpr (std::is_same_v<A, SortArg>) {
+            put(uint64_t(a.descending));
+            put_i(a.k);
           } else {
             static_assert(sizeof(A) == 0, "graph_signature: an OpArg alternative is not written");
           }

@@ -337,9 +337,12 @@ Tensor cumsum(const Tensor& x) {
   return apply(Op::Cumsum, {x}, std::monostate{}, x.dtype(), x.shape());
 }
 
-Tensor argsort(const Tensor& x, bool descending) {
+Tensor argsort(const Tensor& x, bool descending, int64_t k) {
   AETHER_CHECK(x.ndim() == 2, "argsort", "takes x (N,L), got ", desc(x));
-  return apply(Op::Argsort, {x}, descending ? 1.0 : 0.0, DType::int64, x.shape());
+  const int64_t l = x.shape()[1];
+  AETHER_CHECK(k <= l, "argsort", "keeps at most the row's ", l, " positions, got k = ", k);
+  const int64_t kept = k < 0 ? l : k;
+  return apply(Op::Argsort, {x}, SortArg{descending, kept}, DType::int64, {x.shape()[0], kept});
 }
 
 }  // namespace aether::prim

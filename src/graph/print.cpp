@@ -35,6 +35,8 @@ std::string arg_str(const Node& n) {
              << " pad=" << a.pad_top << ',' << a.pad_left << ',' << a.pad_bottom << ',' << a.pad_right;
         } else if constexpr (std::is_same_v<A, CollectiveArg>) {
           os << "group=" << a.group;
+        } else if constexpr (std::is_same_v<A, SortArg>) {
+          os << (a.descending ? "descending" : "ascending") << " k=" << a.k;
         }
       },
       n.arg);

@@ -75,7 +75,7 @@ std::pair<Tensor, Tensor> Tensor::topk(int64_t k, int64_t axis, bool largest) co
   const Rows x(*this, axis, "topk");
   const int64_t n = x.rows.shape()[1];
   AETHER_CHECK(k >= 0 && k <= n, "topk", "k must be in [0, ", n, "] for an axis of size ", n, ", got ", k);
-  const Tensor idx = prim::argsort(x.rows, largest).slice(1, 0, k);
+  const Tensor idx = prim::argsort(x.rows, largest, k);  // (R, k)
   return {x.back(pick(x.rows, idx)), x.back(idx)};
 }
 

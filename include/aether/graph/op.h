@@ -111,7 +111,7 @@ enum : uint32_t {
   X(Gather,          Library, 2, kSavesIn1, _, "", "") /* x (B,N,D), idx (B,M) int64 in [0,N) -> (B,M,D): rows idx of x */ \
   X(ScatterAdd,      Library, 2, kSavesIn1, _, "", "") /* v (B,M,D), idx (B,M) int64 -> (B,N,D): v's rows added to rows idx */ \
   X(Cumsum,          Library, 1, kNoProps, _, "", "") /* x (N,L) -> (N,L): running sums along each row */ \
-  X(Argsort,         Library, 1, kNoGrad, _, "", "") /* x (N,L) -> (N,L) int64: each row's stable order; arg descending */
+  X(Argsort,         Library, 1, kNoGrad, _, "", "") /* x (N,L) -> (N,K) int64: the first K of each row's stable order (SortArg) */
 
 #define AETHER_ELEMENTWISE_OPS(X) \
   AETHER_CAST_OPS(X) AETHER_UNARY_OPS(X) AETHER_BINARY_OPS(X) AETHER_SELECT_OPS(X)
@@ -187,11 +187,17 @@ struct CollectiveArg {
   int64_t group = -1;
   bool operator==(const CollectiveArg&) const = default;
 };
+// Argsort: the order (descending: largest first) and how many of its first positions are kept (K).
+struct SortArg {
+  bool descending = false;
+  int64_t k = 0;
+  bool operator==(const SortArg&) const = default;
+};
 // Axes (reduce), a permutation (permute), a shape (reshape/expand: the node's shape is used).
 using Axes = std::vector<int>;
 
 using OpArg = std::variant<std::monostate, double, RandArg, Axes, SliceArg, PadArg, Conv2dArg, Pool2dArg,
-                           CollectiveArg>;
+                           CollectiveArg, SortArg>;
 
 // Output size of one conv/pool spatial dim: floor((in + pads - dil*(k-1) - 1) / stride) + 1, or 0
 // when the (dilated) window does not fit (C++ division truncates toward zero, so check first).

@@ -66,8 +66,9 @@ Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n);
 // Running sums along each row: x (N,L) float or int64 -> (N,L) (floats summed in double, so
 // float32 and 16-bit sums are rounded once each; int64 wraps).
 Tensor cumsum(const Tensor& x);
-// The positions that sort each row, stably: x (N,L) any dtype -> (N,L) int64; NaN is the largest
-// value. Not differentiable (the sorted values are a gather by these positions).
-Tensor argsort(const Tensor& x, bool descending);
+// The positions that sort each row, stably: x (N,L) any dtype -> (N,K) int64, the first k of them
+// (k < 0: all, K = L); NaN is the largest value. Not differentiable (the sorted values are a gather
+// by these positions).
+Tensor argsort(const Tensor& x, bool descending, int64_t k = -1);
 
 }  // namespace aether::prim

@@ -125,8 +125,8 @@ void scatter_add_rows(DType dtype, const void* dy, const int64_t* idx, void* dx,
 // y (N,L) = inclusive prefix sums of each row: floats summed in double (float32 and 16-bit floats
 // rounded once per element), int64 wrapping.
 void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l);
-// idx (N,L) int64 = the positions that sort each row, stably (equal values keep their order); NaN is
-// the largest value (last ascending, first descending). Any dtype.
-void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, bool descending);
+// idx (N,K) int64 = the first k positions of the order that sorts each row of x (N,L), stably (equal
+// values keep their order); NaN is the largest value (last ascending, first descending). Any dtype.
+void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, int64_t k, bool descending);
 
 }  // namespace aether::cpu

@@ -614,10 +614,11 @@ void library(Node& n, bool fast) {
       cpu::cumsum_rows(t, x.ptr, out->data(), n.shape[0], n.shape[1]);
       break;
     }
-    case Op::Argsort: {  // src: x (N,L) -> (N,L) int64
+    case Op::Argsort: {  // src: x (N,L) -> (N,K) int64
       auto x = dense(*n.srcs[0]);
-      cpu::argsort_rows(n.srcs[0]->dtype, x.ptr, static_cast<int64_t*>(out->data()), n.shape[0], n.shape[1],
-                        std::get<double>(n.arg) != 0);
+      const auto& a = std::get<SortArg>(n.arg);
+      cpu::argsort_rows(n.srcs[0]->dtype, x.ptr, static_cast<int64_t*>(out->data()), n.shape[0],
+                        n.srcs[0]->shape[1], a.k, a.descending);
       break;
     }
     case Op::Matmul:  // computed by matmul()

@@ -1,10 +1,12 @@
 // Prefix sums (Cumsum) and stable sorting orders (Argsort) along the rows of a (N,L) buffer. One
 // implementation, which the reference backend and the fused executor both run: each row is a plain
-// sequential loop (the scan) or std::stable_sort (the order), rows in parallel.
+// sequential loop (the scan) or std::stable_sort (the order; std::partial_sort for its first few
+// positions), rows in parallel.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <type_traits>
+#include <vector>
 
 #include "backend/cpu/kernels.h"
 
@@ -49,8 +51,11 @@ void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
   });
 }
 
-// idx (N,L) = the stable sorting order of each row of x (N,L).
-void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, bool descending) {
+// idx (N,K) = the first k positions of the stable sorting order of each row of x (N,L): all of them
+// by std::stable_sort; a few (k < L / 8) by std::partial_sort with ties broken by position (the same
+// positions, O(L log k)).
+void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, int64_t k,
+                  bool descending) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = std::conditional_t<is_float_storage<T>, double, T>;  // compared as (exact for every float)
@@ -58,21 +63,25 @@ void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l
 #pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 14))
     for (int64_t r = 0; r < n; ++r) {
       const T* row = xs + r * l;
-      int64_t* out = idx + r * l;
-      std::iota(out, out + l, int64_t(0));
-      auto key = [&](int64_t i) { return C(row[i]); };
-      // a before b: NaN is the largest value, and a NaN never precedes another one (a strict order).
+      // a before b in ascending order: NaN is the largest value, and a NaN never precedes another one.
       auto less = [&](int64_t a, int64_t b) {
-        const C u = key(a), v = key(b);
+        const C u = C(row[a]), v = C(row[b]);
         if constexpr (is_float_storage<T>) {
           if (std::isnan(u) || std::isnan(v)) return !std::isnan(u);
         }
         return u < v;
       };
-      if (descending)
-        std::stable_sort(out, out + l, [&](int64_t a, int64_t b) { return less(b, a); });
-      else
-        std::stable_sort(out, out + l, less);
+      auto before = [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); };
+      std::vector<int64_t> order(static_cast<size_t>(l));  // (L): row r's positions
+      std::iota(order.begin(), order.end(), int64_t(0));
+      if (k < l / 8) {
+        std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) {
+          return before(a, b) || (!before(b, a) && a < b);  // equal values: the earlier position first
+        });
+      } else {
+        std::stable_sort(order.begin(), order.end(), before);
+      }
+      std::copy(order.begin(), order.begin() + k, idx + r * k);
     }
   });
 }
