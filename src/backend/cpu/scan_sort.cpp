@@ -60,6 +60,8 @@ void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l
     using T = decltype(tag);
     using C = std::conditional_t<is_float_storage<T>, double, T>;  // compared as (exact for every float)
     const T* xs = static_cast<const T*>(x);
+    const bool desc =
+        descending;  // a local of this lambda: clang's OpenMP rejects the parameter in one below
 #pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 14))
     for (int64_t r = 0; r < n; ++r) {
       const T* row = xs + r * l;
@@ -71,7 +73,7 @@ void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l
         }
         return u < v;
       };
-      auto before = [&](int64_t a, int64_t b) { return descending ? less(b, a) : less(a, b); };
+      auto before = [&](int64_t a, int64_t b) { return desc ? less(b, a) : less(a, b); };
       std::vector<int64_t> order(static_cast<size_t>(l));  // (L): row r's positions
       std::iota(order.begin(), order.end(), int64_t(0));
       if (k < l / 8) {
