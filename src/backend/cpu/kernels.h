@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "aether/backend/backend.h"
@@ -19,6 +20,11 @@
 #include "backend/geometry.h"  // ConvGeom, PoolGeom
 
 namespace aether::cpu {
+
+// The float storage types (float, double, half, bfloat16), for kernels templated on the storage type.
+template <typename T>
+constexpr bool kIsFloatStorage =
+    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 
 // Calls f(T{}) for the float storage types; throws naming `op` for the others.
 template <typename F>

@@ -29,9 +29,7 @@ namespace aether {
 namespace {
 
 // ---- element types ---------------------------------------------------------------------------------
-template <typename T>
-constexpr bool kIsFloatStorage =
-    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+using cpu::kIsFloatStorage;
 // The type arithmetic on T happens in.
 template <typename T>
 using Compute = std::conditional_t<std::is_same_v<T, double>, double,

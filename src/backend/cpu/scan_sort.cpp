@@ -12,9 +12,6 @@
 
 namespace aether::cpu {
 namespace {
-template <typename T>
-constexpr bool is_float_storage =
-    std::is_floating_point_v<T> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
 // A double rounded once to T (16-bit floats through float_round_odd: no double rounding).
 template <typename T>
 T round_to(double v) {
@@ -29,7 +26,7 @@ T round_to(double v) {
 void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (is_float_storage<T>) {
+    if constexpr (kIsFloatStorage<T>) {
       const T* xs = static_cast<const T*>(x);
       T* ys = static_cast<T*>(y);
 #pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
@@ -58,7 +55,8 @@ void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l
                   bool descending) {
   dispatch_dtype(dtype, [&](auto tag) {
     using T = decltype(tag);
-    using C = std::conditional_t<is_float_storage<T>, double, T>;  // compared as (exact for every float)
+    using C =
+        std::conditional_t<kIsFloatStorage<T>, double, T>;  // compared as double (exact for every float)
     const T* xs = static_cast<const T*>(x);
     const bool desc =
         descending;  // a local of this lambda: clang's OpenMP rejects the parameter in one below
@@ -68,7 +66,7 @@ void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l
       // a before b in ascending order: NaN is the largest value, and a NaN never precedes another one.
       auto less = [&](int64_t a, int64_t b) {
         const C u = C(row[a]), v = C(row[b]);
-        if constexpr (is_float_storage<T>) {
+        if constexpr (kIsFloatStorage<T>) {
           if (std::isnan(u) || std::isnan(v)) return !std::isnan(u);
         }
         return u < v;
