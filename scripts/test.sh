@@ -97,6 +97,7 @@ end
 begin "[3/6] Python package: pip install . into a new venv, then pytest"
 # The README's `pip install .`, into a virtual environment made afresh at a fixed path, with
 # Debian's python3 (what a user has). The build backend and nanobind (pinned in pyproject.toml)
+# (and the test requirements: pytest, mypy for the type stubs' test)
 # are installed into the venv first and the build runs without isolation, so that their sources
 # stay at one path and ccache reuses the objects between runs; the compiler and flags are step 2's
 # (clang++, Release, warnings as errors), so libaether's objects come from ccache too.
@@ -104,7 +105,8 @@ py=${AETHER_PYTHON:-/usr/bin/python3}
 rm -rf build/pyvenv
 "$py" -m venv build/pyvenv
 build_requires=$(build/pyvenv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
-build/pyvenv/bin/pip install -q $build_requires numpy pytest
+test_requires=$(build/pyvenv/bin/python -c 'import tomllib; print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]))')
+build/pyvenv/bin/pip install -q $build_requires $test_requires
 CMAKE_BUILD_PARALLEL_LEVEL=$jobs build/pyvenv/bin/pip install -q --no-build-isolation . \
   --config-settings=cmake.define.CMAKE_CXX_COMPILER=clang++ --config-settings=cmake.define.AETHER_WERROR=ON \
   ${launcher:+--config-settings=cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache}

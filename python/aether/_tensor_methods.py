@@ -8,7 +8,7 @@ zeros_like, ones_like, full_like, eye, linspace."""
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Callable, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -224,34 +224,93 @@ Tensor.diagonal = _diagonal
 Tensor.trace = _trace
 Tensor.amax = Tensor.max
 Tensor.amin = Tensor.min
-Tensor.dim = lambda self: self.ndim
+
+
+def _dim(self: Tensor) -> int:
+    """PyTorch's name of ndim."""
+    return self.ndim
+
+
+Tensor.dim = _dim
 Tensor.requires_grad_ = _requires_grad_
+
+
+def _cast_to(name: str, dtype: str) -> Callable[[Tensor], Tensor]:
+    def cast(self: Tensor) -> Tensor:
+        return self.astype(dtype)
+
+    cast.__name__, cast.__doc__ = name, f'PyTorch\'s cast to {dtype}: self.astype("{dtype}")'
+    return cast
+
+
 # PyTorch's casts by name.
 for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "float16"), ("bfloat16", "bfloat16"),
                       ("int", "int32"), ("long", "int64"), ("bool", "bool")):
-    setattr(Tensor, _name, (lambda d: lambda self: self.astype(d))(_dtype))
+    setattr(Tensor, _name, _cast_to(_name, _dtype))
 
 Tensor.cumsum = _cumsum
 Tensor.sort = _sort
 Tensor.argsort = _argsort
 Tensor.topk = _topk
 Tensor.take_along_axis = _take_along_axis
-Tensor.ravel = lambda self: self.reshape(-1)
+
+
+def _ravel(self: Tensor) -> Tensor:
+    """The elements as one axis (np.ravel): a view where the layout allows."""
+    return self.reshape(-1)
+
+
+def _swapaxes(self: Tensor, a: int, b: int) -> Tensor:
+    """Axes a and b exchanged (np.swapaxes): a view."""
+    return self.transpose(a, b)
+
+
+def _broadcast_to(self: Tensor, shape: Union[int, Sequence[int]]) -> Tensor:
+    """The tensor broadcast to shape (np.broadcast_to): a view."""
+    return self.expand(_shape(shape))
+
+
+def _mT(self: Tensor) -> Tensor:
+    """the last two axes swapped"""
+    return self.transpose(-2, -1)
+
+
+def _cpu(self: Tensor) -> Tensor:
+    """A copy on the CPU (self when it is there)."""
+    return self.to("cpu")
+
+
+def _cuda(self: Tensor, index: Optional[int] = None) -> Tensor:
+    """A copy on a GPU: cuda:index, or the default one."""
+    return self.to("cuda" if index is None else f"cuda:{index}")
+
+
+def _itemsize(self: Tensor) -> int:
+    """bytes per element"""
+    return _ITEMSIZE[self.dtype]
+
+
+def _nbytes(self: Tensor) -> int:
+    """bytes of all the elements"""
+    return self.size * _ITEMSIZE[self.dtype]
+
+
+Tensor.ravel = _ravel
 Tensor.view = Tensor.reshape
-Tensor.swapaxes = lambda self, a, b: self.transpose(a, b)
+Tensor.swapaxes = _swapaxes
 Tensor.moveaxis = _moveaxis
-Tensor.broadcast_to = lambda self, shape: self.expand(_shape(shape))
-Tensor.mT = property(lambda self: self.transpose(-2, -1), doc="the last two axes swapped")
+Tensor.broadcast_to = _broadcast_to
+Tensor.mT = property(_mT)
 Tensor.tile = _tile
 Tensor.roll = _roll
 Tensor.chunk = _chunk
 Tensor.dot = _dot
 Tensor.outer = _outer
 Tensor.norm = _norm
-Tensor.cpu = lambda self: self.to("cpu")
-Tensor.cuda = lambda self, index=None: self.to("cuda" if index is None else f"cuda:{index}")
-Tensor.itemsize = property(lambda self: _ITEMSIZE[self.dtype], doc="bytes per element")
-Tensor.nbytes = property(lambda self: self.size * _ITEMSIZE[self.dtype], doc="bytes of all the elements")
+Tensor.cpu = _cpu
+Tensor.cuda = _cuda
+Tensor.itemsize = property(_itemsize)
+Tensor.nbytes = property(_nbytes)
 
 
 def _like(t: Tensor, dtype: Any) -> str:

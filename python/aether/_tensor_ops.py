@@ -3,7 +3,7 @@ tensors, NumPy dtypes, where and clamp with numbers. Importing it extends aether
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def _binary_operator(name: str, swapped: Optional[str] = None, ints: bool = True
     other.__sub__(self))."""
     base = getattr(Tensor, name, None)
 
-    def op(self: Tensor, other: Any) -> Any:
+    def op(self: Tensor, other: Any) -> Tensor:
         o = array_operand(other, self.device)
         if o is other and ints:
             o = _int_as_integer(self, other)
@@ -78,9 +78,21 @@ for _name, _op in (("__radd__", "__add__"), ("__rsub__", "__sub__"), ("__rmul__"
                    ("__rtruediv__", "__truediv__"), ("__rfloordiv__", "__floordiv__"), ("__rmod__", "__mod__"),
                    ("__rpow__", "__pow__"), ("__rmatmul__", "__matmul__")):
     _binary_operator(_name, _op)
-Tensor.__pos__ = lambda self: self
-Tensor.__divmod__ = lambda self, other: (self // other, self % other)
-Tensor.__rdivmod__ = lambda self, other: (other // self, other % self)
+
+
+def _pos(self: Tensor) -> Tensor:
+    return self
+
+
+def _divmod(self: Tensor, other: Any) -> Tuple[Tensor, Tensor]:
+    return self // other, self % other
+
+
+def _rdivmod(self: Tensor, other: Any) -> Tuple[Tensor, Tensor]:
+    return other // self, other % self
+
+
+Tensor.__pos__, Tensor.__divmod__, Tensor.__rdivmod__ = _pos, _divmod, _rdivmod
 
 _round = Tensor.round
 
@@ -102,7 +114,14 @@ def _round_decimals(self: Tensor, decimals: int = 0, out: Any = None) -> Tensor:
 
 
 Tensor.round = _round_decimals
-Tensor.__round__ = lambda self, ndigits=None: _round_decimals(self, 0 if ndigits is None else ndigits)
+
+
+def _round_builtin(self: Tensor, ndigits: Optional[int] = None) -> Tensor:
+    """round(t) and round(t, n): the elements rounded (a Tensor, as NumPy's round gives an array)."""
+    return _round_decimals(self, 0 if ndigits is None else ndigits)
+
+
+Tensor.__round__ = _round_builtin
 
 
 def _reduction(name: str, takes_dtype: bool) -> None:
@@ -185,7 +204,14 @@ class DType(str):
 
 
 _dtype_of = Tensor.dtype.fget
-Tensor.dtype = property(lambda self: DType(_dtype_of(self)), doc="the dtype's name, equal to NumPy's dtype too")
+
+
+def _dtype(self: Tensor) -> DType:
+    """the dtype's name, equal to NumPy's dtype too"""
+    return DType(_dtype_of(self))
+
+
+Tensor.dtype = property(_dtype)
 
 
 def where(cond: Any, a: Any, b: Any) -> Tensor:
@@ -232,7 +258,7 @@ def _mask(t: Tensor, op: str) -> Tensor:
 
 
 def _logical_operator(name: str, symbol: str, method: str) -> None:
-    def op(self: Tensor, other: Any) -> Any:
+    def op(self: Tensor, other: Any) -> Tensor:
         if isinstance(other, (np.ndarray, bool, np.bool_)):
             other = tensor(np.array(other), device=self.device)
         if not isinstance(other, Tensor):
@@ -245,7 +271,14 @@ def _logical_operator(name: str, symbol: str, method: str) -> None:
 
 for _name, _symbol, _method in (("and", "&", "logical_and"), ("or", "|", "logical_or"), ("xor", "^", "logical_xor")):
     _logical_operator(_name, _symbol, _method)
-Tensor.__invert__ = lambda self: _mask(self, "~").logical_not()
+
+
+def _invert(self: Tensor) -> Tensor:
+    """~mask: the logical not of a bool tensor."""
+    return _mask(self, "~").logical_not()
+
+
+Tensor.__invert__ = _invert
 
 
 def _tensors(items: Any) -> list:
