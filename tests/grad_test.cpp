@@ -335,6 +335,22 @@ TEST(Grad, Matmul) {
   check_grad("matmul transposed", [](auto x) { return matmul(x[0].t(), x[0]); }, {in({3, 2})});
 }
 
+// einsum is built of matmul, products, sums and views: each of its ways, differentiated by autograd.
+TEST(Grad, Einsum) {
+  auto e = [](const char* spec) { return [spec](const std::vector<Tensor>& x) { return einsum(spec, x); }; };
+  check_grad("einsum matmul", e("ij,jk->ik"), {in({2, 3}), in({3, 4}, -1, 1, 1)});
+  check_grad("einsum batched, transposed", e("bji,bjk->bki"), {in({2, 3, 2}), in({2, 3, 4}, -1, 1, 1)});
+  check_grad("einsum product summed", e("ij,j->i"), {in({2, 3}), in({3}, -1, 1, 1)});
+  check_grad("einsum outer", e("i,j->ij"), {in({3}), in({2}, -1, 1, 1)});
+  check_grad("einsum diagonal", e("iij->ji"), {in({3, 3, 2})});
+  check_grad("einsum trace", e("ii"), {in({3, 3})});
+  check_grad("einsum ellipsis, broadcast", e("...ij,...jk->...ik"),
+             {in({2, 1, 2, 3}), in({3, 3, 2}, -1, 1, 1)});
+  check_grad("einsum size-1 stretched", e("ij,jk->ik"), {in({2, 1}), in({3, 4}, -1, 1, 1)});
+  check_grad("einsum three operands", e("bi,ij,bj->b"),
+             {in({2, 3}), in({3, 3}, -1, 1, 1), in({2, 3}, -1, 1, 2)});
+}
+
 // ---- casts
 // ---------------------------------------------------------------------------------------------------
 TEST(Grad, CastFloat32Float64) {

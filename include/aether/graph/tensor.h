@@ -273,6 +273,10 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& cond, const Tensor& a, Scalar b);
 Tensor where(const Tensor& cond, Scalar a, const Tensor& b);
 Tensor matmul(const Tensor& a, const Tensor& b);  // (..., M, K) x (..., K, N), batch dims broadcast
+// NumPy's einsum: "ij,jk->ik", "bhqd,bhkd->bhqk", "...ij->...ji", "ii->i" (a diagonal), "ii" (a trace);
+// without "->" the output is NumPy's (the letters used once, in ASCII order, after '...'). Size-1 dims
+// broadcast. Made of matmul, products, sums and views (src/ops/einsum.cpp), so it is differentiable.
+Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& tensors, int64_t axis = 0);
 
