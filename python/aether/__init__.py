@@ -33,7 +33,7 @@ from ._aether import (
     world_size,
 )
 from ._tensor import arange, full, ones, rand, randn, tensor, zeros
-from ._tensor_ops import cat, stack, where
+from ._tensor_ops import cat, einsum, stack, where
 from ._tensor_methods import eye, full_like, linspace, ones_like, zeros_like
 from . import _numpy_dispatch  # noqa: F401 (NumPy's ufuncs and functions on Tensors)
 from . import _updates  # noqa: F401 (t.at[...].set/add, index_add, masked_fill)
@@ -74,7 +74,7 @@ __all__ = [
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Rescale", "Residual",
     "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
-    "ToTensor", "arange", "cat", "clip_grad_norm", "datasets", "eye", "from_dlpack", "full", "full_like",
+    "ToTensor", "arange", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",
     "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",
     "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros", "zeros_like",
 ]

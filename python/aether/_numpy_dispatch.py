@@ -2,10 +2,11 @@
 
 - ufuncs (__array_ufunc__): np.exp(t), np.add(a, t), np.floor_divide(t, 2)... are the Tensor's own
   operations (the operators take arrays and numbers: _tensor_ops);
-- functions (NEP 18's __array_function__): np.concatenate, np.stack, np.where, np.clip, np.reshape,
-  np.transpose, np.squeeze, np.expand_dims, np.take, np.round, np.cumsum, np.sort, np.argsort,
-  np.take_along_axis (and the others registered below) of tensors are Tensors, and np.sum, np.mean,
-  np.max... call the Tensor's reductions (as NumPy's method lookup did before).
+- functions (NEP 18's __array_function__): np.concatenate, np.stack, np.split, np.array_split,
+  np.einsum, np.where, np.clip, np.reshape, np.transpose, np.squeeze, np.expand_dims, np.take,
+  np.round, np.cumsum, np.sort, np.argsort, np.take_along_axis (and the others registered below) of
+  tensors are Tensors, and np.sum, np.mean, np.max... call the Tensor's reductions (as NumPy's method
+  lookup did before).
 
 Both results are recorded for autograd. Anything else computes in NumPy on the values (tensors read as
 arrays) and returns what NumPy returns, as before, unless a tensor input requires grad: then it is a
@@ -13,14 +14,14 @@ TypeError, since the result would silently have no gradient."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, List, Optional
 
 import numpy as np
 
 from ._aether import Tensor
 from ._tensor import FLOAT_DTYPES, no_out, tensor
-from ._tensor_methods import full_like, ones_like, zeros_like
-from ._tensor_ops import _int_as_integer, array_operand, as_tensor, cat, stack, where
+from ._tensor_methods import full_like, ones_like, split_at, zeros_like
+from ._tensor_ops import _int_as_integer, array_operand, as_tensor, cat, einsum, stack, where
 
 
 # ---- anything aether has no operation for: NumPy on the values, unless a gradient would be lost ----
@@ -146,6 +147,24 @@ def _concatenate(arrays: Any, axis: Optional[int] = 0, out: Any = None, **kwargs
     if axis is None:  # NumPy: flattened first
         return cat([a.reshape(-1) if isinstance(a, Tensor) else np.ravel(a) for a in arrays], 0)
     return cat(arrays, axis)
+
+
+@_implements(np.einsum)
+def _einsum(subscripts: str, *operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any) -> Tensor:
+    no_out("np.einsum", out)
+    if kwargs:
+        raise TypeError(f"np.einsum on aether Tensors takes subscripts, operands and optimize, got {sorted(kwargs)}")
+    return einsum(subscripts, *operands)  # optimize: aether picks its own way (left to right, pairwise)
+
+
+@_implements(np.split)
+def _np_split(ary: Tensor, indices_or_sections: Any, axis: int = 0) -> List[Tensor]:
+    return split_at(ary, indices_or_sections, axis, True, "np.split")
+
+
+@_implements(np.array_split)
+def _np_array_split(ary: Tensor, indices_or_sections: Any, axis: int = 0) -> List[Tensor]:
+    return split_at(ary, indices_or_sections, axis, False, "np.array_split")
 
 
 @_implements(np.stack)

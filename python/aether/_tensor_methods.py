@@ -1,6 +1,6 @@
 """More of NumPy's and PyTorch's tensor methods and functions, composed of the engine's operations
 (views where the result is one, copies otherwise), so each is recorded for autograd: ravel, view,
-swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, dot, outer, norm, cpu, cuda, nbytes,
+swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, split, dot, outer, norm, cpu, cuda, nbytes,
 itemsize, cumsum, sort, argsort, topk, take_along_axis, repeat, diff, triu, tril, diagonal, trace,
 amax, amin, dim, requires_grad_, PyTorch's casts (float, double, half, int, long, bool...), and
 zeros_like, ones_like, full_like, eye, linspace."""
@@ -14,7 +14,7 @@ import numpy as np
 
 from . import _aether
 from ._aether import Tensor
-from ._tensor import _shape, dtype_name, index_tensor, tensor
+from ._tensor import _shape, dtype_name, index_tensor, is_int, tensor
 from ._tensor_ops import as_tensor, cat, where
 
 _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
@@ -76,6 +76,41 @@ def _chunk(self: Tensor, chunks: int, axis: int = 0) -> List[Tensor]:
     n = self.shape[a]
     size = max(1, math.ceil(n / chunks))
     return [self.slice(a, i, min(i + size, n)) for i in range(0, n, size)] or [self]
+
+
+def _split(self: Tensor, split_size_or_sections: Union[int, Sequence[int]], axis: int = 0) -> List[Tensor]:
+    """PyTorch's split: views along axis of split_size elements each (the last may be shorter), or of
+    the given sizes, which must add up to the axis's length. NumPy's split is np.split(t, ...)."""
+    a = _axis(axis, self.ndim)
+    n = self.shape[a]
+    if is_int(split_size_or_sections):
+        size = int(split_size_or_sections)
+        if size < 1:
+            raise ValueError(f"split: the size of a piece must be >= 1, got {size}")
+        return [self.slice(a, i, min(i + size, n)) for i in range(0, n, size)] or [self]
+    sizes = [int(s) for s in split_size_or_sections]
+    if any(s < 0 for s in sizes) or sum(sizes) != n:
+        raise ValueError(f"split: sizes {sizes} do not add up to the {n} elements of axis {axis}")
+    starts = np.cumsum([0] + sizes)
+    return [self.slice(a, int(lo), int(hi)) for lo, hi in zip(starts[:-1], starts[1:])]
+
+
+def split_at(t: Tensor, indices_or_sections: Any, axis: int, equal: bool, name: str) -> List[Tensor]:
+    """NumPy's split (equal) and array_split: `sections` pieces (array_split: the first n % sections one
+    longer), or pieces between the indices (Python's slice rules: negative from the end, clipped). Views."""
+    a = _axis(axis, t.ndim)
+    n = t.shape[a]
+    if is_int(indices_or_sections):
+        k = int(indices_or_sections)
+        if k < 1:
+            raise ValueError(f"{name}: the number of sections must be >= 1, got {k}")
+        if equal and n % k:
+            raise ValueError(f"{name}: array split does not result in an equal division ({n} elements in {k})")
+        sizes = [n // k + (i < n % k) for i in range(k)]
+        bounds = [int(b) for b in np.cumsum([0] + sizes)]
+    else:
+        bounds = [0] + [int(i) for i in indices_or_sections] + [n]
+    return [t.slice(a, lo, hi) for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 def _dot(self: Tensor, other: Any) -> Tensor:
@@ -304,6 +339,7 @@ Tensor.mT = property(_mT)
 Tensor.tile = _tile
 Tensor.roll = _roll
 Tensor.chunk = _chunk
+Tensor.split = _split
 Tensor.dot = _dot
 Tensor.outer = _outer
 Tensor.norm = _norm

@@ -296,3 +296,12 @@ def cat(tensors: Any, axis: int = 0) -> Tensor:
 def stack(tensors: Any, axis: int = 0) -> Tensor:
     """The tensors (or NumPy arrays) joined along a new axis (np.stack)."""
     return _aether.stack(_tensors(tensors), axis)
+
+
+def einsum(subscripts: str, *operands: Any) -> Tensor:
+    """NumPy's einsum of tensors (or NumPy arrays): "ij,jk->ik", "bhqd,bhkd->bhqk", "...ij->...ji",
+    "ii->i"; without "->" NumPy's implicit output. Size-1 dims broadcast. Recorded for autograd (it is
+    built of matmul, products, sums and views)."""
+    if not isinstance(subscripts, str):
+        raise TypeError("einsum takes the subscripts as a string first (NumPy's sublist form is not supported)")
+    return _aether.einsum(subscripts, _tensors(operands))

@@ -595,6 +595,8 @@ void bind_tensor(nb::module_& m) {
   m.def("where", [](const Tensor& c, double a, const Tensor& b) { return where(c, a, b); });
   m.def("cat", &cat, nb::arg("tensors"), nb::arg("axis") = 0);
   m.def("stack", &stack, nb::arg("tensors"), nb::arg("axis") = 0);
+  m.def("einsum", &einsum, nb::arg("subscripts"),
+        nb::arg("operands"));  // aether.einsum: (subscripts, *operands)
   m.def(
       "realize",
       [](const std::vector<Tensor>& ts) {

@@ -643,6 +643,62 @@ def test_sorting_cumsum_topk_and_take_along_axis_match_numpy():
         np.asarray(t.take_along_axis(np.full((3, 1, 5), 4), 1))
 
 
+def test_einsum_matches_numpy_with_gradients():
+    """ae.einsum and np.einsum of tensors give np.einsum's values (explicit and implicit outputs,
+    '...', diagonals, traces, three operands, integers) and gradients; errors are ValueErrors."""
+    rng = np.random.default_rng(3)
+    a, b, c = rng.standard_normal((2, 3)), rng.standard_normal((3, 4)), rng.standard_normal((4, 3, 3))
+    cases = [("ij,jk->ik", a, b), ("ij,jk", a, b), ("ji", a), ("ij->", a), ("bii->bi", c), ("bii", c),
+             ("...ij,...jk->...ik", c, c), ("bij,jk,ki->b", c, b[:, :2], a),
+             ("i,j", a[0], b[0]), ("ij,ij->i", a, a)]
+    for spec, *ops in cases:
+        want = np.einsum(spec, *ops)
+        for got in (ae.einsum(spec, *[ae.tensor(o) for o in ops]), np.einsum(spec, *[ae.tensor(o) for o in ops]),
+                    ae.einsum(spec, *ops)):
+            assert isinstance(got, ae.Tensor) and got.shape == want.shape, spec
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-12, atol=1e-12, err_msg=spec)
+    i = rng.integers(-5, 5, size=(3, 4))
+    got = np.einsum("ij,kj->ik", ae.tensor(i), ae.tensor(i))
+    assert got.dtype == "int64" and np.array_equal(np.asarray(got), np.einsum("ij,kj->ik", i, i))
+    # Gradients: d/dA of sum(w * A @ B) is w @ B^T, d/dB is A^T @ w.
+    x, y = ae.tensor(a, requires_grad=True), ae.tensor(b, requires_grad=True)
+    w = rng.standard_normal((2, 4))
+    (ae.einsum("ij,jk->ik", x, y) * ae.tensor(w)).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad), w @ b.T, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(y.grad), a.T @ w, rtol=1e-12)
+    with pytest.raises(ValueError, match="'j' has size 3 in operand 0 and 2 in operand 1"):
+        ae.einsum("ij,jk->ik", a, a)
+    with pytest.raises(ValueError, match="names 2 operands"):
+        ae.einsum("ij,jk", a)
+    with pytest.raises(TypeError, match="subscripts as a string"):
+        ae.einsum(a, [0, 1])
+
+
+def test_split_and_array_split_match_numpy_and_pytorch():
+    """np.split / np.array_split of a tensor give NumPy's pieces (sections or indices, Python's slice
+    rules), t.split PyTorch's (a piece size or sizes); all views recorded for autograd."""
+    a = np.arange(30.0).reshape(3, 10)
+    t = ae.tensor(a)
+    for args in [(5, 1), ([3, 5], 1), ([3, 20], 1), ([5, 3], 1), ([-2], 1), (3, 0), ([], 1)]:
+        for np_f in (np.split, np.array_split):
+            got, want = np_f(t, *args), np_f(a, *args)
+            assert all(isinstance(g, ae.Tensor) for g in got) and len(got) == len(want), args
+            for g, w in zip(got, want):
+                np.testing.assert_array_equal(np.asarray(g), w)
+    assert [p.shape for p in np.array_split(t, 4, axis=1)] == [(3, 3), (3, 3), (3, 2), (3, 2)]
+    with pytest.raises(ValueError, match="equal division"):
+        np.split(t, 4, axis=1)
+    assert [p.shape for p in t.split(4, 1)] == [(3, 4), (3, 4), (3, 2)]
+    assert [p.shape for p in t.split([2, 8], axis=1)] == [(3, 2), (3, 8)]
+    np.testing.assert_array_equal(np.asarray(ae.cat(t.split(3, 1), 1)), a)
+    with pytest.raises(ValueError, match="do not add up to the 10 elements"):
+        t.split([2, 3], 1)
+    x = ae.tensor(a, requires_grad=True)
+    lo, hi = x.split([4, 6], 1)
+    (lo.sum() + 2 * hi.sum()).backward()
+    np.testing.assert_array_equal(np.asarray(x.grad), np.repeat([[1.0] * 4 + [2.0] * 6], 3, 0))
+
+
 def test_nan_tests_logsumexp_repeat_diff_triangles_and_torch_casts_match_numpy():
     """isnan/isinf/isfinite, log1p, expm1, exp2, log2, log10, erf, logsumexp, repeat, diff, triu,
     tril, diagonal, trace, amax/amin (NumPy's functions of those names too), and PyTorch's dim,
