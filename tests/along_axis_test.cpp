@@ -1,6 +1,6 @@
-// Forward tests of the ops along one axis (src/ops/along_axis.cpp: cumsum, argsort, sort, topk,
-// take_along_axis) against plain loops and std::stable_sort here, for every dtype, every axis,
-// ties, NaN, empty axes and bad input. Gradients are in grad_test.cpp.
+// Forward tests of the ops along one axis (src/ops/along_axis.cpp: cumsum, cumprod (and prod), argsort, sort,
+// topk, take_along_axis) against plain loops and std::stable_sort here, for every dtype, every axis, ties,
+// NaN, empty axes and bad input. Gradients are in grad_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -231,6 +231,55 @@ TEST(Ops, Cumsum) {
             (std::vector<int64_t>{top, std::numeric_limits<int64_t>::min()}));
   EXPECT_EQ(Tensor::zeros({0, 3}).cumsum(0).shape(), (Shape{0, 3}));
   EXPECT_THROW(Tensor::scalar(1.0).cumsum(0), Error);
+}
+
+// cumprod and prod against loops (products of small integers: exact in every dtype but bfloat16's
+// and float16's larger ones, which the test keeps away from), every dtype and axis; int64 wraps; the
+// empty product is 1.
+TEST(Ops, CumprodAndProd) {
+  const Shape s{3, 4, 5};
+  std::vector<double> v(60);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = double((i * 7) % 5) - 1;  // -1, 0, 1, 2, 3
+  for (DType t : kAll) {
+    const std::vector<double> x = stored(v, t);
+    const Tensor tx = make(x, s, t);  // (x is what t holds)
+    const DType want_t = is_float(t) ? t : DType::int64;
+    for (int axis = -3; axis < 3; ++axis) {
+      std::vector<double> want(x.size());
+      Shape ps = s;  // prod's shape: the axis removed
+      ps.erase(ps.begin() + (axis < 0 ? axis + 3 : axis));
+      std::vector<double> want_prod;
+      for (const auto& line : lines(s, axis < 0 ? axis + 3 : axis)) {
+        double acc = 1;
+        for (size_t p : line) want[p] = acc *= x[p];  // |products| <= 3^5: exact in every dtype
+        want_prod.push_back(acc);
+      }
+      const std::string what = detail::cat(dtype_name(t), " axis ", axis);
+      const Tensor c = tx.cumprod(axis), p = tx.prod({axis});
+      ASSERT_EQ(c.dtype(), want_t) << what;
+      ASSERT_EQ(c.shape(), s);
+      expect_same(c.to_vector<double>(), want, "cumprod " + what);
+      ASSERT_EQ(p.dtype(), want_t) << what;
+      ASSERT_EQ(p.shape(), ps);
+      // prod's lines come in the order of the dims kept: the loop's order
+      expect_same(p.to_vector<double>(), want_prod, "prod " + what);
+    }
+  }
+  // Several axes, keepdim, all axes; each product rounded once (float32: 4097 * 4097 * 3 is
+  // 50,356,227 exactly, 50,356,228 rounded once; two float32 roundings give 50,356,224).
+  const Tensor m = Tensor::from_vector<double>({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {2, 3, 2});
+  EXPECT_EQ(m.prod({0, 2}).to_vector<double>(),
+            (std::vector<double>{1 * 2 * 7 * 8, 3 * 4 * 9 * 10, 5 * 6 * 11 * 12}));
+  EXPECT_EQ(m.prod({0, 2}, true).shape(), (Shape{1, 3, 1}));
+  EXPECT_EQ(m.prod().item<double>(), 479001600.0);
+  EXPECT_EQ(Tensor::from_vector<float>({4097, 4097, 3}).prod().item<float>(), 50356228.0f);
+  const int64_t big = int64_t(1) << 62;
+  EXPECT_EQ(Tensor::from_vector<int64_t>({big, 4, 3}).cumprod(0).to_vector<int64_t>(),
+            (std::vector<int64_t>{big, 0, 0}));  // 2^64 wraps to 0
+  EXPECT_EQ(Tensor::zeros({2, 0}).prod({1}).to_vector<float>(), (std::vector<float>{1, 1}));
+  EXPECT_EQ(Tensor::zeros({0, 3}).cumprod(0).shape(), (Shape{0, 3}));
+  EXPECT_EQ(Tensor::scalar(2.5).prod().item<float>(), 2.5f);
+  EXPECT_THROW(Tensor::scalar(1.0).cumprod(0), Error);
 }
 
 // take_along_axis: NumPy's rule, broadcasting in the other dims, negative indices, errors.

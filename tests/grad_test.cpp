@@ -200,6 +200,24 @@ TEST(Grad, Take) {
   EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{1, 1, 1, 3, 3, 3}));
 }
 
+// cumprod's and prod's gradients come from CumprodBwd, which divides by nothing: exact where inputs
+// are 0 (one zero, two zeros in a line), as the finite differences see them (products are linear in
+// each element).
+TEST(Grad, CumprodAndProdAtZeros) {
+  const Input z{{2, 0, 3, 0.5, -1, 0, 0, 4, 1.5, -2, 0.5, 3}, {3, 4}};
+  for (int axis : {0, 1, -1}) {
+    check_grad(detail::cat("cumprod axis ", axis), [&](auto x) { return x[0].cumprod(axis); }, {z});
+    check_grad(detail::cat("prod axis ", axis), [&](auto x) { return x[0].prod({axis}); }, {z});
+  }
+  check_grad("prod all", [](auto x) { return x[0].prod(); }, {in({2, 3}, 0.5, 1.5)});
+  check_grad("prod two axes, keepdim",
+             [](auto x) {
+               return x[0].prod({0, 2}, true);
+             },
+             {in({2, 3, 2}, -1.5, 1.5)});
+  check_grad("prod of nothing", [](auto x) { return x[0].prod({1}) * 2.0; }, {in({2, 0})});
+}
+
 // The ops along one axis: cumsum's gradient is a running sum from the end; sort's, topk's and
 // take_along_axis's send each value's gradient back to where it came from (repeats sum).
 TEST(Grad, AlongAxis) {

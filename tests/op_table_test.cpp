@@ -132,6 +132,8 @@ Example example(Op op, bool grad = false) {
     case Op::ScatterAdd:  // (1,4,3)
       return {{a}, prim::scatter_add(a.reshape({1, 2, 3}), Tensor::from_vector<int64_t>({3, 0}, {1, 2}), 4)};
     case Op::Cumsum: return {{a}, prim::cumsum(a)};
+    case Op::Cumprod: return {{a}, prim::cumprod(a)};
+    case Op::CumprodBwd: return {{a, b}, prim::cumprod_bwd(a, b)};
     case Op::Argsort: return {{a}, prim::argsort(a, true)};
   }
   return {};

@@ -272,6 +272,13 @@ const std::vector<Case>& cases() {
        once},
       // Running sums in double, rounded once (the gradient too: a running sum from the end).
       {"Cumsum", Op::Cumsum, {{e}}, [](auto& x) { return prim::cumsum(x[0]); }, once, once},
+      // Running products of values near 1 (no overflow), in double, rounded once; the gradient too.
+      {"Cumprod", Op::Cumprod, {{{3, 8}, 0.5, 1.5}}, [](auto& x) { return prim::cumprod(x[0]); }, once, once},
+      {"CumprodBwd",
+       Op::CumprodBwd,
+       {{{3, 8}, 0.5, 1.5}, {{3, 8}}},
+       [](auto& x) { return prim::cumprod_bwd(x[0], x[1]); },
+       once},
       // The same rounded values in both runs: the same order.
       {"Argsort", Op::Argsort, {{e}}, [](auto& x) { return prim::argsort(x[0], false); }, exact},
       // Two ranks holding the same values: the sum doubles them, exactly in any float type.
@@ -476,6 +483,7 @@ const std::vector<Case>& composite_cases() {
        {0, 0}},
       {"topk", Op::Gather, {{rows}}, [](auto& x) { return x[0].topk(3, 0).first; }, {0, 0}, {0, 0}},
       {"cumsum", Op::Cumsum, {{rows}}, [](auto& x) { return x[0].cumsum(0); }, {1, 0}, {1, 0}},
+      {"prod", Op::Cumprod, {{rows, 0.5, 1.5}}, [](auto& x) { return x[0].prod({1}); }, {1, 0}, {1, 0}},
       {"cat",
        Op::Pad,
        {{e}, {e}},

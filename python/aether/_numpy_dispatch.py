@@ -4,9 +4,9 @@
   operations (the operators take arrays and numbers: _tensor_ops);
 - functions (NEP 18's __array_function__): np.concatenate, np.stack, np.split, np.array_split,
   np.einsum, np.where, np.clip, np.reshape, np.transpose, np.squeeze, np.expand_dims, np.take,
-  np.round, np.cumsum, np.sort, np.argsort, np.take_along_axis (and the others registered below) of
-  tensors are Tensors, and np.sum, np.mean, np.max... call the Tensor's reductions (as NumPy's method
-  lookup did before).
+  np.round, np.cumsum, np.cumprod, np.sort, np.argsort, np.take_along_axis (and the others registered
+  below) of tensors are Tensors, and np.sum, np.prod, np.mean, np.max... call the Tensor's reductions
+  (as NumPy's method lookup did before).
 
 Both results are recorded for autograd. Anything else computes in NumPy on the values (tensors read as
 arrays) and returns what NumPy returns, as before, unless a tensor input requires grad: then it is a
@@ -133,7 +133,7 @@ def _method(name: str) -> Callable:
     return call
 
 
-for _name in ("sum", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all"):
+for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin", "any", "all"):
     _implements(getattr(np, _name))(_method(_name))
 _implements(np.amax)(_method("max"))
 _implements(np.amin)(_method("min"))
@@ -229,6 +229,12 @@ def _take(a: Tensor, indices: Any, axis: Optional[int] = None, out: Any = None, 
 def _cumsum(a: Tensor, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> Tensor:
     no_out("np.cumsum", out)
     return a.cumsum(axis, dtype)
+
+
+@_implements(np.cumprod)
+def _cumprod(a: Tensor, axis: Optional[int] = None, dtype: Any = None, out: Any = None) -> Tensor:
+    no_out("np.cumprod", out)
+    return a.cumprod(axis, dtype)
 
 
 @_implements(np.round, np.around)

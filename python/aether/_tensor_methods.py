@@ -1,8 +1,8 @@
 """More of NumPy's and PyTorch's tensor methods and functions, composed of the engine's operations
 (views where the result is one, copies otherwise), so each is recorded for autograd: ravel, view,
 swapaxes, moveaxis, broadcast_to, mT, tile, roll, chunk, split, dot, outer, norm, cpu, cuda, nbytes,
-itemsize, cumsum, sort, argsort, topk, take_along_axis, repeat, diff, triu, tril, diagonal, trace,
-amax, amin, dim, requires_grad_, PyTorch's casts (float, double, half, int, long, bool...), and
+itemsize, cumsum, cumprod, sort, argsort, topk, take_along_axis, repeat, diff, triu, tril, diagonal,
+trace, amax, amin, dim, requires_grad_, PyTorch's casts (float, double, half, int, long, bool...), and
 zeros_like, ones_like, full_like, eye, linspace."""
 
 from __future__ import annotations
@@ -154,6 +154,13 @@ def _cumsum(self: Tensor, axis: Optional[int] = None, dtype: Any = None) -> Tens
     return t.reshape(-1)._cumsum(0) if axis is None else t._cumsum(int(axis))
 
 
+def _cumprod(self: Tensor, axis: Optional[int] = None, dtype: Any = None) -> Tensor:
+    """Running products along axis (np.cumprod), with cumsum's dtypes (floats rounded once from a
+    float64 product, integers and bools in int64, wrapping); the gradient is exact where x is 0."""
+    t = self if dtype is None else self.astype(dtype_name(dtype))
+    return t.reshape(-1)._cumprod(0) if axis is None else t._cumprod(int(axis))
+
+
 def _sort_args(self: Tensor, axis: Optional[int], kind: Any, order: Any, name: str) -> tuple:
     if order is not None:
         raise TypeError(f"{name}: order= sorts structured arrays; aether tensors have no fields")
@@ -284,6 +291,7 @@ for _name, _dtype in (("float", "float32"), ("double", "float64"), ("half", "flo
     setattr(Tensor, _name, _cast_to(_name, _dtype))
 
 Tensor.cumsum = _cumsum
+Tensor.cumprod = _cumprod
 Tensor.sort = _sort
 Tensor.argsort = _argsort
 Tensor.topk = _topk

@@ -160,7 +160,7 @@ def _any_axis(name: str) -> None:
 
 _any_axis("argmax")
 _any_axis("argmin")
-for _name, _dt in (("sum", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
+for _name, _dt in (("sum", True), ("prod", True), ("mean", True), ("var", True), ("std", True), ("max", False), ("min", False),
                    ("any", False), ("all", False), ("argmax", False), ("argmin", False)):
     _reduction(_name, _dt)
 

@@ -348,6 +348,7 @@ void bind_tensor(nb::module_& m) {
       .def("_take_along_axis", &Tensor::take_along_axis, nb::arg("indices"), nb::arg("axis"))
       .def("_index_add", &Tensor::index_add, nb::arg("axis"), nb::arg("indices"), nb::arg("values"))
       .def("_cumsum", &Tensor::cumsum, nb::arg("axis"))
+      .def("_cumprod", &Tensor::cumprod, nb::arg("axis"))
       .def("_argsort", &Tensor::argsort, nb::arg("axis"), nb::arg("descending"))
       .def("_sort", &Tensor::sort, nb::arg("axis"), nb::arg("descending"))
       .def("_topk", &Tensor::topk, nb::arg("k"), nb::arg("axis"), nb::arg("largest"))
@@ -480,6 +481,10 @@ void bind_tensor(nb::module_& m) {
       .def(
           "sum",
           [](const Tensor& x, nb::object axis, bool keepdims) { return x.sum(axes_of(axis), keepdims); },
+          nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
+      .def(
+          "prod",
+          [](const Tensor& x, nb::object axis, bool keepdims) { return x.prod(axes_of(axis), keepdims); },
           nb::arg("axis") = nb::none(), nb::arg("keepdims") = false)
       .def(
           "mean",

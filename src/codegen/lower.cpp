@@ -401,6 +401,8 @@ class Lowerer {
       case Op::Gather:
       case Op::ScatterAdd:
       case Op::Cumsum:
+      case Op::Cumprod:
+      case Op::CumprodBwd:
       case Op::Argsort:
       case Op::AllReduce: throw Unsupported{detail::cat("library op ", op_name(n.op), " inside a kernel")};
     }

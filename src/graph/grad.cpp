@@ -199,6 +199,10 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       const Tensor d = dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0]));
       return {prim::flip(prim::cumsum(prim::flip(d, {1})), {1})};
     }
+    case Op::Cumprod: {  // y_i = x_0 ... x_i: dx by CumprodBwd (no division: exact where x is 0)
+      const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]);
+      return {prim::cumprod_bwd(x(0).cast(t), dy.cast(t))};
+    }
     case Op::AllReduce:  // y = sum over the ranks of x: dx = sum over the ranks of dy
       return {all_reduce(dy.cast(grad_dtype(dy.dtype(), fn.input_dtypes[0])),
                          std::get<CollectiveArg>(fn.arg).group)};
@@ -213,6 +217,7 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
     case Op::Conv2dBwdWeight:
     case Op::MaxPool2dBwd:
     case Op::AvgPool2dBwd:
+    case Op::CumprodBwd:
     case Op::Argsort: break;
   }
   throw Error(detail::cat("backward: ", op_name(fn.op), " is not differentiable"));

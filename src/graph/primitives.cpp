@@ -337,6 +337,21 @@ Tensor cumsum(const Tensor& x) {
   return apply(Op::Cumsum, {x}, std::monostate{}, x.dtype(), x.shape());
 }
 
+Tensor cumprod(const Tensor& x) {
+  AETHER_CHECK(x.ndim() == 2, "cumprod", "takes x (N,L), got ", desc(x));
+  AETHER_CHECK_DTYPE(is_float(x.dtype()) || x.dtype() == DType::int64, "cumprod",
+                     "multiplies floats and int64, got ", desc(x));
+  return apply(Op::Cumprod, {x}, std::monostate{}, x.dtype(), x.shape());
+}
+
+Tensor cumprod_bwd(const Tensor& x, const Tensor& dy) {
+  AETHER_CHECK(x.ndim() == 2 && dy.shape() == x.shape(), "cumprod_bwd", "takes x (N,L) and dy (N,L), got x ",
+               desc(x), ", dy ", desc(dy));
+  AETHER_CHECK_DTYPE(is_float(x.dtype()) && dy.dtype() == x.dtype(), "cumprod_bwd",
+                     "takes floats of one dtype, got x ", desc(x), ", dy ", desc(dy));
+  return apply(Op::CumprodBwd, {x, dy}, std::monostate{}, x.dtype(), x.shape());
+}
+
 Tensor argsort(const Tensor& x, bool descending, int64_t k) {
   AETHER_CHECK(x.ndim() == 2, "argsort", "takes x (N,L), got ", desc(x));
   const int64_t l = x.shape()[1];

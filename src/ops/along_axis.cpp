@@ -1,4 +1,4 @@
-// Ops along one axis (NumPy's cumsum, argsort, sort, take_along_axis; PyTorch's topk): the axis is
+// Ops along one axis (NumPy's cumsum, cumprod, argsort, sort, take_along_axis; PyTorch's topk): the axis is
 // moved last and the other dims flattened, so the primitives see rows (R, L), one per line along it.
 // take_along_axis lives here too: sort and topk pick their values the way it does.
 #include "aether/graph/primitives.h"
@@ -54,10 +54,15 @@ Tensor Tensor::take_along_axis(const Tensor& indices, int64_t axis) const {
   return x.back(pick(x.rows, i.rows));
 }
 
-// Integers and bools sum in int64 (NumPy's platform integer), floats in their dtype.
+// Integers and bools sum (multiply) in int64 (NumPy's platform integer), floats in their dtype.
 Tensor Tensor::cumsum(int64_t axis) const {
   const Rows x(is_float(dtype()) ? *this : cast(DType::int64), axis, "cumsum");
   return x.back(prim::cumsum(x.rows));
+}
+
+Tensor Tensor::cumprod(int64_t axis) const {
+  const Rows x(is_float(dtype()) ? *this : cast(DType::int64), axis, "cumprod");
+  return x.back(prim::cumprod(x.rows));
 }
 
 Tensor Tensor::argsort(int64_t axis, bool descending) const {

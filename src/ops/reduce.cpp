@@ -1,4 +1,4 @@
-// Reductions: sum and max are primitives; min, mean, var and argmax are composites.
+// Reductions: sum and max are primitives; min, mean, var, argmax and prod (a Cumprod) are composites.
 #include <algorithm>
 
 #include "aether/graph/primitives.h"
@@ -38,6 +38,30 @@ Tensor Tensor::sum(const std::vector<int64_t>& axes, bool keepdim) const {
                        ? cast(DType::int64)
                        : *this;
   return drop_axes(prim::reduce(Op::ReduceSum, x, a), a, keepdim);
+}
+
+// The product over the axes (NumPy's prod): those axes moved last and flattened, rows (R, L), and the
+// last running product of each row (Cumprod, whose gradient is exact where x has zeros). Integers and
+// bools in int64 (wrapping), floats in their dtype (multiplied in double, rounded once).
+Tensor Tensor::prod(const std::vector<int64_t>& axes, bool keepdim) const {
+  const Axes a = norm_axes(*this, axes, "prod");
+  const Tensor x = is_float(dtype()) ? *this : cast(DType::int64);
+  std::vector<int64_t> perm, reduced(a.begin(), a.end());
+  Shape kept, keep_shape = shape();  // keep_shape: the result with the reduced axes as size-1 dims
+  for (int d = 0; d < ndim(); ++d)
+    if (std::find(a.begin(), a.end(), d) == a.end()) {
+      perm.push_back(d);
+      kept.push_back(shape()[size_t(d)]);
+    }
+  for (int d : a) {
+    perm.push_back(d);
+    keep_shape[size_t(d)] = 1;
+  }
+  const int64_t l = count(*this, a);
+  const Tensor r =
+      l == 0 ? x.sum(reduced, true) * 0 + 1  // the empty product (the gradient flows: zeros)
+             : prim::cumprod(x.permute(perm).reshape({aether::numel(kept), l})).slice(1, l - 1, l);  // (R,1)
+  return drop_axes(r.reshape(keep_shape), a, keepdim);
 }
 
 Tensor Tensor::max(const std::vector<int64_t>& axes, bool keepdim) const {

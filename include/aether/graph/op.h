@@ -111,6 +111,8 @@ enum : uint32_t {
   X(Gather,          Library, 2, kSavesIn1, _, "", "") /* x (B,N,D), idx (B,M) int64 in [0,N) -> (B,M,D): rows idx of x */ \
   X(ScatterAdd,      Library, 2, kSavesIn1, _, "", "") /* v (B,M,D), idx (B,M) int64 -> (B,N,D): v's rows added to rows idx */ \
   X(Cumsum,          Library, 1, kNoProps, _, "", "") /* x (N,L) -> (N,L): running sums along each row */ \
+  X(Cumprod,         Library, 1, kSavesIn0, _, "", "") /* x (N,L) -> (N,L): running products along each row */ \
+  X(CumprodBwd,      Library, 2, kNoGrad, _, "", "") /* x (N,L), dy (N,L) -> dx (N,L): Cumprod's gradient, exact at zeros */ \
   X(Argsort,         Library, 1, kNoGrad, _, "", "") /* x (N,L) -> (N,K) int64: the first K of each row's stable order (SortArg) */
 
 #define AETHER_ELEMENTWISE_OPS(X) \
@@ -136,7 +138,7 @@ constexpr int kNumOps = 0
     AETHER_OPS(AETHER_X)
 #undef AETHER_X
     ;
-static_assert(kNumOps == 45, "op table changed: update the op tests and CONTRIBUTING.md");
+static_assert(kNumOps == 47, "op table changed: update the op tests and CONTRIBUTING.md");
 
 const char* op_name(Op op);
 OpKind op_kind(Op op);

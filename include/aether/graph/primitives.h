@@ -66,6 +66,12 @@ Tensor scatter_add(const Tensor& dy, const Tensor& idx, int64_t n);
 // Running sums along each row: x (N,L) float or int64 -> (N,L) (floats summed in double, so
 // float32 and 16-bit sums are rounded once each; int64 wraps).
 Tensor cumsum(const Tensor& x);
+// Running products along each row: x (N,L) float or int64 -> (N,L) (floats multiplied in double and
+// rounded once each; int64 wraps). Its gradient is cumprod_bwd.
+Tensor cumprod(const Tensor& x);
+// x (N,L), dy (N,L) floats -> dx (N,L): dx_i = sum_{j>=i} dy_j * prod_{k<=j, k!=i} x_k, computed
+// without dividing by x (exact where x has zeros). Not differentiable.
+Tensor cumprod_bwd(const Tensor& x, const Tensor& dy);
 // The positions that sort each row, stably: x (N,L) any dtype -> (N,K) int64, the first k of them
 // (k < 0: all, K = L); NaN is the largest value. Not differentiable (the sorted values are a gather
 // by these positions).

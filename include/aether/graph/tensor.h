@@ -175,6 +175,9 @@ class Tensor {
 
   // ---- reductions (axes empty = all) ------------------------------------------------------------
   Tensor sum(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
+  // The product (NumPy's prod; 1 over no elements): integers and bools in int64 (wrapping), floats in
+  // their dtype; the last of the running products (cumprod), so its gradient is exact at zeros.
+  Tensor prod(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
   Tensor max(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
   Tensor min(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
   Tensor mean(const std::vector<int64_t>& axes = {}, bool keepdim = false) const;
@@ -226,6 +229,9 @@ class Tensor {
   // Running sums (NumPy's cumsum): the same shape; floats in their dtype (summed in double: float64
   // as NumPy does, the others rounded once per sum), integers and bools in int64 (wrapping).
   Tensor cumsum(int64_t axis) const;
+  // Running products (NumPy's cumprod), with cumsum's dtypes; the gradient divides by nothing, so it
+  // is exact where elements are 0.
+  Tensor cumprod(int64_t axis) const;
   // The int64 positions that sort each line along `axis`, stably (equal values keep their order). NaN
   // is the largest value: last ascending (NumPy's place), first descending (PyTorch's).
   Tensor argsort(int64_t axis = -1, bool descending = false) const;

@@ -131,6 +131,10 @@ void scatter_add_rows(DType dtype, const void* dy, const int64_t* idx, void* dx,
 // y (N,L) = inclusive prefix sums of each row: floats summed in double (float32 and 16-bit floats
 // rounded once per element), int64 wrapping.
 void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l);
+// y (N,L) = inclusive prefix products of each row of x (N,L), as cumsum_rows (double, int64 wrapping).
+void cumprod_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l);
+// dx (N,L) = cumprod's gradient for x (N,L) and dy (N,L), floats, without dividing by x.
+void cumprod_bwd_rows(DType dtype, const void* x, const void* dy, void* dx, int64_t n, int64_t l);
 // idx (N,K) int64 = the first k positions of the order that sorts each row of x (N,L), stably (equal
 // values keep their order); NaN is the largest value (last ascending, first descending). Any dtype.
 void argsort_rows(DType dtype, const void* x, int64_t* idx, int64_t n, int64_t l, int64_t k, bool descending);

@@ -612,6 +612,16 @@ void library(Node& n, bool fast) {
       cpu::cumsum_rows(t, x.ptr, out->data(), n.shape[0], n.shape[1]);
       break;
     }
+    case Op::Cumprod: {  // src: x (N,L) -> (N,L)
+      auto x = dense(*n.srcs[0]);
+      cpu::cumprod_rows(t, x.ptr, out->data(), n.shape[0], n.shape[1]);
+      break;
+    }
+    case Op::CumprodBwd: {  // srcs: x (N,L), dy (N,L) -> dx (N,L)
+      auto x = dense(*n.srcs[0]), dy = dense(*n.srcs[1]);
+      cpu::cumprod_bwd_rows(t, x.ptr, dy.ptr, out->data(), n.shape[0], n.shape[1]);
+      break;
+    }
     case Op::Argsort: {  // src: x (N,L) -> (N,K) int64
       auto x = dense(*n.srcs[0]);
       const auto& a = std::get<SortArg>(n.arg);
@@ -667,6 +677,8 @@ void execute_node(Node& n, bool fast) {
     case Op::Gather:
     case Op::ScatterAdd:
     case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::CumprodBwd:
     case Op::Argsort: return library(n, fast);
   }
 }
@@ -696,6 +708,8 @@ std::pair<double, double> node_cost(const Node& n) {
     case Op::Gather:
     case Op::ScatterAdd:
     case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::CumprodBwd:
     case Op::Argsort:
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
       AETHER_ELEMENTWISE_OPS(AETHER_OP_CASE)

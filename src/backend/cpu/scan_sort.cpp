@@ -1,7 +1,7 @@
-// Prefix sums (Cumsum) and stable sorting orders (Argsort) along the rows of a (N,L) buffer. One
-// implementation, which the reference backend and the fused executor both run: each row is a plain
-// sequential loop (the scan) or std::stable_sort (the order; std::partial_sort for its first few
-// positions), rows in parallel.
+// Prefix sums (Cumsum), prefix products (Cumprod, and its gradient CumprodBwd) and stable sorting
+// orders (Argsort) along the rows of a (N,L) buffer. One implementation, which the reference backend
+// and the fused executor both run: each row is a plain sequential loop (the scans) or
+// std::stable_sort (the order; std::partial_sort for its first few positions), rows in parallel.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -44,6 +44,64 @@ void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
       }
     } else {
       throw Error(detail::cat("cumsum: sums floats and int64, got ", dtype_name(dtype)), ErrorKind::type);
+    }
+  });
+}
+
+// y (N,L) = running products of x (N,L) along each row: floats multiplied in double and rounded once
+// each (as cumsum), int64 wrapping.
+void cumprod_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kIsFloatStorage<T>) {
+      const T* xs = static_cast<const T*>(x);
+      T* ys = static_cast<T*>(y);
+#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
+      for (int64_t r = 0; r < n; ++r) {
+        double acc = 1;
+        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = round_to<T>(acc *= double(xs[i]));
+      }
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      const uint64_t* xs = static_cast<const uint64_t*>(x);  // unsigned: wraps, never overflows
+      uint64_t* ys = static_cast<uint64_t*>(y);
+#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
+      for (int64_t r = 0; r < n; ++r) {
+        uint64_t acc = 1;
+        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = acc *= xs[i];
+      }
+    } else {
+      throw Error(detail::cat("cumprod: multiplies floats and int64, got ", dtype_name(dtype)),
+                  ErrorKind::type);
+    }
+  });
+}
+
+// dx (N,L) = the gradient of y = cumprod(x) for dy (N,L), without dividing by x (exact where x has
+// zeros): dx_i = P_{i-1} S_i, P_{i-1} = x_0 ... x_{i-1}, S_i = sum_{j>=i} dy_j x_{i+1} ... x_j, so
+// S_{L-1} = dy_{L-1} and S_i = dy_i + x_{i+1} S_{i+1}. In double, each dx rounded once. Floats only.
+void cumprod_bwd_rows(DType dtype, const void* x, const void* dy, void* dx, int64_t n, int64_t l) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kIsFloatStorage<T>) {
+      const T *xs = static_cast<const T*>(x), *dys = static_cast<const T*>(dy);
+      T* dxs = static_cast<T*>(dx);
+#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
+      for (int64_t r = 0; r < n; ++r) {
+        const int64_t o = r * l;
+        std::vector<double> s(static_cast<size_t>(l));  // (L): S_i of this row
+        double acc = 0;
+        for (int64_t i = l - 1; i >= 0; --i) {
+          acc = double(dys[o + i]) + (i + 1 < l ? double(xs[o + i + 1]) * acc : 0.0);
+          s[size_t(i)] = acc;
+        }
+        double prefix = 1;  // P_{i-1}
+        for (int64_t i = 0; i < l; ++i) {
+          dxs[o + i] = round_to<T>(prefix * s[size_t(i)]);
+          prefix *= double(xs[o + i]);
+        }
+      }
+    } else {
+      throw Error(detail::cat("cumprod: differentiates floats, got ", dtype_name(dtype)), ErrorKind::type);
     }
   });
 }

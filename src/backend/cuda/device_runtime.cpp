@@ -205,6 +205,8 @@ void library(Node& n, int device) {
     case Op::Gather:
     case Op::ScatterAdd:
     case Op::Cumsum:
+    case Op::Cumprod:
+    case Op::CumprodBwd:
     case Op::Argsort:  // no device kernel yet: run_nodes_on mirrors them on the host (on_host)
       throw Error(detail::cat("cuda: ", op_name(n.op), " runs on the host, not as a device library call"));
       AETHER_SOURCE_OPS(AETHER_OP_CASE)
@@ -251,7 +253,8 @@ void movement(Node& n) {
 // Library ops without a device kernel yet: computed on the host like the other mirrored nodes (copied
 // there and back, counted as fallbacks). Rows by index are memory-bound copies; a kernel is future work.
 bool on_host(Op op) {
-  return op == Op::Gather || op == Op::ScatterAdd || op == Op::Cumsum || op == Op::Argsort;
+  return op == Op::Gather || op == Op::ScatterAdd || op == Op::Cumsum || op == Op::Cumprod ||
+         op == Op::CumprodBwd || op == Op::Argsort;
 }
 
 NodePtr alias(Node* n) { return NodePtr(NodePtr(), n); }  // non-owning: the caller keeps n alive
