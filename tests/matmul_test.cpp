@@ -187,6 +187,59 @@ TEST(Matmul, OnednnMatchesNaiveFloat32) {
   EXPECT_EQ(by_impl[1], c1);
 }
 
+// Transposed operands (x @ w^T in a linear layer, x^T @ dy in its backward) are read in place by
+// oneDNN: the same values as copies would give, and no copy is made (one buffer: the result). Also
+// 16-bit ones, batched ones, and views that are not transposed matrices (sliced, padded), copied.
+TEST(Matmul, TransposedOperandsAreReadInPlace) {
+  const test::DefaultDevice on_cpu(Device::cpu());
+  const int64_t B = 3, M = 17, K = 33, N = 9;
+  const auto av = uniform(size_t(B * M * K), 7), bv = uniform(size_t(B * K * N), 8);
+  const std::vector<float> af(av.begin(), av.end()), bf(bv.begin(), bv.end());
+  const Tensor a = Tensor::from_vector(af, {B, M, K}), b = Tensor::from_vector(bf, {B, K, N});
+  // The same matrices stored transposed: at = (B,K,M) row-major, bt = (B,N,K).
+  const Tensor at = a.transpose(1, 2).contiguous().realize(), bt = b.transpose(1, 2).contiguous().realize();
+  const std::vector<double> want = naive_bmm(av, bv, B, M, K, N);
+  for (DType t : {DType::float32, DType::bfloat16}) {
+    const Tensor a_t = at.cast(t).realize(), b_t = bt.cast(t).realize();
+    for (int c = 0; c < 4; ++c) {  // which operands are transposed views
+      const Tensor x = c & 1 ? a_t.transpose(1, 2) : a.cast(t), y = c & 2 ? b_t.transpose(1, 2) : b.cast(t);
+      realize({x, y});
+      const int64_t before = Buffer::alloc_stats().buffers;
+      const Tensor r = matmul(x, y).realize();
+      const int64_t buffers = Buffer::alloc_stats().buffers - before;
+      const std::string what = detail::cat(dtype_name(t), " transposed ", c);
+      if (fusion_enabled() && library_impl() == LibraryImpl::onednn && t == DType::float32) {
+        EXPECT_EQ(buffers, 1) << what << ": a copy of an operand was made";
+      }
+      const auto got = r.to_vector<double>();
+      const double tol = t == DType::float32 ? 1e-4 : 4e-2;
+      for (size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], tol * std::max(1.0, std::abs(want[i]))) << what << " " << i;
+    }
+  }
+  // A 2-D weight's transpose, as Dense's forward; a sliced and a padded view, which are not.
+  const Tensor w = Tensor::from_vector(bf, {N * B, K}).realize();  // (27, 33)
+  const Tensor x = a.reshape({B * M, K});
+  const Tensor y = matmul(x, w.t());
+  const auto xs = x.to_vector<double>(), ws = w.to_vector<double>();
+  const auto got = y.to_vector<double>();
+  for (int64_t i = 0; i < B * M; i += 7)
+    for (int64_t j = 0; j < N * B; j += 5) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += xs[size_t(i * K + k)] * ws[size_t(j * K + k)];
+      EXPECT_NEAR(got[size_t(i * N * B + j)], s, 1e-4 * std::max(1.0, std::abs(s)));
+    }
+  const Tensor sliced = matmul(x, w.t().slice(1, 0, N * B, 2)),
+               padded = matmul(x, w.t().pad({{0, 0}, {0, 1}}));
+  EXPECT_EQ(sliced.shape(), (Shape{B * M, (N * B + 1) / 2}));
+  const auto sv = sliced.to_vector<double>(), pv = padded.to_vector<double>();
+  for (int64_t i = 0; i < B * M; ++i) {
+    EXPECT_NEAR(sv[size_t(i * sliced.shape()[1] + 1)], got[size_t(i * N * B + 2)], 1e-5);  // column 2
+    EXPECT_NEAR(pv[size_t(i * (N * B + 1) + 3)], got[size_t(i * N * B + 3)], 1e-5);
+    EXPECT_EQ(pv[size_t(i * (N * B + 1) + N * B)], 0.0);  // the padded column
+  }
+}
+
 // 16-bit operands: natively where the CPU has the instructions, else float32 on widened copies
 // (backend/cpu/widen.h); either way one rounding of a float32 sum, like the naive loop.
 TEST(Matmul, OnednnSixteenBitMatchesNaive) {

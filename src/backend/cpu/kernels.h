@@ -53,9 +53,10 @@ std::string onednn_isa();
 void matmul_naive(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
                   int64_t N);
 // Returns false (and does nothing) when oneDNN does not support `dtype`. float16 / bfloat16 run
-// natively where the CPU can, else in float32 on widened copies (widen.h).
+// natively where the CPU can, else in float32 on widened copies (widen.h). `ta` / `tb`: a or b is
+// stored transposed in each batch ((B,K,M) or (B,N,K) row-major: a transposed view read in place).
 bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
-                   int64_t N);
+                   int64_t N, bool ta = false, bool tb = false);
 
 void conv2d_fwd_naive(DType dtype, const void* x, const void* w, void* y, const ConvGeom& g);
 void conv2d_bwd_data_naive(DType dtype, const void* dy, const void* w, void* dx, const ConvGeom& g);

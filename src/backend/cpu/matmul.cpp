@@ -16,20 +16,23 @@ namespace aether::cpu {
 namespace {
 std::atomic<int64_t> g_widened_calls{0};
 bool matmul_native(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
-                   int64_t N) {
+                   int64_t N, bool ta, bool tb) {
   const auto dt = onednn_type(dtype);
   if (!dt) return false;
   using tag = dnnl::memory::format_tag;
   // Primitives are created once per (dtype, shape) and cached.
   static std::mutex mu;
   // (empty: oneDNN refused it here, e.g. bf16 on a CPU without AVX-512; not asked again)
-  static std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t>, std::optional<dnnl::matmul>> cache;
-  const dnnl::memory::desc ad({B, M, K}, *dt, tag::abc), bd({B, K, N}, *dt, tag::abc),
-      cd({B, M, N}, *dt, tag::abc);
+  static std::map<std::tuple<int, int64_t, int64_t, int64_t, int64_t, bool, bool>,
+                  std::optional<dnnl::matmul>>
+      cache;
+  // acb: each batch's matrix stored transposed (a (B,K,M), b (B,N,K) in memory)
+  const dnnl::memory::desc ad({B, M, K}, *dt, ta ? tag::acb : tag::abc),
+      bd({B, K, N}, *dt, tb ? tag::acb : tag::abc), cd({B, M, N}, *dt, tag::abc);
   dnnl::matmul prim;
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto key = std::make_tuple(int(dtype), B, M, K, N);
+    auto key = std::make_tuple(int(dtype), B, M, K, N, ta, tb);
     auto it = cache.find(key);
     if (it == cache.end()) {
       std::optional<dnnl::matmul> made;
@@ -52,14 +55,14 @@ bool matmul_native(DType dtype, const void* a, const void* b, void* c, int64_t B
 }  // namespace
 
 bool matmul_onednn(DType dtype, const void* a, const void* b, void* c, int64_t B, int64_t M, int64_t K,
-                   int64_t N) {
+                   int64_t N, bool ta, bool tb) {
   note_onednn_call();
-  if (matmul_native(dtype, a, b, c, B, M, K, N)) return true;
+  if (matmul_native(dtype, a, b, c, B, M, K, N, ta, tb)) return true;
   if (!is_16bit_float(dtype)) return false;
   // No 16-bit matmul on this CPU: float32 on widened copies, rounded back (widen.h).
   const BufferPtr fa = widen(dtype, a, B * M * K), fb = widen(dtype, b, B * K * N);
   const auto fc = std::make_shared<Buffer>(Device::cpu(), DType::float32, B * M * N, /*zero_fill=*/false);
-  if (!matmul_native(DType::float32, fa->data(), fb->data(), fc->data(), B, M, K, N)) return false;
+  if (!matmul_native(DType::float32, fa->data(), fb->data(), fc->data(), B, M, K, N, ta, tb)) return false;
   narrow(dtype, static_cast<const float*>(fc->data()), c, B * M * N);
   ++g_widened_calls;
   return true;

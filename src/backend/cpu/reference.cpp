@@ -496,24 +496,40 @@ struct Dense {
   BufferPtr keep;
   const void* ptr;
 };
+Dense in_place(const Node& src) {  // the view's first element, in its buffer
+  return {src.buffer, static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
+}
 Dense dense(const Node& src) {
-  if (src.view.is_contiguous())
-    return {src.buffer,
-            static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
+  if (src.view.is_contiguous()) return in_place(src);
   auto c = dense_copy(src);
   return {c, c->data()};
 }
 
-// Library ops run the oracle loops, or with `fast` (library_backend()) oneDNN where it takes them.
+// Whether a (B,R,C) operand's view is each batch's matrix stored transposed, batches dense: strides
+// (R*C, 1, R), the layout of x.transpose(-2, -1) for a row-major x (B,C,R). oneDNN reads it in place.
+bool transposed_matrices(const View& v) {
+  if (v.mask || v.ndim() != 3) return false;
+  const int64_t b = v.shape[0], r = v.shape[1], c = v.shape[2];
+  return (b == 1 || v.strides[0] == r * c) && (c == 1 || v.strides[2] == r) &&
+         (r == 1 || v.strides[1] == 1) && r > 1 && c > 1;
+}
+
+// Library ops run the oracle loops, or with `fast` (library_backend()) oneDNN where it takes them,
+// reading transposed views in place (a linear layer's x @ w^T, its backward's x^T @ dy).
 void matmul(Node& n, bool fast) {
   const bool use_onednn = fast && library_impl() == LibraryImpl::onednn;
   const Node &a = *n.srcs[0], &b = *n.srcs[1];
   const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
-  auto out = new_buffer(n);                                           // zero-filled: the answer when K == 0
+  // (B,M,N): every element written, except when there is nothing to sum (K == 0): then the zeros
+  auto out = std::make_shared<Buffer>(n.device, n.dtype, B * M * N, /*zero_fill=*/B * M * N == 0 || K == 0);
   if (B * M * N == 0 || K == 0) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
-  auto da = dense(a), db = dense(b);
-  if (!(use_onednn && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N)))
-    cpu::matmul_naive(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N);
+  const bool ta = use_onednn && transposed_matrices(a.view), tb = use_onednn && transposed_matrices(b.view);
+  Dense da = ta ? in_place(a) : dense(a), db = tb ? in_place(b) : dense(b);
+  if (use_onednn && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N, ta, tb))
+    return set_dense(n, std::move(out));
+  if (ta) da = dense(a);  // the loops read row-major operands
+  if (tb) db = dense(b);
+  cpu::matmul_naive(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N);
   set_dense(n, std::move(out));
 }
 
