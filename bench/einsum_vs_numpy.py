@@ -6,9 +6,13 @@ expression, on the same float32 arrays, alternating in one process.
     v/bin/python bench/einsum_vs_numpy.py --rounds 3
 
 Each round reports the median of --reps calls of each; every result is checked against NumPy's first.
+Each timing starts after a --pause (0.5 s): NumPy's BLAS threads and aether's OpenMP threads spin for
+a while after their work, and on 2 cores whichever runs next measured the other's spinning (aether's
+batched matmul read 2.7 ms alone and 6.6 ms right after NumPy's).
 """
 
 import argparse
+import time
 
 import numpy as np
 
@@ -20,8 +24,13 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--pause", type=float, default=0.5)
     args = p.parse_args()
     rng = np.random.default_rng(0)
+
+    def timed(f):
+        time.sleep(args.pause)
+        return median_seconds(f, args.reps)
 
     def arr(*shape):
         return rng.standard_normal(shape).astype(np.float32)
@@ -45,11 +54,11 @@ def main():
         cells = []
         for name, (spec, arrays, direct) in cases.items():
             ts = tensors[name]
-            n = median_seconds(lambda: np.einsum(spec, *arrays, optimize=True), args.reps)
-            e = median_seconds(lambda: ae.einsum(spec, *ts).realize(), args.reps)
+            n = timed(lambda: np.einsum(spec, *arrays, optimize=True))
+            e = timed(lambda: ae.einsum(spec, *ts).realize())
             cell = f"{name} {e * 1e3:.2f} vs numpy {n * 1e3:.2f} ms ({e / n:.2f}x)"
             if direct is not None:
-                d = median_seconds(lambda: direct(*ts).realize(), args.reps)
+                d = timed(lambda: direct(*ts).realize())
                 cell += f", direct {d * 1e3:.2f} ms"
             cells.append(cell)
         print(f"round {r + 1}: " + "; ".join(cells))
