@@ -20,60 +20,49 @@ T round_to(double v) {
   else
     return T(v);
 }
+
+// y (N,L) = the running `step` (a sum, a product) of each row of x (N,L), from `init`: floats in
+// double, each result rounded once to T (narrower floats do not round every partial result); int64
+// as uint64 (wrapping, never overflowing). `refusal` is the error for other dtypes.
+template <typename Step>
+void scan_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l, int init, Step step,
+               const char* refusal) {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (kIsFloatStorage<T> || std::is_same_v<T, int64_t>) {
+      using S = std::conditional_t<kIsFloatStorage<T>, T, uint64_t>;       // the stored type
+      using A = std::conditional_t<kIsFloatStorage<T>, double, uint64_t>;  // the accumulator
+      const S* xs = static_cast<const S*>(x);
+      S* ys = static_cast<S*>(y);
+#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
+      for (int64_t r = 0; r < n; ++r) {
+        A acc = A(init);
+        for (int64_t i = r * l; i < (r + 1) * l; ++i) {
+          acc = step(acc, A(xs[i]));
+          if constexpr (kIsFloatStorage<T>)
+            ys[i] = round_to<T>(acc);
+          else
+            ys[i] = acc;
+        }
+      }
+    } else {
+      throw Error(detail::cat(refusal, dtype_name(dtype)), ErrorKind::type);
+    }
+  });
+}
 }  // namespace
 
 // y (N,L) = running sums of x (N,L) along each row.
 void cumsum_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (kIsFloatStorage<T>) {
-      const T* xs = static_cast<const T*>(x);
-      T* ys = static_cast<T*>(y);
-#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
-      for (int64_t r = 0; r < n; ++r) {
-        double acc = 0;  // narrower floats: every prefix sum rounded once
-        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = round_to<T>(acc += double(xs[i]));
-      }
-    } else if constexpr (std::is_same_v<T, int64_t>) {
-      const uint64_t* xs = static_cast<const uint64_t*>(x);  // unsigned: wraps, never overflows
-      uint64_t* ys = static_cast<uint64_t*>(y);
-#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
-      for (int64_t r = 0; r < n; ++r) {
-        uint64_t acc = 0;
-        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = acc += xs[i];
-      }
-    } else {
-      throw Error(detail::cat("cumsum: sums floats and int64, got ", dtype_name(dtype)), ErrorKind::type);
-    }
-  });
+  scan_rows(
+      dtype, x, y, n, l, 0, [](auto a, auto b) { return a + b; }, "cumsum: sums floats and int64, got ");
 }
 
-// y (N,L) = running products of x (N,L) along each row: floats multiplied in double and rounded once
-// each (as cumsum), int64 wrapping.
+// y (N,L) = running products of x (N,L) along each row (as cumsum: double, int64 wrapping).
 void cumprod_rows(DType dtype, const void* x, void* y, int64_t n, int64_t l) {
-  dispatch_dtype(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (kIsFloatStorage<T>) {
-      const T* xs = static_cast<const T*>(x);
-      T* ys = static_cast<T*>(y);
-#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
-      for (int64_t r = 0; r < n; ++r) {
-        double acc = 1;
-        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = round_to<T>(acc *= double(xs[i]));
-      }
-    } else if constexpr (std::is_same_v<T, int64_t>) {
-      const uint64_t* xs = static_cast<const uint64_t*>(x);  // unsigned: wraps, never overflows
-      uint64_t* ys = static_cast<uint64_t*>(y);
-#pragma omp parallel for schedule(static) if (n > 1 && n * l > (int64_t(1) << 16))
-      for (int64_t r = 0; r < n; ++r) {
-        uint64_t acc = 1;
-        for (int64_t i = r * l; i < (r + 1) * l; ++i) ys[i] = acc *= xs[i];
-      }
-    } else {
-      throw Error(detail::cat("cumprod: multiplies floats and int64, got ", dtype_name(dtype)),
-                  ErrorKind::type);
-    }
-  });
+  scan_rows(
+      dtype, x, y, n, l, 1, [](auto a, auto b) { return a * b; },
+      "cumprod: multiplies floats and int64, got ");
 }
 
 // dx (N,L) = the gradient of y = cumprod(x) for dy (N,L), without dividing by x (exact where x has
