@@ -353,6 +353,24 @@ TEST(Grad, Matmul) {
   check_grad("matmul transposed", [](auto x) { return matmul(x[0].t(), x[0]); }, {in({3, 2})});
 }
 
+// A linear layer's y = x w^T: w's gradient is made as the transpose of a dense product (dy^T x, not
+// (x^T dy)^T), so it is dense in w's layout and the optimizer reads it in order. The same for a
+// transposed left operand. Values against the plain formulas.
+TEST(Grad, TransposedOperandsGetDenseGradients) {
+  const Tensor x = Tensor::from_vector<double>(vals(12, -1, 1, 1), {4, 3});
+  const Tensor w = Tensor::from_vector<double>(vals(6, -1, 1, 2), {2, 3}).set_requires_grad();
+  const Tensor dy = Tensor::from_vector<double>(vals(8, -1, 1, 3), {4, 2});
+  matmul(x, w.t()).backward(dy);
+  const Tensor g = w.grad().realize();
+  EXPECT_TRUE(g.node()->view.is_contiguous()) << g.node()->view;
+  EXPECT_EQ(g.to_vector<double>(), matmul(dy.t(), x).to_vector<double>());
+  const Tensor a = Tensor::from_vector<double>(vals(12, -1, 1, 4), {3, 4}).set_requires_grad();
+  matmul(a.t(), w.t().detach()).backward(dy);  // (4,3) x (3,2)
+  const Tensor ga = a.grad().realize();
+  EXPECT_TRUE(ga.node()->view.is_contiguous()) << ga.node()->view;
+  EXPECT_EQ(ga.to_vector<double>(), matmul(w.t().detach(), dy.t()).to_vector<double>());
+}
+
 // einsum is built of matmul, products, sums and views: each of its ways, differentiated by autograd.
 TEST(Grad, Einsum) {
   auto e = [](const char* spec) { return [spec](const std::vector<Tensor>& x) { return einsum(spec, x); }; };

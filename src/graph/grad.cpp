@@ -3,6 +3,7 @@
 // Conventions: `dy` is the upstream gradient (shape of the op's output; its dtype is kept: a
 // float16 output with a float32 dy gives float32 gradients). Rules are written with tensor ops,
 // so backward graphs are lazy and get scheduled and fused like forward ones.
+#include <algorithm>
 #include <numbers>
 
 #include "aether/graph/autograd.h"
@@ -28,6 +29,25 @@ DType grad_dtype(DType dy, DType in) { return is_float(in) ? promote(dy, in) : d
 // kernels: on a CPU with native bfloat16 these are the fast ones), else the gradient's dtype t.
 // Their results are cast to t, so the gradient's dtype follows the rule above either way.
 DType library_dtype(DType t, DType in) { return is_16bit_float(in) ? in : t; }
+// Whether t swaps the last two dims of its source, possibly under a reshape that only adds or drops
+// leading size-1 dims: a linear layer's w^T, (1,K,N) over w (N,K). Its gradient is best made as the
+// transpose of a dense product, so that the permute back lands in the source's own (dense) layout:
+// otherwise every later reader of w's gradient (the optimizer's update) reads it strided.
+bool transposed_view(const Tensor& t) {
+  auto trimmed = [](const Shape& s) {
+    return Shape(std::find_if(s.begin(), s.end(), [](int64_t d) { return d != 1; }), s.end());
+  };
+  const Node* n = t.node().get();
+  while (n->op == Op::Reshape && n->srcs.size() == 1 && trimmed(n->shape) == trimmed(n->srcs[0]->shape))
+    n = n->srcs[0].get();
+  if (n->op != Op::Permute) return false;
+  const Axes& ax = std::get<Axes>(n->arg);
+  const int k = int(ax.size());
+  if (k < 2 || ax[size_t(k - 1)] != k - 2 || ax[size_t(k - 2)] != k - 1) return false;
+  for (int i = 0; i < k - 2; ++i)
+    if (ax[size_t(i)] != i) return false;
+  return true;
+}
 // Inverse of a permutation.
 Axes inverse(const Axes& p) {
   Axes inv(p.size());
@@ -160,9 +180,13 @@ std::vector<Tensor> grad_rule(const GradFn& fn, const Tensor& dy) {
       // c = a b: da = dc b^T, db = a^T dc   (all (B, ., .)), computed in library_dtype, returned in
       // the gradient's dtype t
       const DType t = grad_dtype(dy.dtype(), fn.input_dtypes[0]), c = library_dtype(t, fn.input_dtypes[0]);
+      // An operand that is a transposed view gets its gradient as a transposed product (da^T = b dc^T,
+      // db^T = dc^T a), which its view's gradient permutes back to dense (transposed_view).
       const Tensor a = x(0).cast(c), b = x(1).cast(c), d = dy.cast(c);
-      return {prim::matmul(d, prim::permute(b, {0, 2, 1})).cast(t),
-              prim::matmul(prim::permute(a, {0, 2, 1}), d).cast(t)};
+      auto tr = [](const Tensor& m) { return prim::permute(m, {0, 2, 1}); };
+      const Tensor da = transposed_view(x(0)) ? tr(prim::matmul(b, tr(d))) : prim::matmul(d, tr(b));
+      const Tensor db = transposed_view(x(1)) ? tr(prim::matmul(tr(d), a)) : prim::matmul(tr(a), d);
+      return {da.cast(t), db.cast(t)};
     }
     case Op::Conv2d: {
       // dx = conv2d_bwd_data(dy, w), dw = conv2d_bwd_weight(x, dy): as matmul
