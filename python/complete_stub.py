@@ -131,9 +131,8 @@ def python_attributes(tensor: type) -> Dict[str, Any]:
     return out
 
 
-def class_spans(stub: str, cls: str) -> Dict[str, List[range]]:
+def class_spans(tree: ast.Module, cls: str) -> Dict[str, List[range]]:
     """Line ranges (0-based, decorators included) of each member of class `cls` in the stub."""
-    tree = ast.parse(stub)
     node = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls)
     spans: Dict[str, List[range]] = {}
     for item in node.body:
@@ -162,12 +161,13 @@ def qualify_builtins(lines: List[str], names: Set[str]) -> List[str]:
 
 def complete(stub: str, tensor: type) -> str:
     """nanobind's stub of aether._aether with class Tensor's Python attributes in it."""
-    lines = stub.splitlines()
-    spans = class_spans(stub, "Tensor")
+    lines, tree = stub.splitlines(), ast.parse(stub)
+    spans = class_spans(tree, "Tensor")
+    attributes = python_attributes(tensor)
     render = Renderer()
     added: List[str] = []
     drop: Set[int] = set()
-    for name, value in python_attributes(tensor).items():
+    for name, value in attributes.items():
         for span in spans.get(name, []):
             drop.update(span)
         if inspect.isfunction(value) or isinstance(value, (property, bool, int, float, str)):
@@ -180,11 +180,11 @@ def complete(stub: str, tensor: type) -> str:
                 block = [lines[i] for i in span]
                 added += [""] + [re.sub(rf"\bdef {value.__name__}\(", f"def {name}(", line) for line in block]
     begin, end = spans["<class>"][0].start, spans["<class>"][0].stop
-    members = set(spans) | set(python_attributes(tensor))
+    members = set(spans) | set(attributes)
     shadowed = {n for n in ("int", "float", "bool", "str", "bytes", "tuple", "list") if n in members}
     cls = qualify_builtins([line for i, line in enumerate(lines[begin:end], begin) if i not in drop] + added, shadowed)
     imports = sorted(render.imports | ({"import builtins"} if shadowed else set()))
-    imported = {a.asname or a.name for n in ast.parse(stub).body if isinstance(n, (ast.Import, ast.ImportFrom))
+    imported = {a.asname or a.name for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
                 for a in n.names}
     imports = [i for i in imports if i.split()[-1] not in imported]
     return "\n".join(lines[:begin] + imports + [""] * bool(imports) + cls + lines[end:]) + "\n"

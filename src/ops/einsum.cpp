@@ -101,13 +101,12 @@ void take_diagonals(Operand& o) {
   }
 }
 
-// Sums the dims of o whose labels `keep` rejects.
-template <typename Keep>
-void sum_unless(Operand& o, Keep keep) {
+// Sums the dims of o whose labels `keep` lacks.
+void sum_unless(Operand& o, const std::string& keep) {
   std::vector<int64_t> axes;
   std::string labels;
   for (size_t d = 0; d < o.labels.size(); ++d)
-    if (keep(o.labels[d]))
+    if (keep.find(o.labels[d]) != std::string::npos)
       labels += o.labels[d];
     else
       axes.push_back(int64_t(d));
@@ -207,10 +206,10 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
     width = std::max(width, k);
   }
 
-  // Every label's size (a size-1 dim broadcasts) and how many operands use it.
+  // Every label's size (a size-1 dim broadcasts) and how often the inputs name it.
   std::map<char, int64_t> size;
   std::map<char, size_t> first;  // the operand that set a label's size
-  std::map<char, int> uses;
+  std::map<char, int> uses;      // "ij,jk": j twice; "ii": i twice
   std::vector<Operand> ops;
   DType dtype = operands[0].dtype();
   for (size_t i = 0; i < terms.size(); ++i) {
@@ -221,8 +220,8 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
       const size_t p = labels.find(c);
       AETHER_CHECK(operands[i].shape()[p] == n, kOp, "'", c, "' is repeated in operand ", i, " with sizes ",
                    operands[i].shape()[p], " and ", n, " (a diagonal needs equal sizes)");
-      if (p < d) continue;
       ++uses[c];
+      if (p < d) continue;
       auto [it, fresh] = size.try_emplace(c, n);
       AETHER_CHECK(fresh || it->second == n || it->second == 1 || n == 1, kOp, "'", show(std::string(1, c)),
                    "' has size ", it->second, " in operand ", first[c], " and ", n, " in operand ", i);
@@ -251,11 +250,7 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   } else {
     for (int i = 0; i < width; ++i) out += ellipsis_label(i);
     for (auto [c, n] : uses)
-      if (is_letter(c) && n == 1) {
-        bool repeated = false;  // "ii" is a trace: i used by one operand, twice
-        for (const Operand& o : ops) repeated |= std::count(o.labels.begin(), o.labels.end(), c) > 1;
-        if (!repeated) out += c;
-      }
+      if (is_letter(c) && n == 1) out += c;
   }
 
   // 16-bit floats compute in float32 and round once at the end, as the composites do; bools count in
@@ -271,14 +266,13 @@ Tensor einsum(const std::string& subscripts, const std::vector<Tensor>& operands
   std::vector<std::string> later(ops.size(), out);
   for (size_t i = ops.size() - 1; i > 0; --i) later[i - 1] = later[i] + ops[i].labels;
   Operand acc = ops[0];
-  sum_unless(acc, [&](char c) { return later[0].find(c) != std::string::npos; });
+  sum_unless(acc, later[0]);
   for (size_t i = 1; i < ops.size(); ++i) {
     Operand b = ops[i];
-    const std::string keep = later[i] + acc.labels;
-    sum_unless(b, [&](char c) { return keep.find(c) != std::string::npos; });
+    sum_unless(b, later[i] + acc.labels);
     acc = contract(acc, b, later[i]);
   }
-  sum_unless(acc, [&](char c) { return out.find(c) != std::string::npos; });
+  sum_unless(acc, out);
   // Into the output's order, size-1 dims stretched to the labels' sizes.
   Shape shape;
   for (char c : out) shape.push_back(size.at(c));

@@ -47,12 +47,9 @@ Tensor Tensor::prod(const std::vector<int64_t>& axes, bool keepdim) const {
   const Axes a = norm_axes(*this, axes, "prod");
   const Tensor x = is_float(dtype()) ? *this : cast(DType::int64);
   std::vector<int64_t> perm, reduced(a.begin(), a.end());
-  Shape kept, keep_shape = shape();  // keep_shape: the result with the reduced axes as size-1 dims
+  Shape keep_shape = shape();  // the result with the reduced axes as size-1 dims
   for (int d = 0; d < ndim(); ++d)
-    if (std::find(a.begin(), a.end(), d) == a.end()) {
-      perm.push_back(d);
-      kept.push_back(shape()[size_t(d)]);
-    }
+    if (std::find(a.begin(), a.end(), d) == a.end()) perm.push_back(d);
   for (int d : a) {
     perm.push_back(d);
     keep_shape[size_t(d)] = 1;
@@ -60,7 +57,7 @@ Tensor Tensor::prod(const std::vector<int64_t>& axes, bool keepdim) const {
   const int64_t l = count(*this, a);
   const Tensor r =
       l == 0 ? x.sum(reduced, true) * 0 + 1  // the empty product (the gradient flows: zeros)
-             : prim::cumprod(x.permute(perm).reshape({aether::numel(kept), l})).slice(1, l - 1, l);  // (R,1)
+             : prim::cumprod(x.permute(perm).reshape({numel() / l, l})).slice(1, l - 1, l);  // (R,1)
   return drop_axes(r.reshape(keep_shape), a, keepdim);
 }
 

@@ -509,9 +509,8 @@ Dense dense(const Node& src) {
 // (R*C, 1, R), the layout of x.transpose(-2, -1) for a row-major x (B,C,R). oneDNN reads it in place.
 bool transposed_matrices(const View& v) {
   if (v.mask || v.ndim() != 3) return false;
-  const int64_t b = v.shape[0], r = v.shape[1], c = v.shape[2];
-  return (b == 1 || v.strides[0] == r * c) && (c == 1 || v.strides[2] == r) &&
-         (r == 1 || v.strides[1] == 1) && r > 1 && c > 1;
+  const int64_t b = v.shape[0], r = v.shape[1], c = v.shape[2];  // (a single row or column is not)
+  return r > 1 && c > 1 && v.strides[1] == 1 && v.strides[2] == r && (b == 1 || v.strides[0] == r * c);
 }
 
 // Library ops run the oracle loops, or with `fast` (library_backend()) oneDNN where it takes them,
@@ -521,8 +520,9 @@ void matmul(Node& n, bool fast) {
   const Node &a = *n.srcs[0], &b = *n.srcs[1];
   const int64_t B = a.shape[0], M = a.shape[1], K = a.shape[2], N = b.shape[2];
   // (B,M,N): every element written, except when there is nothing to sum (K == 0): then the zeros
-  auto out = std::make_shared<Buffer>(n.device, n.dtype, B * M * N, /*zero_fill=*/B * M * N == 0 || K == 0);
-  if (B * M * N == 0 || K == 0) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
+  const bool empty = B * M * N == 0 || K == 0;
+  auto out = std::make_shared<Buffer>(n.device, n.dtype, B * M * N, /*zero_fill=*/empty);
+  if (empty) return set_dense(n, std::move(out));  // oneDNN traps on empty shapes
   const bool ta = use_onednn && transposed_matrices(a.view), tb = use_onednn && transposed_matrices(b.view);
   Dense da = ta ? in_place(a) : dense(a), db = tb ? in_place(b) : dense(b);
   if (use_onednn && cpu::matmul_onednn(n.dtype, da.ptr, db.ptr, out->data(), B, M, K, N, ta, tb))
