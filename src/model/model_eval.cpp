@@ -1,0 +1,123 @@
+// Model::evaluate and Model::predict: batches in evaluation mode without gradients, the outputs
+// checked finite, and evaluate's test-time augmentation (TTA).
+#include <chrono>
+#include <cmath>
+
+#include "aether/model/model.h"
+#include "model_impl.h"
+
+namespace aether {
+
+using model_internal::non_finite;
+
+const char* tta_name(TTA t) {
+  switch (t) {
+    case TTA::none: return "none";
+    case TTA::flip: return "flip";
+    case TTA::flip_translate: return "flip_translate";
+  }
+  return "?";
+}
+TTA tta_from_name(const std::string& s) {
+  for (TTA t : {TTA::none, TTA::flip, TTA::flip_translate})
+    if (s == tta_name(t)) return t;
+  throw Error(
+      detail::cat("tta: unknown test-time augmentation '", s, "' (expected none, flip or flip_translate)"));
+}
+
+namespace {
+// x (N, H, W, C) -> the same, reflect-padded by one pixel on each side of H and W: (N, H+2, W+2, C).
+Tensor reflect_pad1(const Tensor& x) {
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  const Tensor rows = cat({x.slice(1, 1, 2), x, x.slice(1, h - 2, h - 1)}, 1);  // (N, H+2, W, C)
+  return cat({rows.slice(2, 1, 2), rows, rows.slice(2, w - 2, w - 1)}, 2);
+}
+}  // namespace
+
+// The logits of x (N, H, W, C), averaged over the views of `tta` (see TTA).
+Tensor Model::Impl::tta_forward(const Tensor& x, TTA tta) const {
+  if (tta == TTA::none) return forward(x);
+  auto mirror = [&](const Tensor& v) { return (forward(v) + forward(v.flip({2}))) * 0.5; };
+  const Tensor logits = mirror(x);
+  if (tta == TTA::flip) return logits;
+  const int64_t h = x.shape()[1], w = x.shape()[2];
+  const Tensor p = reflect_pad1(x);  // (N, H+2, W+2, C)
+  const Tensor down_right = p.slice(1, 0, h).slice(2, 0, w),
+               up_left = p.slice(1, 2, h + 2).slice(2, 2, w + 2);
+  return logits * 0.5 + (mirror(down_right) + mirror(up_left)) * 0.25;
+}
+
+EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) {
+  auto& m = *impl_;
+  m.require_finalized("evaluate");
+  m.check_data(d, "evaluate");
+  AETHER_CHECK(
+      tta == TTA::none || (m.input_shape.size() == 3 && m.input_shape[0] >= 2 && m.input_shape[1] >= 2),
+      "evaluate", "test-time augmentation '", tta_name(tta), "' needs image input (H, W, C) of at least ",
+      "2x2, the model takes ", to_string(m.input_shape));
+  const auto t0 = std::chrono::steady_clock::now();
+  data::DataLoader loader(d, m.eval_loader(batch_size));
+  loader.begin_epoch(0);
+  nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
+  NoGradGuard no_grad;
+  EvalResult r;
+  double loss_sum = 0, correct = 0, top5 = 0;
+  while (auto b = loader.next()) {
+    Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
+    const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
+    const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
+    if (m.input_shape.size() == 1) x = x.flatten(1);
+    const Tensor out = m.tta_forward(x, tta);
+    const Tensor loss = m.loss(out, labels, targets), acc = m.metric(out, labels, targets);
+    const bool k5 = !targets.defined() && out.shape().back() >= 5;
+    const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
+    realize({out, loss, acc, t5});
+    const std::string bad = non_finite(out);
+    AETHER_CHECK_RUNTIME(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
+                         "); the weights are corrupt or diverged");
+    loss_sum += loss.item<double>() * double(b->size);
+    correct += acc.item<double>() * double(b->size);
+    top5 += t5.item<double>() * double(b->size);
+    r.samples += b->size;
+  }
+  if (r.samples > 0) {
+    r.loss = loss_sum / double(r.samples);
+    r.accuracy = correct / double(r.samples);
+    r.top5 = top5 / double(r.samples);
+  }
+  AETHER_CHECK_RUNTIME(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5),
+                       "evaluate", "the loss or accuracy on data set '", d.name, "' is not finite (loss ",
+                       r.loss, ", accuracy ", r.accuracy, "); the weights are corrupt or diverged");
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+Tensor Model::predict(const Tensor& images) {
+  auto& m = *impl_;
+  m.require_finalized("predict");
+  Tensor x = images.to(m.device).cast(DType::float32);
+  if (m.input_shape.size() == 1 && x.ndim() > 2) x = x.flatten(1);
+  m.check_input(x, "predict");
+  const std::string bad_input = non_finite(x);
+  AETHER_CHECK(bad_input.empty(), "predict", "the images hold ", bad_input);
+  nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
+  NoGradGuard no_grad;
+  Tensor p = m.probabilities(m.forward(x)).realize();
+  const std::string bad = non_finite(p);
+  AETHER_CHECK_RUNTIME(bad.empty(), "predict", "the model's outputs are not finite (", bad,
+                       "); the weights are corrupt or diverged");
+  return p;
+}
+
+Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
+  auto& m = *impl_;
+  m.require_finalized("predict");
+  m.check_data(d, "predict", /*scored=*/false);
+  data::DataLoader loader(d, m.eval_loader(batch_size));
+  loader.begin_epoch(0);
+  std::vector<Tensor> parts;
+  while (auto b = loader.next()) parts.push_back(predict(b->images));
+  return cat(parts, 0).realize();
+}
+
+}  // namespace aether
