@@ -22,19 +22,16 @@
 #include "aether/core/random.h"
 #include "io/checkpoint.h"
 #include "model/progress.h"
+#include "model_util.h"
 #include "oracle_util.h"
 #include "temp_dir.h"
 
 using namespace aether;
 using aether::test::TempDir;
+using namespace model_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <typename T, typename... A>
-std::shared_ptr<T> mk(A&&... a) {
-  return std::make_shared<T>(std::forward<A>(a)...);
-}
 
 void expect_error(const std::function<void()>& f, const std::vector<std::string>& parts) {
   try {
@@ -43,70 +40,6 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
   } catch (const Error& e) {
     for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << e.what();
   }
-}
-
-// 64 images (8,8,1) uint8: class 0 has a bright top half, class 1 a bright bottom half, plus noise.
-data::Dataset tiny_dataset(int64_t n = 64, uint32_t seed = 1) {
-  data::Dataset d;
-  d.name = "tiny";
-  d.n = n;
-  d.h = 8;
-  d.w = 8;
-  d.c = 1;
-  d.num_classes = 2;
-  d.class_names = {"top", "bottom"};
-  std::mt19937 gen(seed);
-  std::uniform_int_distribution<int> noise(0, 90);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t label = i % 2;
-    d.labels.push_back(label);
-    for (int y = 0; y < 8; ++y)
-      for (int x = 0; x < 8; ++x) {
-        const bool bright = (y < 4) == (label == 0);
-        d.images.push_back(uint8_t((bright ? 150 : 20) + noise(gen)));
-      }
-  }
-  d.check();
-  return d;
-}
-
-// Conv -> BN -> ReLU -> pool -> flatten -> dropout -> linear, for (8,8,1) inputs and 2 classes.
-void add_layers(Model& m, double dropout = 0.25) {
-  m.add(mk<nn::Conv2d>(1, 4, 3, Conv2dOptions{.padding = "same"}))
-      .add(mk<nn::BatchNorm2d>(4))
-      .add(mk<nn::ReLU>())
-      .add(mk<nn::MaxPool2d>(2))
-      .add(mk<nn::Flatten>())
-      .add(mk<nn::Dropout>(dropout))
-      .add(mk<nn::Linear>(4 * 4 * 4, 2));
-}
-
-ModelConfig sgd_config(const std::string& schedule = "constant") {
-  ModelConfig c;
-  c.optimizer = "sgd";
-  c.lr = 0.05;
-  c.momentum = 0.9;
-  c.schedule = schedule;
-  return c;
-}
-
-TrainOptions train_options(int64_t epochs) {
-  TrainOptions o;
-  o.epochs = epochs;
-  o.data.batch_size = 16;
-  o.data.seed = 3;
-  o.data.mean = {0.35f};
-  o.data.std = {0.3f};
-  o.progress = false;
-  return o;
-}
-
-std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
-
-bool bit_equal(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
-  const auto va = floats(a), vb = floats(b);
-  return std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0;
 }
 
 // Every parameter, buffer and optimizer state slot of two models is bitwise equal (names too).
