@@ -607,6 +607,10 @@ TEST(CliArgs, NumbersAreCheckedAsGiven) {
       {train + "--seed -1", {"--seed", "'-1'", "not a non-negative integer"}},
       {train + "--seed " + huge, {"--seed", huge, "too large"}},
       {train + "--optimizer rmsprop", {"--optimizer", "'rmsprop'", "sgd, adam or adamw"}},
+      {train + "--validation-split 0", {"--validation-split", "'0'", "> 0"}},
+      {train + "--validation-split 1", {"--validation-split must be below 1, got 1"}},
+      {train + "--validation-split x", {"--validation-split", "'x'", "not a number"}},
+      {train + "--validation-split 0.1 --early-stopping -1", {"--early-stopping", "'-1'", "at least 0"}},
       {train + "--epochs " + std::string(100, '7'), {"--epochs", "'" + std::string(40, '7') + "...'"}},
       {"predict --checkpoint /nonexistent/c.aether x --limit -1", {"--limit", "'-1'", "at least 0"}},
       {"predict --checkpoint /nonexistent/c.aether x --limit 1e3", {"--limit", "'1e3'", "not an integer"}},
@@ -662,6 +666,52 @@ TEST(CliArgs, ResumeRejectsWhatTheCheckpointFixes) {
       data, "--resume '" + ck + "' --epochs 2 --device cpu --precision float32 --save '" + ck + "'"));
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(aether::read_checkpoint_manifest(ck).at("training_state").at("step"), 2);
+}
+
+TEST(CliArgs, ValidationSplitAndEarlyStopping) {
+  // 8 images labelled 0..7: --validation-split 0.25 validates on the last two, whose classes (6, 7)
+  // the six training images never show, so the validation loss rises as training goes on and
+  // --early-stopping 0 stops at the first epoch that does not improve on the best.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string data = (tmp.path / "data").string(), ck = tmp.file("m.aether"), js = tmp.file("m.json");
+  const CliResult r = run(tiny_train(data, "--epochs 20 --validation-split 0.25 --early-stopping 0 --save '" +
+                                               ck + "' --metrics-json '" + js + "'"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(6 train / 2 validation / 8 test images"), std::string::npos) << r.out;
+  nlohmann::json j;
+  std::ifstream(js) >> j;
+  EXPECT_EQ(j.at("validation_split"), 0.25);
+  const auto& es = j.at("early_stopping");
+  const auto& h = j.at("history");
+  ASSERT_TRUE(es.at("stopped_early").get<bool>()) << j.dump();
+  EXPECT_TRUE(es.at("restored_best").get<bool>());
+  const int best = es.at("best_epoch");  // 1-based, as the history's epochs
+  EXPECT_EQ(int(h.size()), best + 1);    // patience 0 acts as 1
+  EXPECT_LT(h.size(), 20u);
+  for (const auto& e : h)
+    EXPECT_GE(e.at("val_loss").get<double>(), h[size_t(best - 1)].at("val_loss").get<double>());
+  // The saved model is the best epoch's: evaluating it on the test set gives the run's test result.
+  const CliResult e = run("evaluate --checkpoint '" + ck + "' --data-dir '" + data + "' --metrics-json '" +
+                          tmp.file("e.json") + "'");
+  ASSERT_EQ(e.code, 0) << e.out;
+  nlohmann::json ej;
+  std::ifstream(tmp.file("e.json")) >> ej;
+  EXPECT_EQ(ej.at("test_loss").get<double>(), j.at("test_loss").get<double>());
+  EXPECT_EQ(ej.at("samples"), 8);
+
+  // A resumed run keeps the checkpoint's split; --early-stopping never chooses by the test set.
+  expect_one_line_error(run(tiny_run(data, "--resume '" + ck + "' --epochs 30 --validation-split 0.5")),
+                        {"--validation-split cannot be combined with --resume", "the validation split"});
+  expect_one_line_error(run(tiny_train(data, "--epochs 2 --early-stopping 1")),
+                        {"--early-stopping needs --validation-split", "the test set must not choose it"});
+  const std::string plain = tmp.file("plain.aether");
+  ASSERT_EQ(run(tiny_train(data, "--epochs 1 --save '" + plain + "'")).code, 0);
+  expect_one_line_error(run(tiny_run(data, "--resume '" + plain + "' --epochs 2 --early-stopping 1")),
+                        {"--early-stopping needs a validation split", "trained without --validation-split"});
+  const CliResult resumed = run(tiny_run(data, "--resume '" + ck + "' --epochs 30 --early-stopping 3"));
+  ASSERT_EQ(resumed.code, 0) << resumed.out;
+  EXPECT_NE(resumed.out.find("/ 2 validation /"), std::string::npos) << resumed.out;
 }
 
 TEST(CliArgs, ResumeWithoutDatasetUsesTheCheckpoints) {

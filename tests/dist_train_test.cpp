@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -355,6 +356,29 @@ TEST(DistLaunch, TrainsAndTheCheckpointResumesOnOneRankAndOnTwo) {
   ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_NE(d.out.find("global batch 128"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("epochs, batch 64,"), std::string::npos) << d.out;
+}
+
+// Early stopping on two ranks: every rank decides on rank 0's numbers, so both stop after the same
+// epoch and restore the same one (train() checks that the ranks agree after restoring). The 48
+// training images are noise with labels: a model that memorises them validates worse and worse.
+TEST(DistLaunch, EarlyStoppingStopsEveryRankAlike) {
+  TempDir tmp;
+  tiny_data(tmp);
+  const std::string ck = tmp.file("es.aether"), js = tmp.file("es.json");
+  const CliResult r = run(launch(tmp, "",
+                                 "--model mlp --epochs 30 --batch-size 8 --validation-split 0.25 "
+                                 "--early-stopping 1 --save '" +
+                                     ck + "' --metrics-json '" + js + "'"));
+  ASSERT_EQ(r.code, 0) << r.out;
+  expect_no_crash(r);
+  EXPECT_NE(r.out.find("(48 train / 16 validation / 64 test images"), std::string::npos) << r.out;
+  nlohmann::json j;
+  std::ifstream(js) >> j;
+  const auto& es = j.at("early_stopping");
+  ASSERT_TRUE(es.at("stopped_early").get<bool>()) << j.dump();
+  EXPECT_TRUE(es.at("restored_best").get<bool>()) << j.dump();
+  EXPECT_EQ(j.at("history").size(), es.at("best_epoch").get<size_t>() + 1);
+  EXPECT_EQ(Model::load(ck).epochs_done(), int64_t(j.at("history").size()));
 }
 
 TEST(DistLaunch, ARankThatExitsFailsTheJobNamingIt) {

@@ -59,22 +59,23 @@ from .layers import (
     SpatialDropout,
     Tanh,
 )
+from .callbacks import EarlyStopping
 from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 from .model import Model
 from .optimizers import SGD, Adam, AdamW, Muon
 from .preprocessing import Compose, Rescale, StandardScaler, ToTensor
-from . import datasets
+from . import callbacks, datasets
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LayerNorm", "LeakyReLU",
+    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LayerNorm", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "RegressionAccuracy", "Rescale", "Residual",
     "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
-    "ToTensor", "arange", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",
+    "ToTensor", "arange", "callbacks", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",
     "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",
     "randn", "rank", "realize", "stack", "tensor", "where", "world_size", "zeros", "zeros_like",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
+from .callbacks import EarlyStopping
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -245,7 +246,8 @@ class Model:
               hflip: Optional[bool] = None, checkpoint: Optional[str] = None, max_steps_per_epoch: int = 0,
               callback: Optional[Callable[..., None]] = None,
               alternate_flips: Optional[bool] = None,
-              sync_batch_norm: bool = False) -> Dict[str, List[float]]:
+              sync_batch_norm: bool = False, validation_split: Optional[float] = None,
+              early_stopping: Optional[EarlyStopping] = None) -> Dict[str, List[float]]:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
@@ -255,7 +257,14 @@ class Model:
         are done is an error. With `hflip`, `alternate_flips` flips each image in epoch 0 by a
         seeded coin and reverses that on every odd epoch (airbench's derandomised flips) instead of
         a new coin per epoch. On several ranks, `sync_batch_norm` normalises with the statistics of
-        the global batch (every rank's samples) instead of each rank's own."""
+        the global batch (every rank's samples) instead of each rank's own.
+
+        `validation_split` (0 < f < 1) holds out the last f of X and y (before shuffling, as
+        Keras does) to validate on after each epoch, instead of `validation_data`; the
+        normalisation statistics come from the rest. `early_stopping` (aether.EarlyStopping) stops
+        once its monitored number stops improving and restores the best epoch's weights; the
+        history then has fewer epochs, and the EarlyStopping object records the best and the
+        stopping epoch."""
         self._require_finalized("train")
         d = self._defaults
         epochs = integer(epochs, "train: epochs", 1)
@@ -268,8 +277,18 @@ class Model:
             got = type(validation_data).__name__
             got += f" of {len(validation_data)}" if isinstance(validation_data, (tuple, list)) else ""
             raise TypeError(f"train: validation_data must be a pair (X, y), got {got}")
+        if validation_split is not None:
+            if validation_data is not None:
+                raise ValueError("train: pass validation_data or validation_split, not both")
+            if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float, np.floating)):
+                raise TypeError(f"train: validation_split must be a fraction, got {validation_split!r}")
+        if early_stopping is not None and not isinstance(early_stopping, EarlyStopping):
+            raise TypeError(f"train: early_stopping must be an aether.EarlyStopping, got "
+                            f"{type(early_stopping).__name__}")
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
+        if validation_split is not None:
+            ds, val = _aether._split_validation(ds, float(validation_split))
         mean: List[float] = list(self._cpp.norm_mean)
         std: List[float] = list(self._cpp.norm_std)
         if np.asarray(X).dtype == np.uint8 and (not mean or self._cpp.epochs_done == 0):
@@ -287,16 +306,23 @@ class Model:
                 py_bar(*args)
             if callback is not None:
                 callback(*args)
-        epochs_list = self._cpp.train(
+        result = self._cpp.train(
             ds, val, epochs, batch_size, bool(shuffle), seed,
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
             bool(d.get("hflip", False) if hflip is None else hflip), bool(d.get("drop_last", False)),
             mean, std, bar, checkpoint or "",
             max_steps_per_epoch, on_batch if (py_bar or callback) else None,
             bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
-            bool(sync_batch_norm), bool(d.get("crop_reflect", False)))
+            bool(sync_batch_norm), bool(d.get("crop_reflect", False)),
+            None if early_stopping is None else early_stopping._options())
+        if early_stopping is not None:
+            early_stopping._finish(result)
+            if py_bar is not None and early_stopping.stopped_epoch is not None:
+                print(f"early stopping after epoch {early_stopping.stopped_epoch + 1}: {early_stopping.monitor} "
+                      f"best {early_stopping.best:.4f} at epoch {early_stopping.best_epoch + 1}"
+                      + ("; restored its weights" if early_stopping.restored else ""))
         history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
-        for e in epochs_list:
+        for e in result["epochs"]:
             for k in ("loss", "accuracy", "lr", "seconds"):
                 history[k].append(e[k])
             for k in ("val_loss", "val_accuracy"):

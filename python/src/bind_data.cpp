@@ -101,6 +101,14 @@ void bind_data(nb::module_& m) {
                                split == "train" ? data::Split::train : data::Split::test));
       },
       nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "");
+  m.def(
+      "_split_validation",
+      [](const data::Dataset& d, double fraction) {
+        auto [train, val] = data::split_validation(d, fraction);
+        return std::make_pair(std::make_shared<data::Dataset>(std::move(train)),
+                              std::make_shared<data::Dataset>(std::move(val)));
+      },
+      nb::arg("dataset"), nb::arg("fraction"));
   m.def("_dataset_arrays", &dataset_arrays);
   m.def("_dataset_from_arrays", &dataset_from_arrays, nb::arg("x"), nb::arg("x_obj"),
         nb::arg("labels").none(), nb::arg("targets").none(), nb::arg("classes"), nb::arg("name"));

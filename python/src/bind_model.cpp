@@ -170,9 +170,12 @@ struct TrainArgs {
   bool alternate_flips = false;
   bool sync_batch_norm = false;
   bool crop_reflect = false;
+  std::optional<EarlyStopping> early_stopping;
 };
 
-nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
+// {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
+//  "restored_best": bool}
+nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
                const TrainArgs& a, nb::object on_batch) {
   TrainOptions o;
   o.epochs = a.epochs;
@@ -191,6 +194,7 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   o.max_steps_per_epoch = a.max_steps;
   o.sync_batch_norm = a.sync_batch_norm;
   o.validation = validation.get();
+  o.early_stopping = a.early_stopping;
   // After every step: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees) and the
   // Python-side progress display. Raising here unwinds train(); the checkpoint keeps the last epoch.
   o.on_batch = [&on_batch](const BatchProgress& p) {
@@ -203,8 +207,13 @@ nb::list train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
     nb::gil_scoped_release release;
     h = model.train(train_set, o);
   }
-  nb::list out;
-  for (const auto& e : h.epochs) out.append(epoch_dict(e));
+  nb::list epochs;
+  for (const auto& e : h.epochs) epochs.append(epoch_dict(e));
+  nb::dict out;
+  out["epochs"] = epochs;
+  out["best_epoch"] = h.best_epoch;
+  out["stopped_early"] = h.stopped_early;
+  out["restored_best"] = h.restored_best;
   return out;
 }
 
@@ -263,18 +272,36 @@ void bind_model(nb::module_& m) {
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
-             bool sync_batch_norm, bool crop_reflect) {
-            TrainArgs a{epochs,          batch_size,      crop_padding,
-                        max_steps,       shuffle,         hflip,
-                        progress,        drop_last,       seed,
-                        std::move(mean), std::move(std),  std::move(checkpoint),
-                        alternate_flips, sync_batch_norm, crop_reflect};
+             bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping) {
+            TrainArgs a{epochs,
+                        batch_size,
+                        crop_padding,
+                        max_steps,
+                        shuffle,
+                        hflip,
+                        progress,
+                        drop_last,
+                        seed,
+                        std::move(mean),
+                        std::move(std),
+                        std::move(checkpoint),
+                        alternate_flips,
+                        sync_batch_norm,
+                        crop_reflect,
+                        {}};
+            if (early_stopping) {  // {"monitor", "patience", "min_delta", "restore_best_weights"}
+              const nb::dict& d = *early_stopping;
+              a.early_stopping =
+                  EarlyStopping{nb::cast<std::string>(d["monitor"]), nb::cast<int64_t>(d["patience"]),
+                                nb::cast<double>(d["min_delta"]), nb::cast<bool>(d["restore_best_weights"])};
+            }
             return train(mod, ds, std::move(val), a, on_batch);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
-          arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false)
+          arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
+          arg("early_stopping").none() = nb::none())
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {

@@ -516,3 +516,75 @@ def test_a_training_loop_of_ones_own_with_a_built_optimizer():
         ae.SGD().build([ae.tensor([1.0])])
     with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):
         ae.SGD().build([np.ones(2)])
+
+
+def test_validation_split_holds_out_the_last_fraction(fmnist):
+    """validation_split=0.2 trains exactly as the first 80% with the last 20% as validation_data."""
+    x, y, _, _ = fmnist
+
+    def run(**kw):
+        m = small_cnn(seed=3)
+        m.finalize((28, 28, 1))
+        return m.train(x[:500] if "validation_split" in kw else x[:400], y[:500] if "validation_split" in kw
+                       else y[:400], epochs=2, batch_size=100, verbose=False, **kw)
+
+    split = run(validation_split=0.2)
+    given = run(validation_data=(x[400:500], y[400:500]))
+    for k in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        assert split[k] == given[k], k
+    m = small_cnn()
+    m.finalize((28, 28, 1))
+    with pytest.raises(ValueError, match="validation_data or validation_split, not both"):
+        m.train(x[:100], y[:100], validation_split=0.1, validation_data=(x[:10], y[:10]), verbose=False)
+    with pytest.raises(ValueError, match=r"validation_split: must be in \(0, 1\), got 1"):
+        m.train(x[:100], y[:100], validation_split=1.0, verbose=False)
+    with pytest.raises(ValueError, match="leaves 100 to train on and 0 to validate on"):
+        m.train(x[:100], y[:100], validation_split=0.001, verbose=False)
+    with pytest.raises(TypeError, match="validation_split must be a fraction"):
+        m.train(x[:100], y[:100], validation_split="0.1", verbose=False)
+    assert m.epochs_done == 0
+
+
+def test_early_stopping_stops_and_restores_the_best_epoch(fmnist):
+    """Validating on swapped labels, the validation loss rises as the model learns: training
+    stops `patience` epochs after the best one, whose weights the model gets back."""
+    x, y, _, _ = fmnist
+    xv, yv = x[500:700], (y[500:700] + 1) % 10
+
+    def model():
+        m = small_cnn(seed=5)
+        m.finalize((28, 28, 1))
+        return m
+
+    es = ae.EarlyStopping(monitor="val_loss", patience=2)
+    m = model()
+    h = m.train(x[:500], y[:500], epochs=15, batch_size=50, validation_data=(xv, yv), early_stopping=es,
+                verbose=False)
+    assert es.stopped_epoch is not None and es.best_epoch is not None and es.restored
+    assert len(h["loss"]) == es.stopped_epoch + 1 == es.best_epoch + 3 < 15
+    assert es.best == min(h["val_loss"]) == h["val_loss"][es.best_epoch]
+    assert m.epochs_done == len(h["loss"])
+    ref = model()
+    ref.train(x[:500], y[:500], epochs=es.best_epoch + 1, batch_size=50, validation_data=(xv, yv), verbose=False)
+    np.testing.assert_array_equal(m.predict(xv), ref.predict(xv))
+    assert m.evaluate(xv, yv)["loss"] == es.best
+
+
+def test_early_stopping_errors(fmnist):
+    x, y, _, _ = fmnist
+    assert ae.callbacks.EarlyStopping is ae.EarlyStopping
+    assert repr(ae.EarlyStopping(patience=2)) == ("EarlyStopping(monitor='val_loss', patience=2, min_delta=0.0, "
+                                                  "restore_best_weights=True)")
+    with pytest.raises(ValueError, match="monitor must be one of val_loss, val_accuracy, loss, accuracy"):
+        ae.EarlyStopping(monitor="val_acc")
+    with pytest.raises(ValueError, match="patience must be >= 0"):
+        ae.EarlyStopping(patience=-1)
+    with pytest.raises(ValueError, match="min_delta must be a number >= 0"):
+        ae.EarlyStopping(min_delta=-0.1)
+    m = small_cnn()
+    m.finalize((28, 28, 1))
+    with pytest.raises(ValueError, match="early_stopping monitors val_loss, which needs a validation set"):
+        m.train(x[:100], y[:100], early_stopping=ae.EarlyStopping(), verbose=False)
+    with pytest.raises(TypeError, match="early_stopping must be an aether.EarlyStopping, got dict"):
+        m.train(x[:100], y[:100], early_stopping={"patience": 1}, verbose=False)
+    assert m.epochs_done == 0

@@ -29,6 +29,7 @@ constexpr int64_t kMaxBatchSize = 65'536;
 struct TrainArgs {
   TextArg dataset;  // default: a --resume checkpoint's, else the --model preset's, else fashion-mnist
   TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
+  TextArg validation_split, early_stopping;
   std::string device = "cpu";
   std::string precision = "float32";
   TextArg save, resume, metrics_json;
@@ -42,7 +43,8 @@ struct TrainArgs {
 // The numbers of a TrainArgs, checked.
 struct TrainValues {
   std::optional<int64_t> epochs, batch_size, max_steps;
-  std::optional<double> lr;
+  std::optional<double> lr, validation_split;
+  std::optional<int64_t> patience;  // --early-stopping
   uint64_t seed = 1;
 };
 
@@ -71,6 +73,18 @@ TrainValues check_train_args(const TrainArgs& a, bool restarted) {
         parse_int(cmd, "--max-steps-per-epoch", a.max_steps.text, 1, std::numeric_limits<int64_t>::max());
   if (a.lr.given()) v.lr = parse_positive_real(cmd, "--lr", a.lr.text);
   if (a.seed.given()) v.seed = parse_uint64(cmd, "--seed", a.seed.text);
+  if (a.validation_split.given()) {
+    v.validation_split = parse_positive_real(cmd, "--validation-split", a.validation_split.text);
+    AETHER_CHECK(*v.validation_split < 1, cmd, "--validation-split must be below 1, got ",
+                 a.validation_split.text);
+  }
+  if (a.early_stopping.given()) {
+    v.patience = parse_int(cmd, "--early-stopping", a.early_stopping.text, 0, kMaxEpochs);
+    // Choosing the epoch by the test set's loss would report a test score that selected the model.
+    AETHER_CHECK(a.validation_split.given() || a.resume.given(), cmd,
+                 "--early-stopping needs --validation-split: it chooses the epoch by the validation ",
+                 "loss, and the test set must not choose it");
+  }
   if (a.optimizer.given())
     AETHER_CHECK(a.optimizer.text == "sgd" || a.optimizer.text == "adam" || a.optimizer.text == "adamw", cmd,
                  "--optimizer ", shown(a.optimizer.text), " is not sgd, adam or adamw");
@@ -78,11 +92,10 @@ TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   if (a.resume.given()) {
     AETHER_CHECK(!a.resume.text.empty(), cmd, "--resume needs a file name");
     // What a resumed run takes from its checkpoint: giving it again is an error, not ignored.
-    const std::pair<const TextArg*, const char*> fixed[] = {{&a.model, "the model"},
-                                                            {&a.optimizer, "the optimizer"},
-                                                            {&a.lr, "the learning rate"},
-                                                            {&a.batch_size, "the batch size"},
-                                                            {&a.seed, "the random state"}};
+    const std::pair<const TextArg*, const char*> fixed[] = {
+        {&a.model, "the model"},       {&a.optimizer, "the optimizer"},
+        {&a.lr, "the learning rate"},  {&a.batch_size, "the batch size"},
+        {&a.seed, "the random state"}, {&a.validation_split, "the validation split"}};
     for (const auto& [arg, what] : fixed)
       AETHER_CHECK(restarted || !arg->given(), cmd, arg->name(),
                    " cannot be combined with --resume: the checkpoint fixes ", what);
@@ -165,8 +178,17 @@ int run_train(const TrainArgs& given) {
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
   }
   const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
-  const data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
+  data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
   const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test);
+  // --validation-split: the last part of the training set validates each epoch (a resumed run keeps
+  // its checkpoint's split, so that it never trains on its validation images).
+  const double split = a.resume.given() && info.contains("loader")
+                           ? info["loader"].value("validation_split", 0.0)
+                           : v.validation_split.value_or(0.0);
+  AETHER_CHECK(!v.patience || split > 0, "train", "--early-stopping needs a validation split, and --resume ",
+               a.resume.text, " was trained without --validation-split");
+  data::Dataset held_out;
+  if (split > 0) std::tie(train, held_out) = data::split_validation(train, split);
   AETHER_CHECK(test.h == train.h && test.w == train.w && test.c == train.c, "train", ds_name, " in ",
                dir.string(), ": its test images are ", to_string(Shape{test.h, test.w, test.c}),
                ", its training images ", to_string(Shape{train.h, train.w, train.c}));
@@ -213,9 +235,11 @@ int run_train(const TrainArgs& given) {
                     {"hflip", opt.data.hflip},
                     {"alternate_flips", opt.data.alternate_flips},
                     {"crop_reflect", opt.data.crop_reflect},
-                    {"drop_last", opt.data.drop_last}};
+                    {"drop_last", opt.data.drop_last},
+                    {"validation_split", split}};
   model.set_info(info.dump());
-  opt.validation = &test;
+  opt.validation = split > 0 ? &held_out : &test;
+  if (v.patience) opt.early_stopping = EarlyStopping{.monitor = "val_loss", .patience = *v.patience};
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
   opt.sync_batch_norm = a.sync_batch_norm;
   opt.progress = !a.quiet && root;
@@ -234,20 +258,23 @@ int run_train(const TrainArgs& given) {
     print("aether train: rank 0 of %d data-parallel ranks (%s), global batch %lld\n", comm->world_size(),
           comm->backend(), static_cast<long long>(opt.data.batch_size * comm->world_size()));
   print(
-      "aether train: %s on %s (%lld train / %lld test images, %dx%dx%d), %lld epochs, batch %lld, "
+      "aether train: %s on %s (%lld train%s / %lld test images, %dx%dx%d), %lld epochs, batch %lld, "
       "%s lr %g, %s, %d threads\n",
-      model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n), static_cast<long long>(test.n),
-      int(train.h), int(train.w), int(train.c), static_cast<long long>(opt.epochs),
-      static_cast<long long>(opt.data.batch_size), optimizer_names(model.config()).c_str(), model.config().lr,
-      a.device.c_str(), omp_get_max_threads());
+      model_name.c_str(), ds_name.c_str(), static_cast<long long>(train.n),
+      split > 0 ? (" / " + std::to_string(held_out.n) + " validation").c_str() : "",
+      static_cast<long long>(test.n), int(train.h), int(train.w), int(train.c),
+      static_cast<long long>(opt.epochs), static_cast<long long>(opt.data.batch_size),
+      optimizer_names(model.config()).c_str(), model.config().lr, a.device.c_str(), omp_get_max_threads());
   std::fflush(stdout);
   const auto t0 = std::chrono::steady_clock::now();
   const History h = model.train(train, opt);
   if (profiling_enabled() && root) std::printf("%s", op_profile_report().c_str());
-  // The last epoch was already evaluated on the test set (opt.validation): reuse it rather than
-  // evaluating the same weights on the same images again.
+  if (h.restored_best && a.save.given() && root) model.save(a.save.text);  // on_epoch saved the last
+  // Without a validation split the last epoch was already evaluated on the test set
+  // (opt.validation): reuse it rather than evaluating the same weights on the same images again.
   EvalResult r;
-  if (!h.epochs.empty() && h.epochs.back().val_loss && h.epochs.back().val_accuracy) {
+  if (opt.validation == &test && !h.restored_best && !h.epochs.empty() && h.epochs.back().val_loss &&
+      h.epochs.back().val_accuracy) {
     r.loss = *h.epochs.back().val_loss;
     r.accuracy = *h.epochs.back().val_accuracy;
     r.samples = test.n;
@@ -299,7 +326,13 @@ int run_train(const TrainArgs& given) {
                           {"images_per_second", train_secs > 0 ? images / train_secs : 0},
                           {"ranks", comm != nullptr ? comm->world_size() : 1},
                           {"comm_wait_seconds", comm_wait},
-                          {"history", epochs}};
+                          {"history", epochs},
+                          {"validation_split", split}};
+    if (opt.early_stopping)
+      out["early_stopping"] = {{"patience", opt.early_stopping->patience},
+                               {"best_epoch", h.best_epoch + 1},
+                               {"stopped_early", h.stopped_early},
+                               {"restored_best", h.restored_best}};
     if (with_tta) {
       out["tta"] = tta_name(tta);
       out["test_accuracy_tta"] = with_tta->accuracy;
@@ -393,6 +426,14 @@ void register_train(CLI::App& app) {
   cmd->add_option("--tta", t.tta,
                   "after training, evaluate the test set again with test-time augmentation: none, flip or "
                   "flip_translate (default: the preset's; flip_translate for airbench94/93, else none)");
+  add_text_option(*cmd, "--validation-split", t.validation_split,
+                  "hold out this fraction of the training set (its end) to validate on after each epoch, "
+                  "instead of the test set; 0 < F < 1",
+                  "F");
+  add_text_option(*cmd, "--early-stopping", t.early_stopping,
+                  "stop once the validation loss has not improved for this many epochs in a row and keep "
+                  "the best epoch's weights (needs --validation-split)",
+                  "PATIENCE");
   cmd->add_flag("--sync-batch-norm", t.sync_batch_norm,
                 "on several ranks: batch-norm statistics of the global batch, not of each rank's");
   cmd->callback([] { exit_code() = run_train(t); });

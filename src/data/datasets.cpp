@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <type_traits>
 
 #include "aether/core/error.h"
 #include "aether/data/dataset.h"
@@ -125,6 +126,30 @@ std::pair<std::vector<float>, std::vector<float>> channel_stats(const Dataset& d
     std.push_back(float(std::sqrt(std::max(s2[size_t(c)] / double(pixels) - m * m, 1e-12))));
   }
   return {mean, std};
+}
+
+std::pair<Dataset, Dataset> split_validation(const Dataset& d, double fraction) {
+  AETHER_CHECK(fraction > 0 && fraction < 1, "validation_split", "must be in (0, 1), got ", fraction);
+  const int64_t held = std::llround(double(d.n) * fraction), kept = d.n - held;
+  AETHER_CHECK(held >= 1 && kept >= 1, "validation_split", fraction, " of the ", d.n, " items of '", d.name,
+               "' leaves ", kept, " to train on and ", held, " to validate on; each needs at least one");
+  // Items [from, from + count) of d: images (count,H,W,C), labels (count), targets (count, target_dim).
+  auto part = [&](int64_t from, int64_t count) {
+    Dataset p = d;
+    p.n = count;
+    const auto range = [&](const auto& v, int64_t per) {
+      using V = std::decay_t<decltype(v)>;
+      return v.empty() ? V() : V(v.begin() + from * per, v.begin() + (from + count) * per);
+    };
+    p.images = range(d.images, d.image_bytes());
+    p.labels = range(d.labels, 1);
+    p.targets = range(d.targets, d.target_dim);
+    if (d.float_images) p.float_images = d.float_images + from * d.image_bytes();
+    return p;
+  };
+  std::pair<Dataset, Dataset> out{part(0, kept), part(kept, held)};
+  out.second.name += " (validation)";
+  return out;
 }
 
 Dataset load_fashion_mnist(const fs::path& dir, Split split) {

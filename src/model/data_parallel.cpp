@@ -151,6 +151,16 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
   }
 }
 
+void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats& st) {
+  double v[4] = {st.train_loss, st.train_accuracy, st.val_loss.value_or(0), st.val_accuracy.value_or(0)};
+  through_comm_memory(comm, device, {{v, sizeof v}},
+                      [&](const std::vector<void*>& p) { comm.broadcast(p[0], 4, DType::float64, 0); });
+  st.train_loss = v[0];
+  st.train_accuracy = v[1];
+  if (st.val_loss) st.val_loss = v[2];
+  if (st.val_accuracy) st.val_accuracy = v[3];
+}
+
 void check_same_values(dist::Communicator& comm, Device device,
                        const std::vector<std::pair<std::string, int64_t>>& values) {
   const size_t n = values.size(), world = size_t(comm.world_size());

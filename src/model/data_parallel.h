@@ -10,6 +10,7 @@
 
 #include "aether/dist/communicator.h"
 #include "aether/graph/tensor.h"
+#include "aether/model/model.h"
 #include "aether/nn/layers.h"
 #include "aether/nn/module.h"
 
@@ -20,6 +21,11 @@ nn::NamedTensors parameters_and_buffers(nn::Module& net);
 
 // The tensors' values on rank 0 copied to every rank (in place through Tensor::assign).
 void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tensors);
+
+// The numbers of an epoch that early stopping reads (training and validation loss and accuracy)
+// become rank 0's, so that every rank keeps the same best epoch and stops after the same one
+// (ranks evaluate alike on one machine; on CPUs of other kinds the last bits may differ).
+void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats& st);
 
 // Throws aether::Error naming the first value (of `names`) that differs between rank 0 and another
 // rank, and the ranks: every rank must train on the same data set size with the same options, or

@@ -18,6 +18,7 @@
 #include "aether/optim/muon.h"
 #include "core/config.h"
 #include "data_parallel.h"
+#include "early_stopping.h"
 #include "io/json.h"
 #include "model_impl.h"
 #include "progress.h"
@@ -708,6 +709,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
     graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
   if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
+    const int64_t stopping = o.early_stopping ? o.early_stopping->patience + 1 : 0;  // 0: none
     check_same_values(*comm, m.device,
                       {{"a training set of size", train_set.n},
                        {"batch size", lo.batch_size},
@@ -717,9 +719,12 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                        {"epochs done", m.epochs_done},
                        {"steps done", m.steps_done},
                        {"parameters", int64_t(m.opt->params().size())},
-                       {"sync_batch_norm", int64_t(o.sync_batch_norm)}});
+                       {"sync_batch_norm", int64_t(o.sync_batch_norm)},
+                       {"early_stopping patience + 1", stopping}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
+  std::optional<EarlyStopper> stopper;  // checks its options before an epoch is spent
+  if (o.early_stopping) stopper.emplace(*o.early_stopping, o.validation != nullptr);
   std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
   if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
   const bool lookahead = m.config.lookahead_every > 0;
@@ -843,6 +848,23 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       }
     }
     if (o.on_epoch) o.on_epoch(st);
+    if (stopper && comm != nullptr) broadcast_epoch_numbers(*comm, m.device, st);
+    if (stopper && stopper->update(st, parameters_and_buffers(*m.net))) {
+      history.stopped_early = true;
+      if (o.progress && root)
+        std::printf("early stopping after epoch %lld of %lld: %s\n", static_cast<long long>(epoch + 1),
+                    static_cast<long long>(o.epochs), stopper->stop_reason().c_str());
+      break;
+    }
+  }
+  if (stopper) {  // the best epoch's weights, in the checkpoint too
+    history.best_epoch = stopper->best_epoch();
+    history.restored_best = stopper->restore(parameters_and_buffers(*m.net));
+    if (history.restored_best && comm != nullptr)
+      check_ranks_agree(*comm, m.device, parameters_and_buffers(*m.net), "after restoring the best epoch");
+    if (history.restored_best && o.progress && root)
+      std::printf("restored the weights of the best epoch: %s\n", stopper->best_text().c_str());
+    if (history.restored_best && !o.checkpoint_path.empty() && root) save(o.checkpoint_path);
   }
   if (graph_step && !graph_step->fallback_reason().empty())
     std::fprintf(stderr, "aether: CUDA graphs were not used: %s\n", graph_step->fallback_reason().c_str());

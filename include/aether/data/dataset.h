@@ -51,6 +51,12 @@ struct Dataset {
 // `aether train` uses); one value per channel.
 std::pair<std::vector<float>, std::vector<float>> channel_stats(const Dataset& d);
 
+// The data set's items split in two, in order, as Keras' validation_split does: the first ones
+// for training and the last round(n * fraction) for validation (named "<name> (validation)").
+// Throws aether::Error unless 0 < fraction < 1 and both parts get at least one item. Copies the
+// uint8 images, labels and targets; float32 images are shared (offset into the same array).
+std::pair<Dataset, Dataset> split_validation(const Dataset& d, double fraction);
+
 // Fashion-MNIST from `dir`: train-images-idx3-ubyte[.gz], train-labels-idx1-ubyte[.gz] (test:
 // t10k-...). Images (N,28,28,1); 10 classes. A ".gz" file is preferred when both exist.
 Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);

@@ -143,6 +143,12 @@ struct EpochStats {
 };
 struct History {
   std::vector<EpochStats> epochs;
+  // With TrainOptions::early_stopping: the epoch (0-based) whose monitored number was the best,
+  // whether the patience ran out before TrainOptions::epochs, and whether train() gave the
+  // parameters and buffers the best epoch's values (restore_best_weights and a later epoch ran).
+  int64_t best_epoch = -1;
+  bool stopped_early = false;
+  bool restored_best = false;
 };
 // Test-time augmentation for Model::evaluate, as airbench's tta_level 0, 1, 2: the logits of each
 // image are averaged over views of it:
@@ -181,6 +187,21 @@ struct BatchProgress {
   double loss = 0, accuracy = 0;   // running means over the epoch
 };
 
+// Stops training once a number measured after each epoch has stopped improving (Keras'
+// EarlyStopping). An epoch improves when its value is below the best so far by more than min_delta
+// (losses) or above it by more than min_delta (accuracies); after `patience` epochs in a row
+// without improvement (0 acts as 1, as in Keras) train() returns. With restore_best_weights, the
+// parameters and buffers (BatchNorm statistics) then take the best epoch's values: also when the
+// last epoch ran without the patience running out (Keras restores only on a stop), and the
+// checkpoint_path file is saved again to hold them. The optimizer's state, epochs_done() and
+// steps_done() stay the last epoch's. Each train() call counts from its own first epoch.
+struct EarlyStopping {
+  std::string monitor = "val_loss";  // val_loss, val_accuracy (need a validation set), loss, accuracy
+  int64_t patience = 0;              // >= 0
+  double min_delta = 0;              // >= 0
+  bool restore_best_weights = true;
+};
+
 struct TrainOptions {
   int64_t epochs = 1;        // total epochs, > epochs_done() (a resumed model continues up to this)
   data::LoaderOptions data;  // batch size, seed, augmentation, normalisation
@@ -206,6 +227,7 @@ struct TrainOptions {
   // rank's samples), all-reduced inside the forward and backward passes (PyTorch's SyncBatchNorm),
   // instead of its own rank's. No effect on one rank.
   bool sync_batch_norm = false;
+  std::optional<EarlyStopping> early_stopping;  // none: every epoch up to `epochs` runs
 };
 
 class Model {
