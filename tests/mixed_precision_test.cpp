@@ -16,39 +16,15 @@
 #include "aether/aether.h"
 #include "aether/core/random.h"
 #include "graph_util.h"
+#include "model_util.h"
 #include "temp_dir.h"
 
 using namespace aether;
 using aether::test::TempDir;
+using namespace model_test;
 namespace fs = std::filesystem;
 
 namespace {
-
-template <typename T, typename... A>
-std::shared_ptr<T> mk(A&&... a) {
-  return std::make_shared<T>(std::forward<A>(a)...);
-}
-
-// n images (8,8,1): class 0 has a bright top half, class 1 a bright bottom half, plus noise.
-data::Dataset tiny_dataset(int64_t n = 64) {
-  data::Dataset d;
-  d.name = "tiny";
-  d.n = n;
-  d.h = d.w = 8;
-  d.c = 1;
-  d.num_classes = 2;
-  d.class_names = {"top", "bottom"};
-  std::mt19937 gen(1);
-  std::uniform_int_distribution<int> noise(0, 90);
-  for (int64_t i = 0; i < n; ++i) {
-    d.labels.push_back(i % 2);
-    for (int y = 0; y < 8; ++y)
-      for (int x = 0; x < 8; ++x)
-        d.images.push_back(uint8_t(((y < 4) == (i % 2 == 0) ? 150 : 20) + noise(gen)));
-  }
-  d.check();
-  return d;
-}
 
 // Conv -> BN -> ReLU -> pool -> flatten -> linear, for (8,8,1) inputs and 2 classes.
 void add_conv_net(Model& m) {
@@ -58,26 +34,6 @@ void add_conv_net(Model& m) {
       .add(mk<nn::MaxPool2d>(2))
       .add(mk<nn::Flatten>())
       .add(mk<nn::Linear>(4 * 4 * 4, 2));
-}
-
-ModelConfig sgd_config() {
-  ModelConfig c;
-  c.optimizer = "sgd";
-  c.lr = 0.05;
-  c.momentum = 0.9;
-  c.schedule = "constant";
-  return c;
-}
-
-TrainOptions options(int64_t epochs) {
-  TrainOptions o;
-  o.epochs = epochs;
-  o.data.batch_size = 16;
-  o.data.seed = 3;
-  o.data.mean = {0.35f};
-  o.data.std = {0.3f};
-  o.progress = false;
-  return o;
 }
 
 std::vector<float> values(const Tensor& t) { return t.to_vector<float>(); }
@@ -198,7 +154,7 @@ TEST(MixedPrecision, ShortTrainingRunsTrackFloat32) {
     Model m;
     add_conv_net(m);
     m.configure(sgd_config()).set_precision(precision).finalize({8, 8, 1});
-    const History h = m.train(d, options(3));
+    const History h = m.train(d, train_options(3));
     std::vector<double> l;
     for (const auto& e : h.epochs) l.push_back(e.train_loss);
     losses.push_back(l);
@@ -223,7 +179,7 @@ TEST(MixedPrecision, LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
   m.add(mk<nn::Linear>(64, 2));
   m.configure(sgd_config()).set_precision("fp16").finalize({64});
   // A scale beyond float32's range: the scaled loss and every gradient overflow.
-  TrainOptions o = options(1);
+  TrainOptions o = train_options(1);
   o.max_steps_per_epoch = 1;
   m.set_loss_scale(1e300);
   const auto before = state_of(m);
@@ -252,7 +208,7 @@ TEST(MixedPrecision, LossScalingSkipsOverflowingStepsAndAdaptsTheScale) {
 TEST(MixedPrecision, LossScaleResumesFromTheCheckpoint) {
   TempDir tmp;
   const data::Dataset d = tiny_dataset(32);
-  TrainOptions o = options(1);
+  TrainOptions o = train_options(1);
   o.max_steps_per_epoch = 1;
   auto make = [] {
     manual_seed(17);
@@ -290,7 +246,7 @@ TEST(MixedPrecision, CheckpointsKeepFloat32WeightsAndLoadIntoAnyPrecision) {
   Model m;
   add_conv_net(m);
   m.configure(sgd_config()).set_precision("bf16").finalize({8, 8, 1});
-  m.train(d, options(1));
+  m.train(d, train_options(1));
   m.save(tmp.file("bf16.aether"));
   Model loaded = Model::load(tmp.file("bf16.aether"));
   EXPECT_EQ(loaded.precision(), "bfloat16");

@@ -23,10 +23,13 @@
 #include "aether/model/model.h"
 #include "io/checkpoint.h"
 #include "io/zip_archive.h"
+#include "model_util.h"
 #include "temp_dir.h"
 
 using namespace aether;
 using aether::test::TempDir;
+using model_test::mk;
+using model_test::train_options;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
@@ -38,11 +41,6 @@ json config_of(const nn::Module& m) { return json::parse(m.config()); }
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-template <typename T, typename... A>
-std::shared_ptr<T> mk(A&&... a) {
-  return std::make_shared<T>(std::forward<A>(a)...);
-}
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -99,17 +97,6 @@ Model make_model(const std::string& optimizer = "sgd") {
   c.momentum = 0.9;
   m.configure(c).finalize({8, 8, 1});
   return m;
-}
-
-TrainOptions train_options(int64_t epochs) {
-  TrainOptions o;
-  o.epochs = epochs;
-  o.data.batch_size = 16;
-  o.data.seed = 3;
-  o.data.mean = {0.35f};
-  o.data.std = {0.3f};
-  o.progress = false;
-  return o;
 }
 
 Tensor* find_tensor(std::vector<std::pair<std::string, Tensor*>> named, const std::string& name) {
