@@ -1,6 +1,6 @@
 // src/model/early_stopping.h - (internal) Model::train's early stopping (TrainOptions::
-// early_stopping, Keras' EarlyStopping): after each epoch, whether the monitored number improved on
-// the best so far, a copy of the best epoch's parameters and buffers, and their restoration.
+// early_stopping, Keras' EarlyStopping): the plateau rule (plateau.h) after each epoch, a copy of
+// the best epoch's parameters and buffers, and their restoration.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include "aether/graph/tensor.h"
 #include "aether/model/model.h"
 #include "aether/nn/module.h"
+#include "model/plateau.h"
 
 namespace aether::model_internal {
 
@@ -24,18 +25,17 @@ class EarlyStopper {
   // Gives `state` the best epoch's values when restore_best_weights and a later epoch ran; true
   // when it did. `state` names the same tensors as in update().
   bool restore(const nn::NamedTensors& state);
-  int64_t best_epoch() const { return best_epoch_; }  // -1 before the first update
+  int64_t best_epoch() const { return plateau_.best_epoch; }  // -1 before the first update
   // "val_loss has not improved on 0.3012 (epoch 4) for 2 epochs" (epochs 1-based).
   std::string stop_reason() const;
   // "val_loss 0.3012 (epoch 4)".
-  std::string best_text() const;
+  std::string best_text() const { return plateau_.best_text(); }
 
  private:
   EarlyStopping o_;
-  bool lower_is_better_;
-  double best_ = 0;
-  int64_t best_epoch_ = -1, last_epoch_ = -1, wait_ = 0;
-  std::vector<Tensor> best_state_;  // copies of `state` after best_epoch_, in its order
+  Plateau plateau_;
+  int64_t last_epoch_ = -1;
+  std::vector<Tensor> best_state_;  // copies of `state` after the best epoch, in its order
 };
 
 }  // namespace aether::model_internal

@@ -1,0 +1,48 @@
+#include "model/plateau.h"
+
+#include <cstdio>
+
+#include "aether/core/error.h"
+
+namespace aether::model_internal {
+
+double monitored(const EpochStats& st, const std::string& monitor) {
+  if (monitor == "loss") return st.train_loss;
+  if (monitor == "accuracy") return st.train_accuracy;
+  const std::optional<double>& v = monitor == "val_loss" ? st.val_loss : st.val_accuracy;
+  AETHER_CHECK(v.has_value(), "train", "epoch ", st.epoch + 1, " has no ", monitor);
+  return *v;
+}
+
+Plateau::Plateau(const std::string& m, double delta, bool has_validation, const char* what)
+    : monitor(m), min_delta(delta) {
+  AETHER_CHECK(m == "val_loss" || m == "val_accuracy" || m == "loss" || m == "accuracy", "train", what,
+               ": unknown monitor '", m, "' (expected val_loss, val_accuracy, loss or accuracy)");
+  AETHER_CHECK(has_validation || m.rfind("val_", 0) != 0, "train", what, " monitors ", m,
+               ", which needs a validation set (TrainOptions::validation; Python: validation_data or ",
+               "validation_split)");
+  AETHER_CHECK(min_delta >= 0, "train", what, ": min_delta must be >= 0, got ", min_delta);
+  lower_is_better = m == "loss" || m == "val_loss";
+}
+
+bool Plateau::update(const EpochStats& st) {
+  const double v = monitored(st, monitor);
+  const bool improved = best_epoch < 0 || (lower_is_better ? v < best - min_delta : v > best + min_delta);
+  if (!improved) {
+    ++wait;
+    return false;
+  }
+  best = v;
+  best_epoch = st.epoch;
+  wait = 0;
+  return true;
+}
+
+std::string Plateau::best_text() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s %.4f (epoch %lld)", monitor.c_str(), best,
+                static_cast<long long>(best_epoch + 1));
+  return buf;
+}
+
+}  // namespace aether::model_internal
