@@ -300,6 +300,12 @@ class Model:
             _aether._preset_init(self._preset_name, self._cpp, ds, mean, std)
         # Several ranks (aether launch -- python ...): rank 0 alone shows progress (and the C++ side
         # saves `checkpoint` on rank 0 only).
+        # The loader's seed, in the checkpoints written while training too (checkpoint=): a model
+        # loaded from one continues with this seed's data order (Model.load takes it as the default).
+        info = json.loads(self._cpp.info)
+        info.setdefault("written_by", "python")
+        info["seed"] = seed
+        self._cpp.info = json.dumps(info)
         bar, py_bar = _progress.choose(verbose and _aether.rank() == 0)
         def on_batch(*args: Any) -> None:
             if py_bar is not None:
@@ -390,7 +396,7 @@ class Model:
         self._require_finalized("save")
         info = json.loads(self._cpp.info)
         info.setdefault("written_by", "python")
-        info["seed"] = self._seed
+        info.setdefault("seed", self._seed)  # train() records the seed it used
         self._cpp.info = json.dumps(info)
         self._cpp.save(str(path))
 

@@ -1,5 +1,6 @@
 """Checkpoints across Python, the C++ API and the CLI; bad files get clear errors and lose nothing."""
 
+import json
 import os
 import subprocess
 
@@ -102,3 +103,25 @@ def test_save_refuses_to_write_into_a_missing_folder_and_keeps_old_files(tmp_pat
         m.save(tmp_path)  # a directory, not a file
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.aether"]  # no half-written leftovers
+
+
+def test_a_run_resumed_from_its_training_checkpoint_continues_as_one_run(tmp_path, fmnist):
+    """train(checkpoint=) then Model.load(...).train(): the same data order and weights as one run
+    (the checkpoint records the loader's seed; it used to resume with seed 0)."""
+    x, y, xt, _ = fmnist
+
+    def model():  # a constant learning rate: the schedule does not depend on the epochs asked for
+        m = small_cnn(seed=5)
+        m.finalize((28, 28, 1))
+        return m
+
+    whole = model()
+    whole.train(x[:600], y[:600], epochs=3, batch_size=100, seed=7, verbose=False)
+    ck = str(tmp_path / "run.aether")
+    model().train(x[:600], y[:600], epochs=1, batch_size=100, seed=7, checkpoint=ck, verbose=False)
+    resumed = ae.Model.load(ck)
+    resumed.train(x[:600], y[:600], epochs=3, batch_size=100, verbose=False)
+    np.testing.assert_array_equal(resumed.predict(xt[:100]), whole.predict(xt[:100]))
+    path = tmp_path / "saved.aether"
+    resumed.save(path)
+    assert json.loads(ae.Model.load(path)._cpp.info)["seed"] == 7
