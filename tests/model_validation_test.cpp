@@ -446,6 +446,26 @@ TEST(ModelLoadValidation, TrainingState) {
             where + "training_state.loader.hflip is \"yes\", expected true or false");
   EXPECT_EQ(ts("loader", {{"alternate_flips", 1}}),
             where + "training_state.loader.alternate_flips is 1, expected true or false");
+  const json plateau = {{"factor", 0.5}, {"cooldown", 0}, {"best", 0.3}, {"best_epoch", 1}, {"wait", 0}};
+  auto lp = [&](const std::string& key, json value) {
+    json p = plateau;
+    p[key] = value;
+    return ts("lr_plateau", p);
+  };
+  EXPECT_EQ(lp("factor", 0.0), where + "training_state.lr_plateau.factor is 0, expected a number in (0, 1]");
+  EXPECT_EQ(lp("factor", 1.5),
+            where + "training_state.lr_plateau.factor is 1.5, expected a number in (0, 1]");
+  EXPECT_EQ(lp("cooldown", -1), where + "training_state.lr_plateau.cooldown is -1, expected an integer >= 0");
+  EXPECT_EQ(lp("best_epoch", -2),
+            where + "training_state.lr_plateau.best_epoch is -2, expected an integer >= -1");
+  EXPECT_EQ(lp("wait", 0.5), where + "training_state.lr_plateau.wait is 0.5, expected an integer >= 0");
+  EXPECT_EQ(lp("best", "x"), where + "training_state.lr_plateau.best is \"x\", expected a finite number >= " +
+                                 detail::cat(-std::numeric_limits<double>::max()));
+  EXPECT_EQ(ts("lr_plateau", 5), where + "training_state.lr_plateau is 5, expected an object");
+  EXPECT_EQ(lp("wait", 3), "<no error>");
+  EXPECT_EQ(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"].erase("lr_plateau"); }),
+      "<no error>");  // files from before it
   EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"].erase("epoch"); }),
             where + "training_state.epoch is missing");
   EXPECT_EQ(s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"] = 3; }),

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
-from .callbacks import EarlyStopping
+from .callbacks import EarlyStopping, ReduceLROnPlateau
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -247,7 +247,8 @@ class Model:
               callback: Optional[Callable[..., None]] = None,
               alternate_flips: Optional[bool] = None,
               sync_batch_norm: bool = False, validation_split: Optional[float] = None,
-              early_stopping: Optional[EarlyStopping] = None) -> Dict[str, List[float]]:
+              early_stopping: Optional[EarlyStopping] = None,
+              reduce_lr: Optional[ReduceLROnPlateau] = None) -> Dict[str, List[float]]:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
@@ -264,7 +265,8 @@ class Model:
         normalisation statistics come from the rest. `early_stopping` (aether.EarlyStopping) stops
         once its monitored number stops improving and restores the best epoch's weights; the
         history then has fewer epochs, and the EarlyStopping object records the best and the
-        stopping epoch."""
+        stopping epoch. `reduce_lr` (aether.ReduceLROnPlateau) multiplies the learning rate by its
+        factor once its monitored number stops improving (history["lr"] shows it)."""
         self._require_finalized("train")
         d = self._defaults
         epochs = integer(epochs, "train: epochs", 1)
@@ -282,9 +284,10 @@ class Model:
                 raise ValueError("train: pass validation_data or validation_split, not both")
             if isinstance(validation_split, bool) or not isinstance(validation_split, (int, float, np.floating)):
                 raise TypeError(f"train: validation_split must be a fraction, got {validation_split!r}")
-        if early_stopping is not None and not isinstance(early_stopping, EarlyStopping):
-            raise TypeError(f"train: early_stopping must be an aether.EarlyStopping, got "
-                            f"{type(early_stopping).__name__}")
+        for arg, cls, name in ((early_stopping, EarlyStopping, "early_stopping"),
+                               (reduce_lr, ReduceLROnPlateau, "reduce_lr")):
+            if arg is not None and not isinstance(arg, cls):
+                raise TypeError(f"train: {name} must be an aether.{cls.__name__}, got {type(arg).__name__}")
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         if validation_split is not None:
@@ -320,7 +323,10 @@ class Model:
             max_steps_per_epoch, on_batch if (py_bar or callback) else None,
             bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
             bool(sync_batch_norm), bool(d.get("crop_reflect", False)),
-            None if early_stopping is None else early_stopping._options())
+            None if early_stopping is None else early_stopping._options(),
+            None if reduce_lr is None else reduce_lr._options())
+        if reduce_lr is not None:
+            reduce_lr._finish(result)
         if early_stopping is not None:
             early_stopping._finish(result)
             if py_bar is not None and early_stopping.stopped_epoch is not None:

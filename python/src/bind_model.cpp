@@ -26,6 +26,7 @@ nb::dict epoch_dict(const EpochStats& e) {
   if (e.val_loss) d["val_loss"] = *e.val_loss;
   if (e.val_accuracy) d["val_accuracy"] = *e.val_accuracy;
   d["lr"] = e.lr;
+  d["lr_reduced"] = e.lr_reduced;
   d["seconds"] = e.seconds;
   d["images_per_second"] = e.images_per_second;
   return d;
@@ -171,6 +172,7 @@ struct TrainArgs {
   bool sync_batch_norm = false;
   bool crop_reflect = false;
   std::optional<EarlyStopping> early_stopping;
+  std::optional<ReduceLrOnPlateau> reduce_lr;
 };
 
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
@@ -195,6 +197,7 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   o.sync_batch_norm = a.sync_batch_norm;
   o.validation = validation.get();
   o.early_stopping = a.early_stopping;
+  o.reduce_lr_on_plateau = a.reduce_lr;
   // After every step: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees) and the
   // Python-side progress display. Raising here unwinds train(); the checkpoint keeps the last epoch.
   o.on_batch = [&on_batch](const BatchProgress& p) {
@@ -272,28 +275,36 @@ void bind_model(nb::module_& m) {
              int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
-             bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping) {
-            TrainArgs a{epochs,
-                        batch_size,
-                        crop_padding,
-                        max_steps,
-                        shuffle,
-                        hflip,
-                        progress,
-                        drop_last,
-                        seed,
-                        std::move(mean),
-                        std::move(std),
-                        std::move(checkpoint),
-                        alternate_flips,
-                        sync_batch_norm,
-                        crop_reflect,
-                        {}};
+             bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping,
+             std::optional<nb::dict> reduce_lr) {
+            TrainArgs a;
+            a.epochs = epochs;
+            a.batch_size = batch_size;
+            a.crop_padding = crop_padding;
+            a.max_steps = max_steps;
+            a.shuffle = shuffle;
+            a.hflip = hflip;
+            a.progress = progress;
+            a.drop_last = drop_last;
+            a.seed = seed;
+            a.mean = std::move(mean);
+            a.std = std::move(std);
+            a.checkpoint = std::move(checkpoint);
+            a.alternate_flips = alternate_flips;
+            a.sync_batch_norm = sync_batch_norm;
+            a.crop_reflect = crop_reflect;
             if (early_stopping) {  // {"monitor", "patience", "min_delta", "restore_best_weights"}
               const nb::dict& d = *early_stopping;
               a.early_stopping =
                   EarlyStopping{nb::cast<std::string>(d["monitor"]), nb::cast<int64_t>(d["patience"]),
                                 nb::cast<double>(d["min_delta"]), nb::cast<bool>(d["restore_best_weights"])};
+            }
+            if (reduce_lr) {  // {"monitor", "factor", "patience", "min_delta", "cooldown", "min_lr"}
+              const nb::dict& d = *reduce_lr;
+              a.reduce_lr =
+                  ReduceLrOnPlateau{nb::cast<std::string>(d["monitor"]), nb::cast<double>(d["factor"]),
+                                    nb::cast<int64_t>(d["patience"]),    nb::cast<double>(d["min_delta"]),
+                                    nb::cast<int64_t>(d["cooldown"]),    nb::cast<double>(d["min_lr"])};
             }
             return train(mod, ds, std::move(val), a, on_batch);
           },
@@ -301,7 +312,7 @@ void bind_model(nb::module_& m) {
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
           arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
-          arg("early_stopping").none() = nb::none())
+          arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none())
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {

@@ -588,3 +588,46 @@ def test_early_stopping_errors(fmnist):
     with pytest.raises(TypeError, match="early_stopping must be an aether.EarlyStopping, got dict"):
         m.train(x[:100], y[:100], early_stopping={"patience": 1}, verbose=False)
     assert m.epochs_done == 0
+
+
+def test_reduce_lr_on_plateau_lowers_the_learning_rate_and_resumes(fmnist, tmp_path):
+    """Validating on swapped labels, the validation loss stops improving: the learning rate halves
+    after each epoch that does not beat the best; a run resumed from its checkpoint continues it."""
+    x, y, _, _ = fmnist
+    xv, yv = x[500:700], (y[500:700] + 1) % 10
+
+    def model():
+        m = small_cnn(seed=5)
+        m.finalize((28, 28, 1))
+        return m
+
+    r = ae.ReduceLROnPlateau(factor=0.5, patience=1, min_delta=0)
+    m = model()
+    h = m.train(x[:500], y[:500], epochs=5, batch_size=50, validation_data=(xv, yv), reduce_lr=r, verbose=False)
+    lr, best, expected = 1e-3, float("inf"), []
+    for e, v in enumerate(h["val_loss"]):
+        assert h["lr"][e] == pytest.approx(lr, rel=1e-12), e
+        if v < best:
+            best = v
+        else:
+            lr *= 0.5
+            expected.append(e)
+    assert r.reductions == expected and len(expected) >= 2
+    assert r.lrs == h["lr"]
+    # Stopped after epoch 3 and resumed: the same learning rates and predictions.
+    part = model()
+    ck = str(tmp_path / "run.aether")
+    part.train(x[:500], y[:500], epochs=3, batch_size=50, validation_data=(xv, yv), checkpoint=ck,
+               reduce_lr=ae.ReduceLROnPlateau(factor=0.5, patience=1, min_delta=0), verbose=False)
+    resumed = ae.Model.load(ck)
+    hr = resumed.train(x[:500], y[:500], epochs=5, batch_size=50, validation_data=(xv, yv),
+                       reduce_lr=ae.ReduceLROnPlateau(factor=0.5, patience=1, min_delta=0), verbose=False)
+    assert hr["lr"] == h["lr"][3:]
+    np.testing.assert_array_equal(resumed.predict(xv), m.predict(xv))
+    with pytest.raises(ValueError, match=r"ReduceLROnPlateau: factor must be a number in \(0, 1\), got 1"):
+        ae.ReduceLROnPlateau(factor=1)
+    with pytest.raises(ValueError, match="ReduceLROnPlateau: min_lr must be a number >= 0"):
+        ae.ReduceLROnPlateau(min_lr=float("nan"))
+    with pytest.raises(TypeError, match="reduce_lr must be an aether.ReduceLROnPlateau, got EarlyStopping"):
+        m.train(x[:100], y[:100], epochs=6, reduce_lr=ae.EarlyStopping(), verbose=False)
+    assert "ReduceLROnPlateau(monitor='val_loss', factor=0.1, patience=10" in repr(ae.ReduceLROnPlateau())

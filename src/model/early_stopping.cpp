@@ -13,7 +13,7 @@ EarlyStopper::EarlyStopper(const EarlyStopping& options, bool has_validation)
 
 bool EarlyStopper::update(const EpochStats& st, const nn::NamedTensors& state) {
   last_epoch_ = st.epoch;
-  if (!plateau_.update(st)) return plateau_.wait >= std::max<int64_t>(o_.patience, 1);
+  if (!plateau_.update(st)) return plateau_.state.wait >= std::max<int64_t>(o_.patience, 1);
   if (o_.restore_best_weights) {
     best_state_.clear();
     for (const auto& [name, t] : state) best_state_.push_back(t->detach().clone());
@@ -23,7 +23,8 @@ bool EarlyStopper::update(const EpochStats& st, const nn::NamedTensors& state) {
 }
 
 bool EarlyStopper::restore(const nn::NamedTensors& state) {
-  if (!o_.restore_best_weights || plateau_.best_epoch < 0 || plateau_.best_epoch == last_epoch_) return false;
+  if (!o_.restore_best_weights || plateau_.state.best_epoch < 0 || plateau_.state.best_epoch == last_epoch_)
+    return false;
   AETHER_CHECK(state.size() == best_state_.size(), "train", "early_stopping: ", state.size(),
                " tensors to restore, ", best_state_.size(), " kept");
   for (size_t i = 0; i < state.size(); ++i) state[i].second->assign(best_state_[i]);
@@ -36,7 +37,7 @@ bool EarlyStopper::restore(const nn::NamedTensors& state) {
 std::string EarlyStopper::stop_reason() const {
   const std::string best = plateau_.best_text();
   return o_.monitor + " has not improved on " + best.substr(o_.monitor.size() + 1) + " for " +
-         std::to_string(plateau_.wait) + (plateau_.wait == 1 ? " epoch" : " epochs");
+         std::to_string(plateau_.state.wait) + (plateau_.state.wait == 1 ? " epoch" : " epochs");
 }
 
 }  // namespace aether::model_internal

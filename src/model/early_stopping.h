@@ -25,7 +25,7 @@ class EarlyStopper {
   // Gives `state` the best epoch's values when restore_best_weights and a later epoch ran; true
   // when it did. `state` names the same tensors as in update().
   bool restore(const nn::NamedTensors& state);
-  int64_t best_epoch() const { return plateau_.best_epoch; }  // -1 before the first update
+  int64_t best_epoch() const { return plateau_.state.best_epoch; }  // -1 before the first update
   // "val_loss has not improved on 0.3012 (epoch 4) for 2 epochs" (epochs 1-based).
   std::string stop_reason() const;
   // "val_loss 0.3012 (epoch 4)".

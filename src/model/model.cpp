@@ -20,6 +20,7 @@
 #include "data_parallel.h"
 #include "early_stopping.h"
 #include "io/json.h"
+#include "lr_plateau.h"
 #include "model_impl.h"
 #include "progress.h"
 
@@ -465,6 +466,7 @@ Model& Model::configure(const ModelConfig& config) {
   // A finalized model takes the new recipe whole (param groups, a fresh optimizer), as Keras'
   // compile does; before, the optimizer finalize built kept its kind, groups and frozen set.
   if (impl_->finalized) impl_->setup_training(config, "configure");
+  impl_->lr_plateau = {};  // a reduction of the old recipe's learning rate ends with it
   impl_->config = config;
   impl_->configured = true;
   return *this;
@@ -710,6 +712,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
   if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
     const int64_t stopping = o.early_stopping ? o.early_stopping->patience + 1 : 0;  // 0: none
+    const int64_t reducing = o.reduce_lr_on_plateau ? o.reduce_lr_on_plateau->patience + 1 : 0;
     check_same_values(*comm, m.device,
                       {{"a training set of size", train_set.n},
                        {"batch size", lo.batch_size},
@@ -720,11 +723,15 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                        {"steps done", m.steps_done},
                        {"parameters", int64_t(m.opt->params().size())},
                        {"sync_batch_norm", int64_t(o.sync_batch_norm)},
-                       {"early_stopping patience + 1", stopping}});
+                       {"early_stopping patience + 1", stopping},
+                       {"reduce_lr_on_plateau patience + 1", reducing}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
-  std::optional<EarlyStopper> stopper;  // checks its options before an epoch is spent
+  std::optional<EarlyStopper> stopper;  // each checks its options before an epoch is spent
   if (o.early_stopping) stopper.emplace(*o.early_stopping, o.validation != nullptr);
+  std::optional<LrReducer> reducer;
+  if (o.reduce_lr_on_plateau)
+    reducer.emplace(*o.reduce_lr_on_plateau, o.validation != nullptr, m.config.lr, m.lr_plateau);
   std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
   if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
   const bool lookahead = m.config.lookahead_every > 0;
@@ -746,9 +753,9 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     while (batches < per_epoch) {
       auto b = loader.next();
       if (!b) break;
-      const double lr = schedule->lr(m.steps_done);
-      m.opt->set_lr(lr);
-      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done));
+      const double factor = m.lr_plateau.factor;  // reduce_lr_on_plateau's so far (1: none)
+      m.opt->set_lr(schedule->lr(m.steps_done) * factor);
+      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done) * factor);
       if (lookahead) {  // alpha = 1 - decay (t / T)^power, t counting this step
         const double t = double(m.steps_done + 1) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
         m.opt->set_lookahead_alpha(std::clamp(
@@ -839,6 +846,13 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       tail = buf;
     }
     bar.finish(tail);
+    // Early stopping and the learning-rate reduction decide on rank 0's numbers (data_parallel.h).
+    if ((stopper || reducer) && comm != nullptr) broadcast_epoch_numbers(*comm, m.device, st);
+    st.lr_reduced = reducer && reducer->update(st);
+    if (reducer) m.lr_plateau = reducer->state();  // before the checkpoint, which holds it
+    if (st.lr_reduced && o.progress && root)
+      std::printf("reduce_lr_on_plateau after epoch %lld: %s\n", static_cast<long long>(epoch + 1),
+                  reducer->reduced_text().c_str());
     history.epochs.push_back(st);
     if (!o.checkpoint_path.empty() && root) {
       try {
@@ -848,7 +862,6 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
       }
     }
     if (o.on_epoch) o.on_epoch(st);
-    if (stopper && comm != nullptr) broadcast_epoch_numbers(*comm, m.device, st);
     if (stopper && stopper->update(st, parameters_and_buffers(*m.net))) {
       history.stopped_early = true;
       if (o.progress && root)

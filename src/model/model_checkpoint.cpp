@@ -42,7 +42,13 @@ void Model::save(const std::string& path) {
                          {"loss_scale",
                           {{"scale", m.loss_scale.scale},
                            {"clean_steps", m.loss_scale.clean_steps},
-                           {"growth_interval", m.loss_scale.growth_interval}}}}},
+                           {"growth_interval", m.loss_scale.growth_interval}}},
+                         {"lr_plateau",
+                          {{"factor", m.lr_plateau.factor},
+                           {"cooldown", m.lr_plateau.cooldown},
+                           {"best", m.lr_plateau.plateau.best},
+                           {"best_epoch", m.lr_plateau.plateau.best_epoch},
+                           {"wait", m.lr_plateau.plateau.wait}}}}},
                        {"optimizer", nlohmann::json::parse(m.opt->config())},
                        {"info", m.info},
                        {"layouts", layouts_json()}};
@@ -290,6 +296,21 @@ Model Model::load(const std::string& path) {
                                            "training_state.loss_scale.growth_interval", 1);
     }
     m.loss_scale = loss_scale;
+    // reduce_lr_on_plateau's state (files from before it have none: factor 1, no best yet).
+    model_internal::LrPlateauState lr_plateau;
+    if (ts.contains("lr_plateau")) {
+      const json& lp = ts["lr_plateau"];
+      const std::string e = "training_state.lr_plateau";
+      lr_plateau.factor = r.number(r.member(lp, e, "factor"), e + ".factor", 0);
+      if (!(lr_plateau.factor > 0 && lr_plateau.factor <= 1))
+        r.fail(e + ".factor", detail::cat("is ", lr_plateau.factor, ", expected a number in (0, 1]"));
+      lr_plateau.cooldown = r.count(r.member(lp, e, "cooldown"), e + ".cooldown");
+      lr_plateau.plateau.best =
+          r.number(r.member(lp, e, "best"), e + ".best", -std::numeric_limits<double>::max());
+      lr_plateau.plateau.best_epoch = r.count(r.member(lp, e, "best_epoch"), e + ".best_epoch", -1);
+      lr_plateau.plateau.wait = r.count(r.member(lp, e, "wait"), e + ".wait");
+    }
+    m.lr_plateau = lr_plateau;
     m.opt->set_steps(optimizer_steps);
     m.opt->set_lr(lr);
     m.loader_state = loader;

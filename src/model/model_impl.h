@@ -11,6 +11,7 @@
 
 #include "aether/model/model.h"
 #include "aether/ops/nn.h"
+#include "model/lr_plateau.h"
 
 namespace aether {
 namespace model_internal {
@@ -68,6 +69,8 @@ struct Model::Impl {
     for (auto& [t, n] : epoch_limited) t->set_requires_grad(epoch < n);
   }
   int64_t epochs_done = 0, steps_done = 0;
+  // TrainOptions::reduce_lr_on_plateau's factor so far and its rule's state (checkpointed).
+  model_internal::LrPlateauState lr_plateau;
   std::vector<float> mean, std;
   nlohmann::json info = nlohmann::json::object();
   nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)

@@ -27,21 +27,21 @@ Plateau::Plateau(const std::string& m, double delta, bool has_validation, const 
 
 bool Plateau::update(const EpochStats& st) {
   const double v = monitored(st, monitor);
-  const bool improved = best_epoch < 0 || (lower_is_better ? v < best - min_delta : v > best + min_delta);
+  PlateauState& s = state;
+  const bool improved =
+      s.best_epoch < 0 || (lower_is_better ? v < s.best - min_delta : v > s.best + min_delta);
   if (!improved) {
-    ++wait;
+    ++s.wait;
     return false;
   }
-  best = v;
-  best_epoch = st.epoch;
-  wait = 0;
+  s = {v, st.epoch, 0};
   return true;
 }
 
 std::string Plateau::best_text() const {
   char buf[160];
-  std::snprintf(buf, sizeof buf, "%s %.4f (epoch %lld)", monitor.c_str(), best,
-                static_cast<long long>(best_epoch + 1));
+  std::snprintf(buf, sizeof buf, "%s %.4f (epoch %lld)", monitor.c_str(), state.best,
+                static_cast<long long>(state.best_epoch + 1));
   return buf;
 }
 

@@ -13,6 +13,13 @@ namespace aether::model_internal {
 // The monitored number of an epoch: "val_loss", "val_accuracy", "loss" or "accuracy".
 double monitored(const EpochStats& st, const std::string& monitor);
 
+// Where the rule stands: saved in the checkpoint for the learning-rate reduction.
+struct PlateauState {
+  double best = 0;
+  int64_t best_epoch = -1;  // 0-based; -1 before the first update
+  int64_t wait = 0;         // epochs since the best without improvement
+};
+
 struct Plateau {
   // Throws aether::Error (`what`: the option's name) for an unknown monitor, min_delta < 0, or a
   // val_* monitor without a validation set.
@@ -26,9 +33,7 @@ struct Plateau {
   std::string monitor;
   double min_delta;
   bool lower_is_better;
-  double best = 0;
-  int64_t best_epoch = -1;  // 0-based; -1 before the first update
-  int64_t wait = 0;         // epochs since the best without improvement
+  PlateauState state;
 };
 
 }  // namespace aether::model_internal

@@ -135,7 +135,8 @@ struct EpochStats {
   int64_t epoch = 0;  // 0-based
   double train_loss = 0, train_accuracy = 0;
   std::optional<double> val_loss, val_accuracy;
-  double lr = 0;                              // at the end of the epoch
+  double lr = 0;            // at the end of the epoch
+  bool lr_reduced = false;  // reduce_lr_on_plateau reduced the learning rate after this epoch
   double seconds = 0, images_per_second = 0;  // data-parallel: images of every rank
   // Data-parallel: the seconds this rank's steps waited for the gradients' all-reduce once their
   // own backward was done (communication that did not overlap computation).
@@ -202,6 +203,23 @@ struct EarlyStopping {
   bool restore_best_weights = true;
 };
 
+// Multiplies the learning rate by `factor` once a number measured after each epoch has stopped
+// improving (Keras' ReduceLROnPlateau): after `patience` epochs in a row without an improvement
+// (EarlyStopping's rule; 0 acts as 1), then not again for `cooldown` epochs (in which no epoch
+// counts as one without improvement). Every step's learning rate is the schedule's (or a
+// ParamGroup's own schedule's) times the factor so far, which never takes ModelConfig::lr below
+// min_lr. The factor and the rule's state are training state: saved in the checkpoint, so a resumed
+// run continues as an uninterrupted one, and kept by a later train() call (even one without this)
+// until configure() sets a new recipe.
+struct ReduceLrOnPlateau {
+  std::string monitor = "val_loss";  // val_loss, val_accuracy (need a validation set), loss, accuracy
+  double factor = 0.1;               // 0 < factor < 1
+  int64_t patience = 10;             // >= 0
+  double min_delta = 1e-4;           // >= 0
+  int64_t cooldown = 0;              // >= 0
+  double min_lr = 0;                 // >= 0
+};
+
 struct TrainOptions {
   int64_t epochs = 1;        // total epochs, > epochs_done() (a resumed model continues up to this)
   data::LoaderOptions data;  // batch size, seed, augmentation, normalisation
@@ -228,6 +246,7 @@ struct TrainOptions {
   // instead of its own rank's. No effect on one rank.
   bool sync_batch_norm = false;
   std::optional<EarlyStopping> early_stopping;  // none: every epoch up to `epochs` runs
+  std::optional<ReduceLrOnPlateau> reduce_lr_on_plateau;
 };
 
 class Model {
@@ -240,7 +259,8 @@ class Model {
   Model& add(nn::ModulePtr layer);
   // The loss, optimizer and recipe. On a finalized model (a loaded one too) it applies the whole new
   // recipe, as Keras' compile does: param groups, frozen set and a fresh optimizer (its momentum or
-  // moments start again); the weights, epochs and steps done stay. A recipe that does not fit the
+  // moments start again, and ReduceLrOnPlateau's factor is 1 again); the weights, epochs and steps
+  // done stay. A recipe that does not fit the
   // network throws and changes nothing.
   Model& configure(const ModelConfig& config);
   Model& to(Device device);
