@@ -611,6 +611,10 @@ TEST(CliArgs, NumbersAreCheckedAsGiven) {
       {train + "--validation-split 1", {"--validation-split must be below 1, got 1"}},
       {train + "--validation-split x", {"--validation-split", "'x'", "not a number"}},
       {train + "--validation-split 0.1 --early-stopping -1", {"--early-stopping", "'-1'", "at least 0"}},
+      {train + "--validation-split 0.1 --reduce-lr-on-plateau x",
+       {"--reduce-lr-on-plateau", "'x'", "not an integer"}},
+      {train + "--validation-split 0.1 --reduce-lr-on-plateau 1 --reduce-lr-factor 0",
+       {"--reduce-lr-factor", "'0'", "> 0"}},
       {train + "--epochs " + std::string(100, '7'), {"--epochs", "'" + std::string(40, '7') + "...'"}},
       {"predict --checkpoint /nonexistent/c.aether x --limit -1", {"--limit", "'-1'", "at least 0"}},
       {"predict --checkpoint /nonexistent/c.aether x --limit 1e3", {"--limit", "'1e3'", "not an integer"}},
@@ -712,6 +716,48 @@ TEST(CliArgs, ValidationSplitAndEarlyStopping) {
   const CliResult resumed = run(tiny_run(data, "--resume '" + ck + "' --epochs 30 --early-stopping 3"));
   ASSERT_EQ(resumed.code, 0) << resumed.out;
   EXPECT_NE(resumed.out.find("/ 2 validation /"), std::string::npos) << resumed.out;
+}
+
+TEST(CliArgs, ReduceLrOnPlateau) {
+  // As above, the validation loss of the last two images rises: --reduce-lr-on-plateau 0 halves
+  // (--reduce-lr-factor 0.5) the scheduled learning rate after each epoch that does not improve.
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string data = (tmp.path / "data").string();
+  auto history = [&](const std::string& opts) {
+    const std::string js = tmp.file("m.json");
+    const CliResult r =
+        run(tiny_train(data, "--epochs 5 --validation-split 0.25 --metrics-json '" + js + "' " + opts));
+    EXPECT_EQ(r.code, 0) << r.out;
+    nlohmann::json j;
+    std::ifstream(js) >> j;
+    return j.at("history");
+  };
+  const nlohmann::json plain = history(""),
+                       reduced = history("--reduce-lr-on-plateau 0 --reduce-lr-factor 0.5");
+  ASSERT_EQ(plain.size(), 5u);
+  ASSERT_EQ(reduced.size(), 5u);
+  double best = INFINITY, factor = 1;
+  int reductions = 0;
+  for (size_t e = 0; e < 5; ++e) {
+    const auto& h = reduced[e];
+    // The cosine schedule's value (the run without) times the factor so far.
+    EXPECT_DOUBLE_EQ(h.at("lr").get<double>(), plain[e].at("lr").get<double>() * factor) << e;
+    const double v = h.at("val_loss");
+    const bool worse = v >= best;
+    best = std::min(best, v);
+    EXPECT_EQ(h.at("lr_reduced").get<bool>(), worse) << e;
+    if (worse) factor *= 0.5, ++reductions;
+  }
+  EXPECT_GE(reductions, 1);
+  expect_one_line_error(run(tiny_train(data, "--epochs 2 --reduce-lr-on-plateau 1")),
+                        {"--reduce-lr-on-plateau needs --validation-split"});
+  expect_one_line_error(run(tiny_train(data, "--epochs 2 --validation-split 0.25 --reduce-lr-factor 0.5")),
+                        {"--reduce-lr-factor needs --reduce-lr-on-plateau"});
+  expect_one_line_error(
+      run(tiny_train(data,
+                     "--epochs 2 --validation-split 0.25 --reduce-lr-on-plateau 1 --reduce-lr-factor 1")),
+      {"--reduce-lr-factor must be below 1, got 1"});
 }
 
 TEST(CliArgs, ResumeWithoutDatasetUsesTheCheckpoints) {

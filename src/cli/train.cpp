@@ -29,7 +29,7 @@ constexpr int64_t kMaxBatchSize = 65'536;
 struct TrainArgs {
   TextArg dataset;  // default: a --resume checkpoint's, else the --model preset's, else fashion-mnist
   TextArg model, optimizer, epochs, batch_size, lr, seed, max_steps;
-  TextArg validation_split, early_stopping;
+  TextArg validation_split, early_stopping, reduce_lr, reduce_lr_factor;
   std::string device = "cpu";
   std::string precision = "float32";
   TextArg save, resume, metrics_json;
@@ -44,7 +44,9 @@ struct TrainArgs {
 struct TrainValues {
   std::optional<int64_t> epochs, batch_size, max_steps;
   std::optional<double> lr, validation_split;
-  std::optional<int64_t> patience;  // --early-stopping
+  std::optional<int64_t> patience;            // --early-stopping
+  std::optional<int64_t> reduce_lr_patience;  // --reduce-lr-on-plateau
+  double reduce_lr_factor = 0.1;
   uint64_t seed = 1;
 };
 
@@ -78,12 +80,24 @@ TrainValues check_train_args(const TrainArgs& a, bool restarted) {
     AETHER_CHECK(*v.validation_split < 1, cmd, "--validation-split must be below 1, got ",
                  a.validation_split.text);
   }
+  // Both choose by the validation loss: the test set must not (its score would have selected them).
   if (a.early_stopping.given()) {
     v.patience = parse_int(cmd, "--early-stopping", a.early_stopping.text, 0, kMaxEpochs);
-    // Choosing the epoch by the test set's loss would report a test score that selected the model.
     AETHER_CHECK(a.validation_split.given() || a.resume.given(), cmd,
                  "--early-stopping needs --validation-split: it chooses the epoch by the validation ",
                  "loss, and the test set must not choose it");
+  }
+  if (a.reduce_lr.given()) {
+    v.reduce_lr_patience = parse_int(cmd, "--reduce-lr-on-plateau", a.reduce_lr.text, 0, kMaxEpochs);
+    AETHER_CHECK(a.validation_split.given() || a.resume.given(), cmd,
+                 "--reduce-lr-on-plateau needs --validation-split: it follows the validation loss, and the ",
+                 "test set must not steer training");
+  }
+  if (a.reduce_lr_factor.given()) {
+    AETHER_CHECK(a.reduce_lr.given(), cmd, "--reduce-lr-factor needs --reduce-lr-on-plateau");
+    v.reduce_lr_factor = parse_positive_real(cmd, "--reduce-lr-factor", a.reduce_lr_factor.text);
+    AETHER_CHECK(v.reduce_lr_factor < 1, cmd, "--reduce-lr-factor must be below 1, got ",
+                 a.reduce_lr_factor.text);
   }
   if (a.optimizer.given())
     AETHER_CHECK(a.optimizer.text == "sgd" || a.optimizer.text == "adam" || a.optimizer.text == "adamw", cmd,
@@ -185,8 +199,10 @@ int run_train(const TrainArgs& given) {
   const double split = a.resume.given() && info.contains("loader")
                            ? info["loader"].value("validation_split", 0.0)
                            : v.validation_split.value_or(0.0);
-  AETHER_CHECK(!v.patience || split > 0, "train", "--early-stopping needs a validation split, and --resume ",
-               a.resume.text, " was trained without --validation-split");
+  AETHER_CHECK((!v.patience && !v.reduce_lr_patience) || split > 0, "train",
+               v.patience ? "--early-stopping" : "--reduce-lr-on-plateau",
+               " needs a validation split, and --resume ", a.resume.text,
+               " was trained without --validation-split");
   data::Dataset held_out;
   if (split > 0) std::tie(train, held_out) = data::split_validation(train, split);
   AETHER_CHECK(test.h == train.h && test.w == train.w && test.c == train.c, "train", ds_name, " in ",
@@ -240,6 +256,9 @@ int run_train(const TrainArgs& given) {
   model.set_info(info.dump());
   opt.validation = split > 0 ? &held_out : &test;
   if (v.patience) opt.early_stopping = EarlyStopping{.monitor = "val_loss", .patience = *v.patience};
+  if (v.reduce_lr_patience)
+    opt.reduce_lr_on_plateau =
+        ReduceLrOnPlateau{.factor = v.reduce_lr_factor, .patience = *v.reduce_lr_patience};
   opt.max_steps_per_epoch = v.max_steps.value_or(0);
   opt.sync_batch_norm = a.sync_batch_norm;
   opt.progress = !a.quiet && root;
@@ -314,6 +333,8 @@ int run_train(const TrainArgs& given) {
                         {"train_accuracy", e.train_accuracy},
                         {"val_loss", e.val_loss.value_or(NAN)},
                         {"val_accuracy", e.val_accuracy.value_or(NAN)},
+                        {"lr", e.lr},
+                        {"lr_reduced", e.lr_reduced},
                         {"seconds", e.seconds},
                         {"images_per_second", e.images_per_second}});
     nlohmann::json out = {{"dataset", ds_name},
@@ -434,6 +455,12 @@ void register_train(CLI::App& app) {
                   "stop once the validation loss has not improved for this many epochs in a row and keep "
                   "the best epoch's weights (needs --validation-split)",
                   "PATIENCE");
+  add_text_option(*cmd, "--reduce-lr-on-plateau", t.reduce_lr,
+                  "multiply the learning rate by --reduce-lr-factor (0.1) once the validation loss has not "
+                  "improved for this many epochs in a row (needs --validation-split)",
+                  "PATIENCE");
+  add_text_option(*cmd, "--reduce-lr-factor", t.reduce_lr_factor,
+                  "the factor of --reduce-lr-on-plateau, 0 < F < 1 (default 0.1)", "F");
   cmd->add_flag("--sync-batch-norm", t.sync_batch_norm,
                 "on several ranks: batch-norm statistics of the global batch, not of each rank's");
   cmd->callback([] { exit_code() = run_train(t); });
