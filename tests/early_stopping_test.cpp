@@ -118,34 +118,6 @@ TEST(EarlyStopper, BadOptionsNameWhatIsWrong) {
   EXPECT_EQ(error_of([] { EarlyStopper(stopping("loss", 0), false); }), "");
 }
 
-namespace {
-
-Model small_model() {
-  manual_seed(11);
-  Model m;
-  add_layers(m);
-  m.configure(sgd_config()).finalize({8, 8, 1});
-  return m;
-}
-
-// Every parameter and buffer of a and b is bitwise equal.
-void expect_same_weights(Model& a, Model& b) {
-  auto ta = a.network().named_parameters(), tb = b.network().named_parameters();
-  for (auto& x : a.network().named_buffers()) ta.push_back(x);
-  for (auto& x : b.network().named_buffers()) tb.push_back(x);
-  ASSERT_EQ(ta.size(), tb.size());
-  for (size_t i = 0; i < ta.size(); ++i) EXPECT_TRUE(bit_equal(*ta[i].second, *tb[i].second)) << ta[i].first;
-}
-
-// The training set's images with every label swapped: its loss rises as the model learns.
-data::Dataset flipped_labels(data::Dataset d) {
-  for (auto& l : d.labels) l = 1 - l;
-  d.name = "flipped";
-  return d;
-}
-
-}  // namespace
-
 TEST(ModelEarlyStopping, StopsWhenTheValidationLossRisesAndReturnsTheBestEpochsWeights) {
   TempDir dir;
   const std::string ckpt = (dir.path() / "best.aether").string();

@@ -107,35 +107,6 @@ TEST(LrReducer, BadOptionsNameWhatIsWrong) {
   EXPECT_EQ(error(reducing("loss", 0.5, 0)), "");
 }
 
-namespace {
-
-Model small_model() {
-  manual_seed(11);
-  Model m;
-  add_layers(m);
-  m.configure(sgd_config()).finalize({8, 8, 1});
-  return m;
-}
-
-// Every parameter, buffer and optimizer state slot of a and b is bitwise equal.
-void expect_same_state(Model& a, Model& b) {
-  auto ta = a.network().named_parameters(), tb = b.network().named_parameters();
-  for (auto& x : a.network().named_buffers()) ta.push_back(x);
-  for (auto& x : b.network().named_buffers()) tb.push_back(x);
-  for (auto& x : a.optimizer()->named_state()) ta.push_back(x);
-  for (auto& x : b.optimizer()->named_state()) tb.push_back(x);
-  ASSERT_EQ(ta.size(), tb.size());
-  for (size_t i = 0; i < ta.size(); ++i) EXPECT_TRUE(bit_equal(*ta[i].second, *tb[i].second)) << ta[i].first;
-}
-
-data::Dataset flipped_labels(data::Dataset d) {  // its loss rises as the model learns the true ones
-  for (auto& l : d.labels) l = 1 - l;
-  d.name = "flipped";
-  return d;
-}
-
-}  // namespace
-
 TEST(ModelLrPlateau, EveryStepsLearningRateTakesTheFactorAfterTheEpochsThatDidNotImprove) {
   const data::Dataset train = tiny_dataset(), val = flipped_labels(tiny_dataset(32, 5));
   TrainOptions o = train_options(6);

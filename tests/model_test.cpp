@@ -42,29 +42,6 @@ void expect_error(const std::function<void()>& f, const std::vector<std::string>
   }
 }
 
-// Every parameter, buffer and optimizer state slot of two models is bitwise equal (names too).
-void expect_same_state(Model& a, Model& b) {
-  auto pa = a.network().named_parameters(), pb = b.network().named_parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    EXPECT_EQ(pa[i].first, pb[i].first);
-    EXPECT_TRUE(bit_equal(*pa[i].second, *pb[i].second)) << "parameter " << pa[i].first;
-  }
-  auto ba = a.network().named_buffers(), bb = b.network().named_buffers();
-  ASSERT_EQ(ba.size(), bb.size());
-  for (size_t i = 0; i < ba.size(); ++i)
-    EXPECT_TRUE(bit_equal(*ba[i].second, *bb[i].second)) << "buffer " << ba[i].first;
-  auto sa = a.optimizer()->named_state(), sb = b.optimizer()->named_state();
-  ASSERT_EQ(sa.size(), sb.size());
-  for (size_t i = 0; i < sa.size(); ++i) {
-    EXPECT_EQ(sa[i].first, sb[i].first);
-    EXPECT_TRUE(bit_equal(*sa[i].second, *sb[i].second)) << "optimizer state " << sa[i].first;
-  }
-  EXPECT_EQ(a.optimizer()->steps(), b.optimizer()->steps());
-  EXPECT_EQ(a.steps_done(), b.steps_done());
-  EXPECT_EQ(a.epochs_done(), b.epochs_done());
-}
-
 }  // namespace
 
 // ---- building ---------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 // bitwise comparisons of tensors.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <memory>
 #include <random>
@@ -84,6 +86,50 @@ inline bool bit_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   const auto va = floats(a), vb = floats(b);
   return std::memcmp(va.data(), vb.data(), va.size() * sizeof(float)) == 0;
+}
+
+// Every parameter and buffer of two models is bitwise equal (names too).
+inline void expect_same_weights(Model& a, Model& b) {
+  auto pa = a.network().named_parameters(), pb = b.network().named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    EXPECT_EQ(pa[i].first, pb[i].first);
+    EXPECT_TRUE(bit_equal(*pa[i].second, *pb[i].second)) << "parameter " << pa[i].first;
+  }
+  auto ba = a.network().named_buffers(), bb = b.network().named_buffers();
+  ASSERT_EQ(ba.size(), bb.size());
+  for (size_t i = 0; i < ba.size(); ++i)
+    EXPECT_TRUE(bit_equal(*ba[i].second, *bb[i].second)) << "buffer " << ba[i].first;
+}
+
+// ... and every optimizer state slot, and the step and epoch counts.
+inline void expect_same_state(Model& a, Model& b) {
+  expect_same_weights(a, b);
+  auto sa = a.optimizer()->named_state(), sb = b.optimizer()->named_state();
+  ASSERT_EQ(sa.size(), sb.size());
+  for (size_t i = 0; i < sa.size(); ++i) {
+    EXPECT_EQ(sa[i].first, sb[i].first);
+    EXPECT_TRUE(bit_equal(*sa[i].second, *sb[i].second)) << "optimizer state " << sa[i].first;
+  }
+  EXPECT_EQ(a.optimizer()->steps(), b.optimizer()->steps());
+  EXPECT_EQ(a.steps_done(), b.steps_done());
+  EXPECT_EQ(a.epochs_done(), b.epochs_done());
+}
+
+// add_layers' net with sgd_config, finalized for (8,8,1), its weights drawn after manual_seed(11).
+inline Model small_model() {
+  manual_seed(11);
+  Model m;
+  add_layers(m);
+  m.configure(sgd_config()).finalize({8, 8, 1});
+  return m;
+}
+
+// `d` with every label swapped (2 classes): its loss rises as a model learns the true labels.
+inline data::Dataset flipped_labels(data::Dataset d) {
+  for (auto& l : d.labels) l = 1 - l;
+  d.name = "flipped";
+  return d;
 }
 
 }  // namespace model_test

@@ -545,17 +545,24 @@ def test_validation_split_holds_out_the_last_fraction(fmnist):
     assert m.epochs_done == 0
 
 
+def swapped_validation(fmnist):
+    """(x, y, xv, yv): training images and labels, and 200 others with every label moved to the
+    next class, whose loss rises as a model learns the true ones."""
+    x, y, _, _ = fmnist
+    return x, y, x[500:700], (y[500:700] + 1) % 10
+
+
+def finalized_cnn():
+    m = small_cnn(seed=5)
+    m.finalize((28, 28, 1))
+    return m
+
+
 def test_early_stopping_stops_and_restores_the_best_epoch(fmnist):
     """Validating on swapped labels, the validation loss rises as the model learns: training
     stops `patience` epochs after the best one, whose weights the model gets back."""
-    x, y, _, _ = fmnist
-    xv, yv = x[500:700], (y[500:700] + 1) % 10
-
-    def model():
-        m = small_cnn(seed=5)
-        m.finalize((28, 28, 1))
-        return m
-
+    x, y, xv, yv = swapped_validation(fmnist)
+    model = finalized_cnn
     es = ae.EarlyStopping(monitor="val_loss", patience=2)
     m = model()
     h = m.train(x[:500], y[:500], epochs=15, batch_size=50, validation_data=(xv, yv), early_stopping=es,
@@ -593,14 +600,8 @@ def test_early_stopping_errors(fmnist):
 def test_reduce_lr_on_plateau_lowers_the_learning_rate_and_resumes(fmnist, tmp_path):
     """Validating on swapped labels, the validation loss stops improving: the learning rate halves
     after each epoch that does not beat the best; a run resumed from its checkpoint continues it."""
-    x, y, _, _ = fmnist
-    xv, yv = x[500:700], (y[500:700] + 1) % 10
-
-    def model():
-        m = small_cnn(seed=5)
-        m.finalize((28, 28, 1))
-        return m
-
+    x, y, xv, yv = swapped_validation(fmnist)
+    model = finalized_cnn
     r = ae.ReduceLROnPlateau(factor=0.5, patience=1, min_delta=0)
     m = model()
     h = m.train(x[:500], y[:500], epochs=5, batch_size=50, validation_data=(xv, yv), reduce_lr=r, verbose=False)
