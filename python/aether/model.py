@@ -301,14 +301,14 @@ class Model:
         if d.get("data_init") and self._cpp.epochs_done == 0 and self._cpp.steps_done == 0:
             # The preset's data-dependent initialisation (airbench: whitening filters from X).
             _aether._preset_init(self._preset_name, self._cpp, ds, mean, std)
-        # Several ranks (aether launch -- python ...): rank 0 alone shows progress (and the C++ side
-        # saves `checkpoint` on rank 0 only).
         # The loader's seed, in the checkpoints written while training too (checkpoint=): a model
         # loaded from one continues with this seed's data order (Model.load takes it as the default).
         info = json.loads(self._cpp.info)
         info.setdefault("written_by", "python")
         info["seed"] = seed
         self._cpp.info = json.dumps(info)
+        # Several ranks (aether launch -- python ...): rank 0 alone shows progress (and the C++ side
+        # saves `checkpoint` on rank 0 only).
         bar, py_bar = _progress.choose(verbose and _aether.rank() == 0)
         def on_batch(*args: Any) -> None:
             if py_bar is not None:
