@@ -34,10 +34,6 @@ bool EarlyStopper::restore(const nn::NamedTensors& state) {
   return true;
 }
 
-std::string EarlyStopper::stop_reason() const {
-  const std::string best = plateau_.best_text();
-  return o_.monitor + " has not improved on " + best.substr(o_.monitor.size() + 1) + " for " +
-         std::to_string(plateau_.state.wait) + (plateau_.state.wait == 1 ? " epoch" : " epochs");
-}
+std::string EarlyStopper::stop_reason() const { return plateau_.not_improved_text(plateau_.state.wait); }
 
 }  // namespace aether::model_internal

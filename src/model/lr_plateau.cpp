@@ -47,12 +47,10 @@ bool LrReducer::update(const EpochStats& st) {
 }
 
 std::string LrReducer::reduced_text() const {
-  const std::string best = plateau_.best_text();
   char buf[96];
   std::snprintf(buf, sizeof buf, ": learning rate x%g (factor %g, lr %g)", o_.factor, s_.factor,
                 base_lr_ * s_.factor);
-  return o_.monitor + " has not improved on " + best.substr(o_.monitor.size() + 1) + " for " +
-         std::to_string(waited_) + (waited_ == 1 ? " epoch" : " epochs") + buf;
+  return plateau_.not_improved_text(waited_) + buf;
 }
 
 }  // namespace aether::model_internal

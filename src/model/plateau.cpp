@@ -38,11 +38,19 @@ bool Plateau::update(const EpochStats& st) {
   return true;
 }
 
-std::string Plateau::best_text() const {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "%s %.4f (epoch %lld)", monitor.c_str(), state.best,
-                static_cast<long long>(state.best_epoch + 1));
+namespace {
+std::string value_at_epoch(const PlateauState& s) {  // "0.3012 (epoch 4)"
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.4f (epoch %lld)", s.best, static_cast<long long>(s.best_epoch + 1));
   return buf;
+}
+}  // namespace
+
+std::string Plateau::best_text() const { return monitor + " " + value_at_epoch(state); }
+
+std::string Plateau::not_improved_text(int64_t epochs) const {
+  return monitor + " has not improved on " + value_at_epoch(state) + " for " + std::to_string(epochs) +
+         (epochs == 1 ? " epoch" : " epochs");
 }
 
 }  // namespace aether::model_internal

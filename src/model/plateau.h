@@ -29,6 +29,8 @@ struct Plateau {
   bool update(const EpochStats& st);
   // "val_loss 0.3012 (epoch 4)".
   std::string best_text() const;
+  // "val_loss has not improved on 0.3012 (epoch 4) for 2 epochs" (epochs 1-based).
+  std::string not_improved_text(int64_t epochs) const;
 
   std::string monitor;
   double min_delta;
