@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -69,9 +70,10 @@ Norm norm_named(const std::string& s) {
 // epochs with `batch` samples per rank and returns its parameters, then its buffers, one after
 // another (with lookahead every 2 steps: then the optimizer's state). The rank and world come from
 // the environment.
-// `comm`: TrainOptions::communicator (nullptr: the environment's); `hidden`: the hidden layer's width.
+// `comm`: TrainOptions::communicator (nullptr: the environment's); `hidden`: the hidden layer's width;
+// `stop_after` > 0: Model::request_stop() after that many epochs.
 std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none, dist::Communicator* comm = nullptr,
-                             int64_t hidden = 32) {
+                             int64_t hidden = 32, int64_t stop_after = 0) {
   manual_seed(7);
   Model m;
   m.add(std::make_shared<nn::Flatten>()).add(std::make_shared<nn::Linear>(16, hidden));
@@ -93,7 +95,11 @@ std::vector<float> train_mlp(int64_t batch, Norm norm = Norm::none, dist::Commun
   o.data.seed = 3;
   o.sync_batch_norm = norm == Norm::sync_batch_norm;
   o.communicator = comm;
-  m.train(d, o);
+  o.on_epoch = [&](const EpochStats& e) {
+    if (e.epoch + 1 == stop_after) m.request_stop();
+  };
+  const History h = m.train(d, o);
+  std::printf("epochs %zu\n", h.epochs.size());
   std::vector<float> all;
   auto tensors = m.network().named_parameters();
   for (auto& b : m.network().named_buffers()) tensors.push_back(b);
@@ -133,9 +139,10 @@ std::vector<float> read_floats(const std::string& path) {
 
 // Runs this test program's DistWorker.Train as ranks 0 and 1 of a job with batches[rank] and the
 // normalisation `norm` ("", "bn", "sync-bn"; each writes its parameters and buffers to <out>.<rank>,
-// its output to <out>.<rank>.log); returns the exit statuses.
+// its output to <out>.<rank>.log); `stop_after[rank]` > 0: the rank requests a stop after that many
+// epochs. Returns the exit statuses.
 std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batches,
-                               const std::string& norm = "") {
+                               const std::string& norm = "", std::vector<int64_t> stop_after = {0, 0}) {
   const int port = free_port();
   std::vector<pid_t> pids;
   for (int rank = 0; rank < 2; ++rank) {
@@ -149,6 +156,7 @@ std::vector<int> run_two_ranks(const std::string& out, std::vector<int64_t> batc
     env.push_back("AETHER_TEST_WORKER_OUT=" + out);
     env.push_back("AETHER_TEST_WORKER_BATCH=" + std::to_string(batches[size_t(rank)]));
     env.push_back("AETHER_TEST_WORKER_NORM=" + norm);
+    env.push_back("AETHER_TEST_WORKER_STOP=" + std::to_string(stop_after[size_t(rank)]));
     std::vector<char*> envp;
     for (auto& s : env) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -247,7 +255,9 @@ TEST(DistWorker, Train) {
   if (out == nullptr) GTEST_SKIP() << "a worker of DistTrain's tests";
   const int64_t batch = std::atoll(std::getenv("AETHER_TEST_WORKER_BATCH"));
   const char* norm = std::getenv("AETHER_TEST_WORKER_NORM");
-  const std::vector<float> p = train_mlp(batch, norm_named(norm != nullptr ? norm : ""));
+  const char* stop = std::getenv("AETHER_TEST_WORKER_STOP");
+  const std::vector<float> p = train_mlp(batch, norm_named(norm != nullptr ? norm : ""), nullptr, 32,
+                                         stop != nullptr ? std::atoll(stop) : 0);
   std::ofstream f(std::string(out) + "." + std::getenv("RANK"), std::ios::binary);
   f.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size() * sizeof(float)));
 }
@@ -312,6 +322,22 @@ TEST(DistTrain, RanksWithDifferentOptionsStopWithAClearError) {
   for (const char* log : {"a.0.log", "a.1.log"})
     EXPECT_NE(file_text(tmp.file(log)).find("rank 1 has batch size 4, rank 0 8"), std::string::npos)
         << file_text(tmp.file(log));
+}
+
+// Model::request_stop on several ranks: rank 0's request decides. Rank 1 asks to stop after epoch
+// 1 and rank 0 after epoch 2: both stop after epoch 2 (with collectives that pair up), alike, with the
+// model of one rank stopped there.
+TEST(DistTrain, RankZerosStopRequestStopsEveryRank) {
+  TempDir tmp;
+  ASSERT_EQ(run_two_ranks(tmp.file("r"), {8, 8}, "", {2, 1}), (std::vector<int>{0, 0}))
+      << file_text(tmp.file("r.0.log")) << file_text(tmp.file("r.1.log"));
+  for (const char* log : {"r.0.log", "r.1.log"})
+    EXPECT_NE(file_text(tmp.file(log)).find("epochs 2\n"), std::string::npos) << file_text(tmp.file(log));
+  const std::vector<float> r0 = read_floats(tmp.file("r.0")), r1 = read_floats(tmp.file("r.1"));
+  ASSERT_EQ(r0.size(), r1.size());
+  EXPECT_EQ(std::memcmp(r0.data(), r1.data(), r0.size() * sizeof(float)), 0) << "ranks 0 and 1 differ";
+  EXPECT_LT(relative_error(r0, train_mlp(16, Norm::none, nullptr, 32, 2)), 1e-4);
+  EXPECT_GT(relative_error(r0, train_mlp(16)), 1e-3) << "a third epoch ran";
 }
 
 namespace {

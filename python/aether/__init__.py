@@ -59,7 +59,7 @@ from .layers import (
     SpatialDropout,
     Tanh,
 )
-from .callbacks import EarlyStopping, ReduceLROnPlateau
+from .callbacks import Callback, CSVLogger, EarlyStopping, LambdaCallback, ModelCheckpoint, ReduceLROnPlateau
 from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 from .model import Model
@@ -70,9 +70,9 @@ from . import callbacks, datasets
 __version__ = "0.1.0"
 
 __all__ = [
-    "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "Layer", "LayerNorm", "LeakyReLU",
-    "MaxPool2d", "MeanSquaredError", "Model", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
+    "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CSVLogger", "Callback", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
+    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LayerNorm", "LeakyReLU",
+    "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
     "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
     "ToTensor", "arange", "callbacks", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",

@@ -1,11 +1,18 @@
-"""Callbacks of Model.train: EarlyStopping and ReduceLROnPlateau (Keras')."""
+"""Callbacks of Model.train (Keras'): the Callback base class whose hooks train() calls,
+LambdaCallback, ModelCheckpoint and CSVLogger, and EarlyStopping and ReduceLROnPlateau, whose rules
+run in the C++ training loop."""
 
 from __future__ import annotations
 
+import csv
 import math
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Callable, Dict, List, Optional
 
+from . import _aether
 from ._checks import integer
+
+Logs = Optional[Dict[str, Any]]
 
 _MONITORS = ("val_loss", "val_accuracy", "loss", "accuracy")
 
@@ -23,7 +30,155 @@ def _number(v: Any, what: str, ok: bool, expected: str) -> float:
     return float(v)
 
 
-class EarlyStopping:
+class Callback:
+    """What Model.train(callbacks=[...]) calls, as Keras does: `on_train_begin(logs)`, then for each
+    epoch `on_epoch_begin(epoch, logs)`, `on_train_batch_end(batch, logs)` after each step (`logs`:
+    the epoch's mean "loss" and "accuracy" so far) and `on_epoch_end(epoch, logs)` after the epoch's
+    validation and checkpoint (`logs`: "loss", "accuracy", "val_loss" and "val_accuracy" with a
+    validation set, "lr", "seconds"), then `on_train_end(logs)` with the last epoch's logs. Epochs and
+    batches count from 0; epochs from the start of training (a resumed model's first is its next).
+    `self.model` is the model being trained and `self.params` {"epochs", "verbose",
+    "do_validation"}. Setting `self.model.stop_training = True` ends training after the epoch in
+    progress (on several ranks, rank 0's setting decides). An exception raised by a hook stops
+    training at once and propagates; the checkpoint keeps the last finished epoch.
+    """
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.params: Dict[str, Any] = {}
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+
+    def set_params(self, params: Dict[str, Any]) -> None:
+        self.params = params
+
+    def on_train_begin(self, logs: Logs = None) -> None:
+        pass
+
+    def on_train_end(self, logs: Logs = None) -> None:
+        pass
+
+    def on_epoch_begin(self, epoch: int, logs: Logs = None) -> None:
+        pass
+
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
+        pass
+
+    def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
+        pass
+
+
+class LambdaCallback(Callback):
+    """A Callback from functions (Keras' LambdaCallback): on_train_begin(logs), on_train_end(logs),
+    on_epoch_begin(epoch, logs), on_epoch_end(epoch, logs), on_train_batch_end(batch, logs)."""
+
+    def __init__(self, on_train_begin: Optional[Callable[..., None]] = None,
+                 on_train_end: Optional[Callable[..., None]] = None,
+                 on_epoch_begin: Optional[Callable[..., None]] = None,
+                 on_epoch_end: Optional[Callable[..., None]] = None,
+                 on_train_batch_end: Optional[Callable[..., None]] = None):
+        super().__init__()
+        for name, fn in (("on_train_begin", on_train_begin), ("on_train_end", on_train_end),
+                         ("on_epoch_begin", on_epoch_begin), ("on_epoch_end", on_epoch_end),
+                         ("on_train_batch_end", on_train_batch_end)):
+            if fn is not None:
+                if not callable(fn):
+                    raise TypeError(f"LambdaCallback: {name} must be callable, got {type(fn).__name__}")
+                setattr(self, name, fn)
+
+
+def _improves(monitor: str, value: float, best: Optional[float]) -> bool:
+    """Losses improve by falling, accuracies by rising."""
+    return best is None or (value < best if monitor.endswith("loss") else value > best)
+
+
+class ModelCheckpoint(Callback):
+    """Saves the model (a whole .aether checkpoint, atomically) after each epoch (Keras'
+    ModelCheckpoint). `filepath` may name the epoch (from 1) and the epoch's logs:
+    "ckpt-{epoch:02d}-{val_loss:.3f}.aether". With `save_best_only`, only after an epoch whose
+    `monitor` improved on the best so far (losses lower, accuracies higher); `best` holds that value
+    and `saved` the paths written. On several ranks, rank 0 writes. A monitor that needs a
+    validation set without one is an error before the first epoch.
+    """
+
+    def __init__(self, filepath: str, monitor: str = "val_loss", save_best_only: bool = False,
+                 verbose: int = 0):
+        super().__init__()
+        if not isinstance(filepath, (str, os.PathLike)) or not str(filepath):
+            raise TypeError(f"ModelCheckpoint: filepath must be a path, got {filepath!r}")
+        self.filepath = str(filepath)
+        self.monitor = _monitor(monitor, "ModelCheckpoint")
+        self.save_best_only = bool(save_best_only)
+        self.verbose = integer(verbose, "ModelCheckpoint: verbose", 0)
+        self.best: Optional[float] = None
+        self.saved: List[str] = []
+
+    def on_train_begin(self, logs: Logs = None) -> None:
+        if self.save_best_only and self.monitor.startswith("val_") and not self.params.get("do_validation"):
+            raise ValueError(f"ModelCheckpoint monitors {self.monitor}, which needs validation_data or "
+                             f"validation_split")
+
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
+        logs = logs or {}
+        if self.save_best_only:
+            value = float(logs[self.monitor])
+            if not _improves(self.monitor, value, self.best):
+                return
+            self.best = value
+        try:
+            path = self.filepath.format(epoch=epoch + 1, **logs)
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"ModelCheckpoint: filepath {self.filepath!r} names what the epoch's logs "
+                             f"({', '.join(sorted(logs))}) do not have: {e}") from None
+        if _aether.rank() == 0:
+            self.model.save(path)
+            if self.verbose:
+                print(f"epoch {epoch + 1}: saved {path}")
+        self.saved.append(path)
+
+    def __repr__(self) -> str:
+        return (f"ModelCheckpoint({self.filepath!r}, monitor={self.monitor!r}, "
+                f"save_best_only={self.save_best_only})")
+
+
+class CSVLogger(Callback):
+    """Writes each epoch's logs as a row of a CSV file (Keras' CSVLogger): a header of "epoch" and
+    the first epoch's log keys, then a row per epoch, each written and closed when its epoch ends.
+    With `append`, adds rows to an existing file under its header. On several ranks, rank 0 writes."""
+
+    def __init__(self, filename: str, separator: str = ",", append: bool = False):
+        super().__init__()
+        if not isinstance(filename, (str, os.PathLike)) or not str(filename):
+            raise TypeError(f"CSVLogger: filename must be a path, got {filename!r}")
+        self.filename = str(filename)
+        self.separator = separator
+        self.append = bool(append)
+        self._keys: List[str] = []
+
+    def on_train_begin(self, logs: Logs = None) -> None:
+        self._keys = []
+        if _aether.rank() != 0:
+            return
+        if self.append and os.path.exists(self.filename) and os.path.getsize(self.filename) > 0:
+            with open(self.filename, newline="") as f:  # the file's columns
+                self._keys = next(csv.reader(f, delimiter=self.separator))[1:]
+        elif not self.append:
+            open(self.filename, "w").close()
+
+    def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
+        if _aether.rank() != 0:
+            return
+        logs = logs or {}
+        with open(self.filename, "a", newline="") as f:
+            w = csv.writer(f, delimiter=self.separator)
+            if not self._keys:
+                self._keys = sorted(logs)
+                w.writerow(["epoch"] + self._keys)
+            w.writerow([epoch] + [logs.get(k, "") for k in self._keys])
+
+
+class EarlyStopping(Callback):
     """Stops Model.train once `monitor` has stopped improving (Keras' EarlyStopping).
 
     After each epoch, the monitored number (val_loss or val_accuracy, which need validation_data
@@ -41,6 +196,7 @@ class EarlyStopping:
 
     def __init__(self, monitor: str = "val_loss", patience: int = 0, min_delta: float = 0.0,
                  restore_best_weights: bool = True):
+        super().__init__()
         self.monitor = _monitor(monitor, "EarlyStopping")
         self.patience = integer(patience, "EarlyStopping: patience", 0)
         self.min_delta = _number(min_delta, "EarlyStopping: min_delta", min_delta >= 0, "a number >= 0")
@@ -68,7 +224,7 @@ class EarlyStopping:
                 f"restore_best_weights={self.restore_best_weights})")
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(Callback):
     """Multiplies the learning rate by `factor` once `monitor` has stopped improving (Keras'
     ReduceLROnPlateau).
 
@@ -83,6 +239,7 @@ class ReduceLROnPlateau:
 
     def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
                  min_delta: float = 1e-4, cooldown: int = 0, min_lr: float = 0.0):
+        super().__init__()
         self.monitor = _monitor(monitor, "ReduceLROnPlateau")
         self.factor = _number(factor, "ReduceLROnPlateau: factor", 0 < factor < 1, "a number in (0, 1)")
         self.patience = integer(patience, "ReduceLROnPlateau: patience", 0)

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
-from .callbacks import EarlyStopping, ReduceLROnPlateau
+from .callbacks import Callback, EarlyStopping, ReduceLROnPlateau
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -38,6 +38,36 @@ def _images(x: ArrayLike, what: str) -> np.ndarray:
     if a.ndim < 2:
         raise ValueError(f"{what}: images must have a sample axis and a feature axis, got shape {a.shape}")
     return np.ascontiguousarray(a)
+
+
+# What a Callback's on_epoch_end sees of an epoch (Keras' logs, with aether's lr and seconds).
+_EPOCH_LOGS = ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds")
+
+
+def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Optional[EarlyStopping],
+                    reduce_lr: Optional[ReduceLROnPlateau]
+                    ) -> Tuple[Optional[EarlyStopping], Optional[ReduceLROnPlateau], List[Callback]]:
+    """train()'s callbacks: the EarlyStopping and ReduceLROnPlateau (from the list or the keywords,
+    one of each at most), whose rules run in C++, and the others, whose hooks train() calls."""
+    if callbacks is None:
+        return early_stopping, reduce_lr, []
+    if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"train: callbacks must be a list of aether.Callback, got {type(callbacks).__name__}")
+    hooks: List[Callback] = []
+    for cb in callbacks:
+        if not isinstance(cb, Callback):
+            raise TypeError(f"train: callbacks must be aether.Callback objects, got {type(cb).__name__}")
+        if isinstance(cb, EarlyStopping):
+            if early_stopping is not None:
+                raise ValueError("train: one EarlyStopping at most (callbacks and early_stopping together)")
+            early_stopping = cb
+        elif isinstance(cb, ReduceLROnPlateau):
+            if reduce_lr is not None:
+                raise ValueError("train: one ReduceLROnPlateau at most (callbacks and reduce_lr together)")
+            reduce_lr = cb
+        else:
+            hooks.append(cb)
+    return early_stopping, reduce_lr, hooks
 
 
 class Model:
@@ -248,7 +278,8 @@ class Model:
               alternate_flips: Optional[bool] = None,
               sync_batch_norm: bool = False, validation_split: Optional[float] = None,
               early_stopping: Optional[EarlyStopping] = None,
-              reduce_lr: Optional[ReduceLROnPlateau] = None) -> Dict[str, List[float]]:
+              reduce_lr: Optional[ReduceLROnPlateau] = None,
+              callbacks: Optional[Sequence[Callback]] = None) -> Dict[str, List[float]]:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
@@ -266,7 +297,13 @@ class Model:
         once its monitored number stops improving and restores the best epoch's weights; the
         history then has fewer epochs, and the EarlyStopping object records the best and the
         stopping epoch. `reduce_lr` (aether.ReduceLROnPlateau) multiplies the learning rate by its
-        factor once its monitored number stops improving (history["lr"] shows it)."""
+        factor once its monitored number stops improving (history["lr"] shows it).
+
+        `callbacks`: aether.Callback objects (Keras' callbacks=[...]) whose hooks run at the start
+        and end of training, of each epoch and after each step (aether.callbacks.Callback says
+        when and with what); an EarlyStopping or ReduceLROnPlateau among them acts as the keyword
+        of that name. A callback may set `model.stop_training = True` to end training after the
+        epoch in progress."""
         self._require_finalized("train")
         d = self._defaults
         epochs = integer(epochs, "train: epochs", 1)
@@ -288,6 +325,7 @@ class Model:
                                (reduce_lr, ReduceLROnPlateau, "reduce_lr")):
             if arg is not None and not isinstance(arg, cls):
                 raise TypeError(f"train: {name} must be an aether.{cls.__name__}, got {type(arg).__name__}")
+        early_stopping, reduce_lr, hooks = _sort_callbacks(callbacks, early_stopping, reduce_lr)
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         if validation_split is not None:
@@ -315,16 +353,38 @@ class Model:
                 py_bar(*args)
             if callback is not None:
                 callback(*args)
+            if hooks:  # (epoch, epochs, batch (from 1), batches, seen, loss, accuracy)
+                logs = {"loss": args[5], "accuracy": args[6]}
+                for cb in hooks:
+                    cb.on_train_batch_end(args[2] - 1, logs)
+        def on_epoch_begin(epoch: int) -> None:
+            for cb in hooks:
+                cb.on_epoch_begin(epoch, {})
+        last_logs: Dict[str, Any] = {}
+        def on_epoch_end(e: Dict[str, Any]) -> None:
+            last_logs.clear()
+            last_logs.update((k, e[k]) for k in _EPOCH_LOGS if k in e)
+            for cb in hooks:
+                cb.on_epoch_end(int(e["epoch"]), dict(last_logs))
+        for cb in hooks:
+            cb.set_model(self)
+            cb.set_params({"epochs": epochs, "verbose": int(bool(verbose)), "do_validation": val is not None})
+        for cb in hooks:
+            cb.on_train_begin({})
         result = self._cpp.train(
             ds, val, epochs, batch_size, bool(shuffle), seed,
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
             bool(d.get("hflip", False) if hflip is None else hflip), bool(d.get("drop_last", False)),
             mean, std, bar, checkpoint or "",
-            max_steps_per_epoch, on_batch if (py_bar or callback) else None,
+            max_steps_per_epoch, on_batch if (py_bar or callback or hooks) else None,
             bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
             bool(sync_batch_norm), bool(d.get("crop_reflect", False)),
             None if early_stopping is None else early_stopping._options(),
-            None if reduce_lr is None else reduce_lr._options())
+            None if reduce_lr is None else reduce_lr._options(),
+            on_epoch_begin if hooks else None,
+            on_epoch_end if hooks else None)
+        for cb in hooks:
+            cb.on_train_end(dict(last_logs))
         if reduce_lr is not None:
             reduce_lr._finish(result)
         if early_stopping is not None:
@@ -341,6 +401,17 @@ class Model:
                 if k in e:
                     history.setdefault(k, []).append(e[k])
         return history
+
+    @property
+    def stop_training(self) -> bool:
+        """Keras' model.stop_training: set it to True (from a callback) to end train() after the
+        epoch in progress, whose validation and checkpoint still happen. train() sets it to False
+        when it starts."""
+        return bool(self._cpp.stop_training)
+
+    @stop_training.setter
+    def stop_training(self, stop: bool) -> None:
+        self._cpp.stop_training = bool(stop)
 
     def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none") -> Dict[str, float]:
         """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode.

@@ -176,9 +176,11 @@ struct TrainArgs {
 };
 
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
-//  "restored_best": bool}
+//  "restored_best": bool, "stopped_on_request": bool}
+// on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch)
+// and on_epoch(epoch_dict): Python callables or None, called with the GIL.
 nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
-               const TrainArgs& a, nb::object on_batch) {
+               const TrainArgs& a, nb::object on_batch, nb::object on_epoch_begin, nb::object on_epoch) {
   TrainOptions o;
   o.epochs = a.epochs;
   o.data.batch_size = a.batch_size;
@@ -205,6 +207,16 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
     if (!on_batch.is_none()) on_batch(p.epoch, p.epochs, p.batch, p.batches, p.seen, p.loss, p.accuracy);
   };
+  if (!on_epoch_begin.is_none())
+    o.on_epoch_begin = [&on_epoch_begin](int64_t epoch) {
+      nb::gil_scoped_acquire gil;
+      on_epoch_begin(epoch);
+    };
+  if (!on_epoch.is_none())
+    o.on_epoch = [&on_epoch](const EpochStats& e) {
+      nb::gil_scoped_acquire gil;
+      on_epoch(epoch_dict(e));
+    };
   History h;
   {
     nb::gil_scoped_release release;
@@ -217,6 +229,7 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   out["best_epoch"] = h.best_epoch;
   out["stopped_early"] = h.stopped_early;
   out["restored_best"] = h.restored_best;
+  out["stopped_on_request"] = h.stopped_on_request;
   return out;
 }
 
@@ -276,7 +289,7 @@ void bind_model(nb::module_& m) {
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
              bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping,
-             std::optional<nb::dict> reduce_lr) {
+             std::optional<nb::dict> reduce_lr, nb::object on_epoch_begin, nb::object on_epoch) {
             TrainArgs a;
             a.epochs = epochs;
             a.batch_size = batch_size;
@@ -306,13 +319,18 @@ void bind_model(nb::module_& m) {
                                     nb::cast<int64_t>(d["patience"]),    nb::cast<double>(d["min_delta"]),
                                     nb::cast<int64_t>(d["cooldown"]),    nb::cast<double>(d["min_lr"])};
             }
-            return train(mod, ds, std::move(val), a, on_batch);
+            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
           arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
-          arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none())
+          arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none(),
+          arg("on_epoch_begin").none() = nb::none(), arg("on_epoch").none() = nb::none())
+      .def_prop_rw(
+          "stop_training", [](const Model& mod) { return mod.stop_requested(); },
+          [](Model& mod, bool stop) { mod.request_stop(stop); },
+          "Keras' model.stop_training: set it (from a callback) to stop train() after the epoch it is in")
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {

@@ -161,6 +161,13 @@ void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats
   if (st.val_accuracy) st.val_accuracy = v[3];
 }
 
+bool broadcast_flag(dist::Communicator& comm, Device device, bool flag) {
+  int64_t v = flag ? 1 : 0;
+  through_comm_memory(comm, device, {{&v, sizeof v}},
+                      [&](const std::vector<void*>& p) { comm.broadcast(p[0], 1, DType::int64, 0); });
+  return v != 0;
+}
+
 void check_same_values(dist::Communicator& comm, Device device,
                        const std::vector<std::pair<std::string, int64_t>>& values) {
   const size_t n = values.size(), world = size_t(comm.world_size());

@@ -735,6 +735,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
   if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
   const bool lookahead = m.config.lookahead_every > 0;
+  m.stop_requested = false;  // as Keras' fit() clears model.stop_training
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     m.set_trained_for_epoch(epoch);
@@ -746,6 +747,7 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     // Lookahead from its start epoch (the slow weights begin at its first multiple of every).
     m.opt->pause_lookahead(epoch < m.config.lookahead_start_epoch);
     loader.begin_epoch(epoch);
+    if (o.on_epoch_begin) o.on_epoch_begin(epoch);
     ProgressBar bar(epoch, o.epochs, per_epoch, o.progress && root);
     const double comm_wait_before = m.comm_wait;
     double loss_sum = 0, correct_sum = 0;
@@ -869,6 +871,16 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                     static_cast<long long>(o.epochs), stopper->stop_reason().c_str());
       break;
     }
+    // request_stop(): rank 0's request decides for every rank (one collective, every epoch).
+    const bool stop =
+        comm != nullptr ? broadcast_flag(*comm, m.device, m.stop_requested) : bool(m.stop_requested);
+    if (stop && epoch + 1 < o.epochs) {
+      history.stopped_on_request = true;
+      if (o.progress && root)
+        std::printf("training stopped on request after epoch %lld of %lld\n",
+                    static_cast<long long>(epoch + 1), static_cast<long long>(o.epochs));
+      break;
+    }
   }
   if (stopper) {  // the best epoch's weights, in the checkpoint too
     history.best_epoch = stopper->best_epoch();
@@ -898,6 +910,8 @@ nn::Sequential& Model::network() { return *impl_->net; }
 optim::Optimizer* Model::optimizer() { return impl_->opt.get(); }
 const ModelConfig& Model::config() const { return impl_->config; }
 int64_t Model::epochs_done() const { return impl_->epochs_done; }
+void Model::request_stop(bool stop) { impl_->stop_requested = stop; }
+bool Model::stop_requested() const { return impl_->stop_requested; }
 std::string Model::precision() const { return impl_->precision; }
 double Model::loss_scale() const { return impl_->loss_scale.scale; }
 int64_t Model::skipped_steps() const { return impl_->loss_scale.skipped; }

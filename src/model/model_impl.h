@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -129,6 +130,7 @@ struct Model::Impl {
   // float16 skips when a gradient overflowed. *loss and *accuracy are the global batch's. Returns
   // false for a skipped step.
   double comm_wait = 0;  // seconds run_data_parallel_step waited for all-reduces (this process)
+  std::atomic<bool> stop_requested{false};  // Model::request_stop(), read after each epoch
   bool run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
                               const Tensor& targets, double weight, double* loss, double* accuracy);
   // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.

@@ -150,6 +150,8 @@ struct History {
   int64_t best_epoch = -1;
   bool stopped_early = false;
   bool restored_best = false;
+  // Whether train() stopped before TrainOptions::epochs because Model::request_stop() asked it to.
+  bool stopped_on_request = false;
 };
 // Test-time augmentation for Model::evaluate, as airbench's tta_level 0, 1, 2: the logits of each
 // image are averaged over views of it:
@@ -227,7 +229,9 @@ struct TrainOptions {
   bool progress = true;                       // progress bar (plain lines when not a terminal)
   std::string checkpoint_path;                // saved after every epoch when set
   int64_t max_steps_per_epoch = 0;            // > 0: cut epochs short (tests, smoke runs)
+  // Called after each epoch's validation and checkpoint, and before its first step (epoch 0-based).
   std::function<void(const EpochStats&)> on_epoch;
+  std::function<void(int64_t epoch)> on_epoch_begin;
   // Called after every step (Python's progress display and Ctrl-C check). An exception it throws
   // stops training at once and propagates; the checkpoint file keeps the last finished epoch.
   std::function<void(const BatchProgress&)> on_batch;
@@ -287,6 +291,12 @@ class Model {
   // errors) or the weights to be checkpointed (save's errors) become NaN/Inf; the checkpoint at
   // options.checkpoint_path then still holds the last good epoch.
   History train(const data::Dataset& train, const TrainOptions& options);
+  // Keras' `model.stop_training = True`: asks train() to stop after the epoch it is in, whose
+  // validation, checkpoint and on_epoch still run (from on_epoch, on_batch or another thread).
+  // train() clears the request when it starts. On several ranks, rank 0's request stops every rank
+  // after the same epoch (the others' are ignored).
+  void request_stop(bool stop = true);
+  bool stop_requested() const;
   // The training step train() runs on one batch, recorded and not computed: forward (training mode),
   // loss, backward, gradient clipping, the accuracy and the optimizer's update (which assigns the
   // parameters, state and batch-norm buffers their new lazy values). `tensors` are everything the

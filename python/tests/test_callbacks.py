@@ -1,0 +1,187 @@
+"""Model.train(callbacks=[...]): Keras' Callback hooks, in order and with the epoch's numbers;
+model.stop_training; LambdaCallback, ModelCheckpoint and CSVLogger; EarlyStopping and
+ReduceLROnPlateau in the list; errors."""
+import csv
+
+import numpy as np
+import pytest
+
+import aether as ae
+from conftest import small_cnn
+
+
+def data(fmnist, n=300):
+    x, y, _, _ = fmnist
+    return x[:n], y[:n], x[1000:1200], y[1000:1200]
+
+
+def finalized(seed=5):
+    m = small_cnn(seed=seed)
+    m.finalize((28, 28, 1))
+    return m
+
+
+class Recorder(ae.Callback):
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def on_train_begin(self, logs=None):
+        self.calls.append(("train_begin", dict(logs)))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.calls.append(("epoch_begin", epoch, self.model.epochs_done))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.calls.append(("batch_end", batch, dict(logs)))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls.append(("epoch_end", epoch, dict(logs)))
+
+    def on_train_end(self, logs=None):
+        self.calls.append(("train_end", dict(logs)))
+
+
+def test_hooks_run_in_order_with_the_epochs_numbers(fmnist):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    rec = Recorder()
+    h = m.train(x, y, epochs=2, batch_size=100, validation_data=(xv, yv), callbacks=[rec], verbose=False)
+    assert rec.model is m
+    assert rec.params == {"epochs": 2, "verbose": 0, "do_validation": True}
+    names = [c[0] for c in rec.calls]
+    assert names == (["train_begin"] + (["epoch_begin"] + ["batch_end"] * 3 + ["epoch_end"]) * 2 + ["train_end"])
+    begins = [c for c in rec.calls if c[0] == "epoch_begin"]
+    assert begins == [("epoch_begin", 0, 0), ("epoch_begin", 1, 1)]
+    assert [c[1] for c in rec.calls if c[0] == "batch_end"] == [0, 1, 2, 0, 1, 2]
+    ends = [c for c in rec.calls if c[0] == "epoch_end"]
+    for e, (_, epoch, logs) in enumerate(ends):
+        assert epoch == e
+        assert set(logs) == {"loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds"}
+        for k in ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds"):
+            assert logs[k] == h[k][e]
+    # A step's logs are the epoch's means so far: after the last step, the epoch's.
+    last_steps = [c[2] for c in rec.calls if c[0] == "batch_end"][2::3]
+    for e, logs in enumerate(last_steps):
+        assert logs["loss"] == pytest.approx(h["loss"][e], rel=1e-12)
+        assert logs["accuracy"] == pytest.approx(h["accuracy"][e], rel=1e-12)
+    assert rec.calls[-1] == ("train_end", ends[-1][2])
+
+
+def test_stop_training_from_a_callback_ends_after_that_epoch(fmnist, tmp_path):
+    x, y, _, _ = data(fmnist)
+    m = finalized()
+    ckpt = str(tmp_path / "run.aether")
+
+    def stop_after_two(epoch, logs):
+        if epoch == 1:
+            m.stop_training = True
+
+    h = m.train(x, y, epochs=5, batch_size=100, checkpoint=ckpt, verbose=False,
+                callbacks=[ae.LambdaCallback(on_epoch_end=stop_after_two)])
+    assert len(h["loss"]) == 2 and m.epochs_done == 2 and m.stop_training
+    ref = finalized()
+    ref.train(x, y, epochs=2, batch_size=100, verbose=False)
+    np.testing.assert_array_equal(m.predict(x[:50]), ref.predict(x[:50]))
+    assert ae.Model.load(ckpt).epochs_done == 2
+    # The next train() clears the request and continues.
+    h = m.train(x, y, epochs=3, batch_size=100, verbose=False)
+    assert len(h["loss"]) == 1 and m.epochs_done == 3 and not m.stop_training
+
+
+def test_an_exception_in_a_hook_stops_at_once_and_the_checkpoint_keeps_the_epoch(fmnist, tmp_path):
+    x, y, _, _ = data(fmnist)
+    m = finalized()
+    ckpt = str(tmp_path / "run.aether")
+
+    def fail(epoch, logs):
+        if epoch == 1:
+            raise KeyError("from the callback")
+
+    with pytest.raises(KeyError, match="from the callback"):
+        m.train(x, y, epochs=4, batch_size=100, checkpoint=ckpt, verbose=False,
+                callbacks=[ae.LambdaCallback(on_epoch_end=fail)])
+    assert m.epochs_done == 2
+    assert ae.Model.load(ckpt).epochs_done == 2
+
+
+def test_model_checkpoint_saves_each_epoch_or_the_best(fmnist, tmp_path):
+    """Validating on labels moved to the next class, the validation loss rises as the model learns
+    the true ones: save_best_only writes after the epochs that lowered it."""
+    x, y, xv, yv = data(fmnist)
+    yv = (yv + 1) % 10
+    m = finalized()
+    every = ae.ModelCheckpoint(str(tmp_path / "e{epoch:02d}-{val_accuracy:.3f}.aether"))
+    best = ae.ModelCheckpoint(str(tmp_path / "best.aether"), monitor="val_loss", save_best_only=True)
+    h = m.train(x, y, epochs=4, batch_size=100, validation_data=(xv, yv), verbose=False, callbacks=[every, best])
+    assert every.saved == [str(tmp_path / f"e{e + 1:02d}-{h['val_accuracy'][e]:.3f}.aether") for e in range(4)]
+    for e, path in enumerate(every.saved):
+        assert ae.Model.load(path).epochs_done == e + 1
+    improved = [e for e in range(4) if h["val_loss"][e] < min(h["val_loss"][:e], default=np.inf)]
+    assert len(best.saved) == len(improved) < 4
+    assert best.best == min(h["val_loss"])
+    saved = ae.Model.load(str(tmp_path / "best.aether"))
+    assert saved.epochs_done == improved[-1] + 1
+    assert saved.evaluate(xv, yv)["loss"] == pytest.approx(best.best, rel=1e-6)
+
+
+def test_model_checkpoint_errors(fmnist, tmp_path):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    with pytest.raises(ValueError, match="ModelCheckpoint monitors val_loss, which needs validation_data"):
+        m.train(x, y, epochs=1, batch_size=100, verbose=False,
+                callbacks=[ae.ModelCheckpoint(str(tmp_path / "b.aether"), save_best_only=True)])
+    assert m.epochs_done == 0
+    with pytest.raises(ValueError, match="names what the epoch's logs .* do not have: 'val_loss'"):
+        m.train(x, y, epochs=1, batch_size=100, verbose=False,
+                callbacks=[ae.ModelCheckpoint(str(tmp_path / "{val_loss}.aether"))])
+    with pytest.raises(ValueError, match="monitor must be one of"):
+        ae.ModelCheckpoint("a.aether", monitor="val_top5")
+
+
+def test_csv_logger_writes_a_row_per_epoch_and_appends(fmnist, tmp_path):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    path = tmp_path / "log.csv"
+    h = m.train(x, y, epochs=2, batch_size=100, validation_data=(xv, yv), verbose=False,
+                callbacks=[ae.CSVLogger(str(path))])
+    h2 = m.train(x, y, epochs=3, batch_size=100, validation_data=(xv, yv), verbose=False,
+                 callbacks=[ae.CSVLogger(str(path), append=True)])
+    rows = list(csv.reader(open(path)))
+    assert rows[0] == ["epoch", "accuracy", "loss", "lr", "seconds", "val_accuracy", "val_loss"]
+    assert [int(r[0]) for r in rows[1:]] == [0, 1, 2]
+    for r, (hist, e) in zip(rows[1:], ((h, 0), (h, 1), (h2, 0))):
+        for k, v in zip(rows[0][1:], r[1:]):
+            assert float(v) == hist[k][e], k
+    # Without append, a new file.
+    m.train(x, y, epochs=4, batch_size=100, verbose=False, callbacks=[ae.CSVLogger(str(path))])
+    rows = list(csv.reader(open(path)))
+    assert rows[0] == ["epoch", "accuracy", "loss", "lr", "seconds"] and [r[0] for r in rows[1:]] == ["3"]
+
+
+def test_early_stopping_and_reduce_lr_in_the_list(fmnist):
+    x, y, xv, yv = data(fmnist)
+    yv = (yv + 1) % 10
+    es, rl = ae.EarlyStopping(patience=1), ae.ReduceLROnPlateau(patience=1, factor=0.5)
+    h = finalized().train(x, y, epochs=12, batch_size=100, validation_data=(xv, yv), verbose=False,
+                          callbacks=[es, rl])
+    assert es.stopped_epoch is not None and len(h["loss"]) == es.stopped_epoch + 1 < 12
+    assert rl.reductions and rl.lrs == h["lr"]
+
+
+def test_callback_errors(fmnist):
+    x, y, _, _ = data(fmnist)
+    m = finalized()
+    with pytest.raises(TypeError, match="callbacks must be a list of aether.Callback, got Recorder"):
+        m.train(x, y, callbacks=Recorder(), verbose=False)
+    with pytest.raises(TypeError, match="callbacks must be aether.Callback objects, got function"):
+        m.train(x, y, callbacks=[lambda: None], verbose=False)
+    with pytest.raises(ValueError, match="one EarlyStopping at most"):
+        m.train(x, y, callbacks=[ae.EarlyStopping(monitor="loss")], early_stopping=ae.EarlyStopping(monitor="loss"),
+                verbose=False)
+    with pytest.raises(ValueError, match="one ReduceLROnPlateau at most"):
+        m.train(x, y, callbacks=[ae.ReduceLROnPlateau(monitor="loss"), ae.ReduceLROnPlateau(monitor="loss")],
+                verbose=False)
+    with pytest.raises(TypeError, match="LambdaCallback: on_epoch_end must be callable, got int"):
+        ae.LambdaCallback(on_epoch_end=3)
+    assert m.epochs_done == 0
