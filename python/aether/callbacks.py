@@ -132,6 +132,8 @@ class ModelCheckpoint(Callback):
             raise ValueError(f"ModelCheckpoint: filepath {self.filepath!r} names what the epoch's logs "
                              f"({', '.join(sorted(logs))}) do not have: {e}") from None
         if _aether.rank() == 0:
+            if os.path.dirname(path):  # as Keras, the directories it names
+                os.makedirs(os.path.dirname(path), exist_ok=True)
             self.model.save(path)
             if self.verbose:
                 print(f"epoch {epoch + 1}: saved {path}")
@@ -151,6 +153,8 @@ class CSVLogger(Callback):
         super().__init__()
         if not isinstance(filename, (str, os.PathLike)) or not str(filename):
             raise TypeError(f"CSVLogger: filename must be a path, got {filename!r}")
+        if not isinstance(separator, str) or len(separator) != 1:
+            raise ValueError(f"CSVLogger: separator must be one character, got {separator!r}")
         self.filename = str(filename)
         self.separator = separator
         self.append = bool(append)

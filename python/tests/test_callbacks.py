@@ -111,10 +111,10 @@ def test_model_checkpoint_saves_each_epoch_or_the_best(fmnist, tmp_path):
     x, y, xv, yv = data(fmnist)
     yv = (yv + 1) % 10
     m = finalized()
-    every = ae.ModelCheckpoint(str(tmp_path / "e{epoch:02d}-{val_accuracy:.3f}.aether"))
+    every = ae.ModelCheckpoint(str(tmp_path / "new" / "e{epoch:02d}-{val_accuracy:.3f}.aether"))
     best = ae.ModelCheckpoint(str(tmp_path / "best.aether"), monitor="val_loss", save_best_only=True)
     h = m.train(x, y, epochs=4, batch_size=100, validation_data=(xv, yv), verbose=False, callbacks=[every, best])
-    assert every.saved == [str(tmp_path / f"e{e + 1:02d}-{h['val_accuracy'][e]:.3f}.aether") for e in range(4)]
+    assert every.saved == [str(tmp_path / "new" / f"e{e + 1:02d}-{h['val_accuracy'][e]:.3f}.aether") for e in range(4)]
     for e, path in enumerate(every.saved):
         assert ae.Model.load(path).epochs_done == e + 1
     improved = [e for e in range(4) if h["val_loss"][e] < min(h["val_loss"][:e], default=np.inf)]
@@ -182,6 +182,8 @@ def test_callback_errors(fmnist):
     with pytest.raises(ValueError, match="one ReduceLROnPlateau at most"):
         m.train(x, y, callbacks=[ae.ReduceLROnPlateau(monitor="loss"), ae.ReduceLROnPlateau(monitor="loss")],
                 verbose=False)
+    with pytest.raises(ValueError, match="CSVLogger: separator must be one character, got ';;'"):
+        ae.CSVLogger("log.csv", separator=";;")
     with pytest.raises(TypeError, match="LambdaCallback: on_epoch_end must be callable, got int"):
         ae.LambdaCallback(on_epoch_end=3)
     assert m.epochs_done == 0
