@@ -7,7 +7,7 @@
 #include "commands.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"aether: train neural networks fast on the CPU (and, later, NVIDIA GPUs)"};
+  CLI::App app{"aether: train neural networks on the CPU and on NVIDIA GPUs (--device cuda)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("aether ") + AETHER_VERSION_STRING);
   aether::cli::register_demo(app);
