@@ -147,7 +147,7 @@ void Tensor::copy_to(void* dst, DType dtype) const {
   const Node& n = *src.node();
   const int64_t bytes = numel() * dtype_size(dtype);
   if (bytes <= 0) return;
-  const char* from = static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype);
+  const char* from = n.first_element();
   if (n.buffer->on_host()) return (void)std::memcpy(dst, from, size_t(bytes));
   DeviceMemory* m = device_memory(n.buffer->device().type);
   AETHER_CHECK(m, "copy_to", str(), " is not in host memory and its device has no backend");
@@ -234,9 +234,7 @@ Tensor Tensor::to(Device device) const {
     const Node& n = *src.node();
     auto buf = std::make_shared<Buffer>(device, dtype(), numel(), /*zero_fill=*/false);
     const size_t bytes = size_t(numel() * dtype_size(dtype()));
-    if (bytes > 0)
-      m->copy(device, buf->data(), n.buffer->device(),
-              static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(dtype()), bytes);
+    if (bytes > 0) m->copy(device, buf->data(), n.buffer->device(), n.first_element(), bytes);
     return Tensor(make_load(std::move(buf), View::contiguous(shape())));
   } catch (const Error& e) {
     throw Error(detail::cat("to: cannot move ", str(), " to ", device.str(), ": ", e.what()), e.kind());

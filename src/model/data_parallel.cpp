@@ -98,7 +98,7 @@ void* memory_of(const Tensor& t) {
   const NodePtr& n = t.node();
   AETHER_CHECK(n->realized() && n->view.is_contiguous(), "train", "a ", to_string(t.shape()),
                " tensor to communicate is not a realized dense buffer");
-  return static_cast<char*>(n->buffer->data()) + n->view.offset * int64_t(dtype_size(n->dtype));
+  return n->first_element();
 }
 
 // Waits until the kernels that wrote the tensors on `device` have finished (a communicator on

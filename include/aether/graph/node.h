@@ -32,6 +32,10 @@ struct Node {
   View view;
 
   bool realized() const { return buffer != nullptr; }
+  // Realized: the address of the view's first element in `buffer` (host or device memory).
+  char* first_element() const {
+    return static_cast<char*>(buffer->data()) + view.offset * int64_t(dtype_size(dtype));
+  }
   // After execution: record the value and drop the sources.
   void set_value(BufferPtr buf, View v);
 };

@@ -497,7 +497,7 @@ struct Dense {
   const void* ptr;
 };
 Dense in_place(const Node& src) {  // the view's first element, in its buffer
-  return {src.buffer, static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype)};
+  return {src.buffer, src.first_element()};
 }
 Dense dense(const Node& src) {
   if (src.view.is_contiguous()) return in_place(src);

@@ -24,10 +24,6 @@ struct CpuProgram final : Program {
   codegen::KernelFn fn = nullptr;
 };
 
-const char* elements(const Node& n) {
-  return static_cast<const char*>(n.buffer->data()) + n.view.offset * dtype_size(n.dtype);
-}
-
 cpu::ConvPostOp::Kind post_op_kind(EpilogueOp::Kind k) {
   switch (k) {
     case EpilogueOp::Kind::Add: return cpu::ConvPostOp::Kind::Add;
@@ -70,7 +66,7 @@ bool run_conv_postops(const Kernel& k) {
                          (v.strides[3] == 1 || ys[3] == 1) && !v.mask;
     if (channel) {
       const bool bias = kind == cpu::ConvPostOp::Kind::Add && ops.empty();
-      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : kind, elements(o)});
+      ops.push_back({bias ? cpu::ConvPostOp::Kind::Bias : kind, o.first_element()});
     } else if (kind == cpu::ConvPostOp::Kind::Add && !residual && o.view.is_contiguous()) {
       residual = &o;  // the sum post-op adds what y holds before the conv writes it
       ops.push_back({cpu::ConvPostOp::Kind::Sum, nullptr});
@@ -81,10 +77,11 @@ bool run_conv_postops(const Kernel& k) {
   const Node& out = *k.outputs[0];
   // y (N,OH,OW,O)
   auto y = std::make_shared<Buffer>(out.device, out.dtype, numel(out.shape), /*zero_fill=*/false);
-  if (residual) std::memcpy(y->data(), elements(*residual), size_t(y->nbytes()));
+  if (residual) std::memcpy(y->data(), residual->first_element(), size_t(y->nbytes()));
   const ConvGeom g{x.shape[0], x.shape[1], x.shape[2], x.shape[3], w.shape[0],
                    w.shape[1], w.shape[2], ys[1],      ys[2],      std::get<Conv2dArg>(conv->arg)};
-  if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, elements(x), elements(w), y->data(), g, ops, w.buffer))
+  if (!cpu::conv2d_fwd_postops_onednn(conv->dtype, x.first_element(), w.first_element(), y->data(), g, ops,
+                                      w.buffer))
     return false;
   k.outputs[0]->set_value(std::move(y), View::contiguous(out.shape));
   return true;

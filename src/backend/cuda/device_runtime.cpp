@@ -84,11 +84,10 @@ size_t bytes_of(const Node& n) { return size_t(numel(n.shape)) * size_t(dtype_si
 
 // The node's elements as a dense row-major device array; `keep` holds a copy when one was needed.
 const void* dense_ptr(const Node& src, Tensor* keep) {
-  if (src.view.is_contiguous())
-    return static_cast<const char*>(src.buffer->data()) + src.view.offset * dtype_size(src.dtype);
+  if (src.view.is_contiguous()) return src.first_element();
   *keep = prim::unary(Op::Copy, Tensor(make_load(src.buffer, src.view))).realize();  // a generated kernel
   const Node& c = *keep->node();
-  return static_cast<const char*>(c.buffer->data()) + c.view.offset * dtype_size(c.dtype);
+  return c.first_element();
 }
 
 // ---- the host path (reference backend) ------------------------------------------------------------------
@@ -135,9 +134,7 @@ void host_compute(const std::vector<NodePtr>& outs, int device, bool count, cons
       reference_backend().execute({h.get()});
     }
     auto buf = std::make_shared<Buffer>(outs[i]->device, outs[i]->dtype, numel(outs[i]->shape), false);
-    copy_h2d(device, buf->data(),
-             static_cast<const char*>(h->buffer->data()) + h->view.offset * dtype_size(h->dtype),
-             bytes_of(*outs[i]));
+    copy_h2d(device, buf->data(), h->first_element(), bytes_of(*outs[i]));
     outs[i]->set_value(std::move(buf), View::contiguous(outs[i]->shape));
   }
 }
