@@ -1,6 +1,6 @@
 """Callbacks of Model.train (Keras'): the Callback base class whose hooks train() calls,
 LambdaCallback, ModelCheckpoint and CSVLogger, and EarlyStopping and ReduceLROnPlateau, whose rules
-run in the C++ training loop."""
+run in the C++ training loop; and History, what train() returns."""
 
 from __future__ import annotations
 
@@ -86,6 +86,21 @@ class LambdaCallback(Callback):
                 if not callable(fn):
                     raise TypeError(f"LambdaCallback: {name} must be callable, got {type(fn).__name__}")
                 setattr(self, name, fn)
+
+
+class History(Dict[str, List[float]]):
+    """Model.train's result: the lists per epoch ("loss", "accuracy", "val_loss", "val_accuracy",
+    "lr", "seconds"), as a dict, and as Keras' History object: `history` (this dict), `epoch` (the
+    0-based epochs that ran, counted from the start of training) and `params`."""
+
+    def __init__(self, lists: Dict[str, List[float]]) -> None:
+        super().__init__(lists)
+        self.epoch: List[int] = []
+        self.params: Dict[str, Any] = {}
+
+    @property
+    def history(self) -> Dict[str, List[float]]:
+        return self
 
 
 def _improves(monitor: str, value: float, best: Optional[float]) -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
-from .callbacks import Callback, EarlyStopping, ReduceLROnPlateau
+from .callbacks import Callback, EarlyStopping, History, ReduceLROnPlateau
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -279,17 +279,18 @@ class Model:
               sync_batch_norm: bool = False, validation_split: Optional[float] = None,
               early_stopping: Optional[EarlyStopping] = None,
               reduce_lr: Optional[ReduceLROnPlateau] = None,
-              callbacks: Optional[Sequence[Callback]] = None) -> Dict[str, List[float]]:
+              callbacks: Optional[Sequence[Callback]] = None) -> History:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
         used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,
-        val_accuracy, lr and seconds per epoch. `epochs` counts from the start of training: a
-        loaded model that has done 2 continues with the third, and asking for no more epochs than
-        are done is an error. With `hflip`, `alternate_flips` flips each image in epoch 0 by a
-        seeded coin and reverses that on every odd epoch (airbench's derandomised flips) instead of
-        a new coin per epoch. On several ranks, `sync_batch_norm` normalises with the statistics of
-        the global batch (every rank's samples) instead of each rank's own.
+        val_accuracy, lr and seconds per epoch (a dict that is also Keras' History: `.history`,
+        `.epoch`). `epochs` counts from the start of training: a loaded model that has done 2
+        continues with the third, and asking for no more epochs than are done is an error. With
+        `hflip`, `alternate_flips` flips each image in epoch 0 by a seeded coin and reverses that
+        on every odd epoch (airbench's derandomised flips) instead of a new coin per epoch. On
+        several ranks, `sync_batch_norm` normalises with the statistics of the global batch (every
+        rank's samples) instead of each rank's own.
 
         `validation_split` (0 < f < 1) holds out the last f of X and y (before shuffling, as
         Keras does) to validate on after each epoch, instead of `validation_data`; the
@@ -393,13 +394,15 @@ class Model:
                 print(f"early stopping after epoch {early_stopping.stopped_epoch + 1}: {early_stopping.monitor} "
                       f"best {early_stopping.best:.4f} at epoch {early_stopping.best_epoch + 1}"
                       + ("; restored its weights" if early_stopping.restored else ""))
-        history: Dict[str, List[float]] = {"loss": [], "accuracy": [], "lr": [], "seconds": []}
+        history = History({"loss": [], "accuracy": [], "lr": [], "seconds": []})
         for e in result["epochs"]:
+            history.epoch.append(int(e["epoch"]))
             for k in ("loss", "accuracy", "lr", "seconds"):
                 history[k].append(e[k])
             for k in ("val_loss", "val_accuracy"):
                 if k in e:
                     history.setdefault(k, []).append(e[k])
+        history.params = {"epochs": epochs, "verbose": int(bool(verbose))}
         return history
 
     @property

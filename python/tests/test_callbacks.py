@@ -84,9 +84,10 @@ def test_stop_training_from_a_callback_ends_after_that_epoch(fmnist, tmp_path):
     ref.train(x, y, epochs=2, batch_size=100, verbose=False)
     np.testing.assert_array_equal(m.predict(x[:50]), ref.predict(x[:50]))
     assert ae.Model.load(ckpt).epochs_done == 2
-    # The next train() clears the request and continues.
+    # The next train() clears the request and continues. The history is also Keras' History.
     h = m.train(x, y, epochs=3, batch_size=100, verbose=False)
     assert len(h["loss"]) == 1 and m.epochs_done == 3 and not m.stop_training
+    assert h.history is h and h.epoch == [2] and h.params["epochs"] == 3
 
 
 def test_an_exception_in_a_hook_stops_at_once_and_the_checkpoint_keeps_the_epoch(fmnist, tmp_path):
