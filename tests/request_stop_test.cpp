@@ -1,7 +1,8 @@
 // Model::request_stop (Keras' model.stop_training) and TrainOptions::on_epoch_begin: a request from
 // on_epoch or on_batch stops train() after the epoch it is in, whose checkpoint is written; the
 // stopped model is the model of a run of that many epochs and continues as an uninterrupted run;
-// train() clears a request made before it, and one made in the last epoch stops nothing.
+// train() clears a request made before it, and one made in the last epoch stops nothing. While
+// train() runs, its callbacks may evaluate and save but not train again or change the recipe.
 // (Several ranks: DistTrain.RankZerosStopRequestStopsEveryRank in dist_train_test.cpp.)
 #include <gtest/gtest.h>
 
@@ -9,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "error_util.h"
 #include "model_util.h"
 #include "temp_dir.h"
 
@@ -87,4 +89,41 @@ TEST(RequestStop, ARequestBeforeTrainIsClearedAndOneInTheLastEpochStopsNothing) 
   EXPECT_TRUE(m.stop_requested());
   m.request_stop(false);
   EXPECT_FALSE(m.stop_requested());
+}
+
+TEST(TrainCallbacks, MayEvaluateAndSaveButNotTrainOrChangeTheRecipe) {
+  TempDir dir;
+  const data::Dataset train = tiny_dataset();
+  Model m = small_model();
+  EXPECT_FALSE(m.is_training());
+  TrainOptions o = train_options(2);
+  std::vector<std::string> errors;
+  o.on_epoch = [&](const EpochStats& e) {
+    EXPECT_TRUE(m.is_training());
+    EXPECT_EQ(m.evaluate(train).samples, 64);
+    m.save((dir.path() / ("e" + std::to_string(e.epoch) + ".aether")).string());
+    errors.push_back(error_of([&] { m.train(train, train_options(5)); }));
+    errors.push_back(error_of([&] { m.configure(sgd_config()); }));
+    errors.push_back(error_of([&] { m.to("cpu"); }));
+    errors.push_back(error_of([&] { m.set_precision("bf16"); }));
+  };
+  const History h = m.train(train, o);
+  EXPECT_EQ(h.epochs.size(), 2u);
+  EXPECT_FALSE(m.is_training());
+  ASSERT_EQ(errors.size(), 8u);
+  for (size_t i = 0; i < errors.size(); ++i)
+    EXPECT_NE(errors[i].find("the model is training (called from a callback of train()?)"), std::string::npos)
+        << i << ": " << errors[i];
+  EXPECT_EQ(errors[0].rfind("train: ", 0), 0u) << errors[0];
+  EXPECT_EQ(errors[1].rfind("configure: ", 0), 0u) << errors[1];
+  EXPECT_EQ(m.precision(), "float32");
+  // The model saved after epoch 2 is the model train() returned.
+  Model saved = Model::load((dir.path() / "e1.aether").string());
+  expect_same_state(saved, m);
+  // An exception from a callback ends the training state too.
+  o.epochs = 3;
+  o.on_epoch = [](const EpochStats&) { throw Error("from the callback", ErrorKind::runtime); };
+  EXPECT_NE(error_of([&] { m.train(train, o); }).find("from the callback"), std::string::npos);
+  EXPECT_FALSE(m.is_training());
+  m.configure(sgd_config());
 }

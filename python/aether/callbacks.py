@@ -40,7 +40,9 @@ class Callback:
     `self.model` is the model being trained and `self.params` {"epochs", "verbose",
     "do_validation"}. Setting `self.model.stop_training = True` ends training after the epoch in
     progress (on several ranks, rank 0's setting decides). An exception raised by a hook stops
-    training at once and propagates; the checkpoint keeps the last finished epoch.
+    training at once and propagates; the checkpoint keeps the last finished epoch. A hook may
+    evaluate, predict and save the model, but not train it again or change its recipe (configure,
+    to, set_precision: errors until train() returns).
     """
 
     def __init__(self) -> None:

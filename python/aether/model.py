@@ -306,6 +306,9 @@ class Model:
         of that name. A callback may set `model.stop_training = True` to end training after the
         epoch in progress."""
         self._require_finalized("train")
+        if self._cpp.is_training:  # before anything changes (the C++ side checks too)
+            raise RuntimeError("train: the model is training (called from a callback of train()?); "
+                               "do this after train() returns")
         d = self._defaults
         epochs = integer(epochs, "train: epochs", 1)
         batch_size = integer(d.get("batch_size", 32) if batch_size is None else batch_size, "train: batch_size", 1)

@@ -331,6 +331,7 @@ void bind_model(nb::module_& m) {
           "stop_training", [](const Model& mod) { return mod.stop_requested(); },
           [](Model& mod, bool stop) { mod.request_stop(stop); },
           "Keras' model.stop_training: set it (from a callback) to stop train() after the epoch it is in")
+      .def_prop_ro("is_training", &Model::is_training, "inside train(), while its callbacks run")
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {

@@ -188,3 +188,25 @@ def test_callback_errors(fmnist):
     with pytest.raises(TypeError, match="LambdaCallback: on_epoch_end must be callable, got int"):
         ae.LambdaCallback(on_epoch_end=3)
     assert m.epochs_done == 0
+
+
+def test_a_callback_may_evaluate_but_not_train_again_or_reconfigure(fmnist):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    seen = []
+
+    class Meddler(ae.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.append(self.model.evaluate(xv, yv)["loss"])
+            for attempt in (lambda: self.model.train(x, y, epochs=4, verbose=False),
+                            lambda: self.model.configure(loss=ae.SoftmaxCategoricalCrossEntropy(),
+                                                         optimizer=ae.SGD(lr=0.1)),
+                            lambda: self.model.set_precision("bf16")):
+                with pytest.raises((RuntimeError, ValueError), match="the model is training"):
+                    attempt()
+
+    h = m.train(x, y, epochs=2, batch_size=100, verbose=False, callbacks=[Meddler()])
+    assert len(h["loss"]) == 2 and len(seen) == 2 and m.epochs_done == 2
+    ref = finalized()
+    ref.train(x, y, epochs=2, batch_size=100, verbose=False)
+    np.testing.assert_array_equal(m.predict(x[:50]), ref.predict(x[:50]))

@@ -462,6 +462,7 @@ Model& Model::add(nn::ModulePtr layer) {
 }
 
 Model& Model::configure(const ModelConfig& config) {
+  impl_->require_not_training("configure");
   check_config(config);
   // A finalized model takes the new recipe whole (param groups, a fresh optimizer), as Keras'
   // compile does; before, the optimizer finalize built kept its kind, groups and frozen set.
@@ -473,6 +474,7 @@ Model& Model::configure(const ModelConfig& config) {
 }
 
 Model& Model::to(Device device) {
+  impl_->require_not_training("to");
   impl_->net->to(device);  // throws a clear error for a device this build lacks
   if (impl_->opt)          // the optimizer's state (momentum, Adam moments) moves with the parameters
     for (auto& [name, t] : impl_->opt->named_state())
@@ -483,6 +485,7 @@ Model& Model::to(Device device) {
 Model& Model::to(const std::string& device) { return to(Device::parse(device)); }
 
 Model& Model::set_precision(const std::string& precision) {
+  impl_->require_not_training("set_precision");
   impl_->precision = model_internal::canonical_precision(precision, "set_precision");
   return *this;
 }
@@ -648,6 +651,7 @@ Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, cons
 History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   auto& m = *impl_;
   m.require_finalized("train");
+  m.require_not_training("train");
   AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
   // epochs counts from the start of training (a loaded model continues with its next epoch): asking
   // for no more than are done would return without a step.
@@ -736,6 +740,11 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
   if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
   const bool lookahead = m.config.lookahead_every > 0;
   m.stop_requested = false;  // as Keras' fit() clears model.stop_training
+  m.training = true;         // until train() returns or throws
+  struct TrainingFlag {
+    bool& flag;
+    ~TrainingFlag() { flag = false; }
+  } training_flag{m.training};
   for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
     m.net->train();
     m.set_trained_for_epoch(epoch);
@@ -912,6 +921,7 @@ const ModelConfig& Model::config() const { return impl_->config; }
 int64_t Model::epochs_done() const { return impl_->epochs_done; }
 void Model::request_stop(bool stop) { impl_->stop_requested = stop; }
 bool Model::stop_requested() const { return impl_->stop_requested; }
+bool Model::is_training() const { return impl_->training; }
 std::string Model::precision() const { return impl_->precision; }
 double Model::loss_scale() const { return impl_->loss_scale.scale; }
 int64_t Model::skipped_steps() const { return impl_->loss_scale.skipped; }

@@ -108,6 +108,11 @@ struct Model::Impl {
   void require_finalized(const char* op) const {
     AETHER_CHECK(finalized, op, "call configure() and finalize(input_shape) first");
   }
+  bool training = false;  // inside train(), whose callbacks must not change the recipe or train again
+  void require_not_training(const char* op) const {
+    AETHER_CHECK(!training, op, "the model is training (called from a callback of train()?); do this after ",
+                 "train() returns");
+  }
   // labels (B) int64 for classes, or targets (B, K) float32 for regression (mse only).
   Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
     if (targets.defined()) return mse_loss(out, targets);

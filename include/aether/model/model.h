@@ -297,6 +297,9 @@ class Model {
   // after the same epoch (the others' are ignored).
   void request_stop(bool stop = true);
   bool stop_requested() const;
+  // Inside train() (while its callbacks run). Then train(), configure(), to() and set_precision()
+  // are errors; evaluate(), predict() and save() are not.
+  bool is_training() const;
   // The training step train() runs on one batch, recorded and not computed: forward (training mode),
   // loss, backward, gradient clipping, the accuracy and the optimizer's update (which assigns the
   // parameters, state and batch-norm buffers their new lazy values). `tensors` are everything the
