@@ -1,5 +1,6 @@
 """Data-parallel training from Python: `aether launch -- python script.py` runs the unchanged
-Model API on 2 ranks (docs/distributed.md); ae.rank() and ae.world_size() say where a process is."""
+Model API on 2 ranks (docs/distributed.md); ae.rank() and ae.world_size() say where a process is;
+callbacks stop every rank on rank 0's request, and rank 0 alone writes their files."""
 
 import subprocess
 import sys
@@ -69,3 +70,44 @@ def test_two_ranks_from_python_match_one_rank_of_twice_the_batch(tmp_path, cli):
     assert two.stdout.count("loss") == 2  # both ranks ran; the loss is the global batch's on each
     losses = [line for line in two.stdout.splitlines() if line.startswith("loss")]
     assert losses[0] == losses[1]
+
+
+CALLBACKS_SCRIPT = textwrap.dedent("""
+    import sys
+    import numpy as np
+    import aether as ae
+    out = sys.argv[1]
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, (96, 6, 6, 1), dtype=np.uint8)
+    y = x.reshape(96, -1).sum(axis=1) % 3
+    m = ae.Model()
+    m.manual_seed(5)
+    m.add(ae.Flatten()); m.add(ae.Dense(36, 16)); m.add(ae.ReLU()); m.add(ae.Dense(16, 3))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9))
+    m.finalize((6, 6, 1))
+    stop_after = 2 if ae.rank() == 0 else 1  # rank 0's request decides
+
+    def stop(epoch, logs):
+        if epoch + 1 == stop_after:
+            m.stop_training = True
+
+    h = m.train(x, y, epochs=5, batch_size=8, seed=1, verbose=False,
+                callbacks=[ae.ModelCheckpoint(out + "/ck-{epoch}.aether"), ae.CSVLogger(out + "/log.csv"),
+                           ae.LambdaCallback(on_epoch_end=stop)])
+    sys.stdout.write(f"rank {ae.rank()} epochs {len(h['loss'])}\\n")
+""")
+
+
+def test_callbacks_on_two_ranks_stop_alike_and_rank_0_writes(tmp_path, cli):
+    script = tmp_path / "callbacks.py"
+    script.write_text(CALLBACKS_SCRIPT)
+    two = subprocess.run([cli, "launch", "--nproc-per-node", "2", "--master-port", "29533", "--timeout", "120",
+                          "--", sys.executable, str(script), str(tmp_path)],
+                         capture_output=True, text=True, timeout=300)
+    assert two.returncode == 0, two.stdout + two.stderr
+    assert sorted(line for line in two.stdout.splitlines() if line.startswith("rank")) == \
+        ["rank 0 epochs 2", "rank 1 epochs 2"]
+    assert sorted(p.name for p in tmp_path.glob("ck-*.aether")) == ["ck-1.aether", "ck-2.aether"]
+    assert ae.Model.load(str(tmp_path / "ck-2.aether")).epochs_done == 2
+    rows = (tmp_path / "log.csv").read_text().splitlines()
+    assert rows[0] == "epoch,accuracy,loss,lr,seconds" and [r.split(",")[0] for r in rows[1:]] == ["0", "1"]
