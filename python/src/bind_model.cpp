@@ -176,7 +176,7 @@ struct TrainArgs {
 };
 
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
-//  "restored_best": bool, "stopped_on_request": bool}
+//  "restored_best": bool}
 // on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch)
 // and on_epoch(epoch_dict): Python callables or None, called with the GIL.
 nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
@@ -229,7 +229,6 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   out["best_epoch"] = h.best_epoch;
   out["stopped_early"] = h.stopped_early;
   out["restored_best"] = h.restored_best;
-  out["stopped_on_request"] = h.stopped_on_request;
   return out;
 }
 

@@ -13,7 +13,8 @@ LrReducer::LrReducer(const ReduceLrOnPlateau& options, bool has_validation, doub
     : o_(options),
       base_lr_(base_lr),
       plateau_(options.monitor, options.min_delta, has_validation, "reduce_lr_on_plateau"),
-      s_(state) {
+      factor_(state.factor),
+      cooldown_(state.cooldown) {
   const char* what = "reduce_lr_on_plateau";
   AETHER_CHECK(o_.factor > 0 && o_.factor < 1, "train", what, ": factor must be in (0, 1), got ", o_.factor);
   AETHER_CHECK(o_.patience >= 0, "train", what, ": patience must be >= 0, got ", o_.patience);
@@ -21,35 +22,34 @@ LrReducer::LrReducer(const ReduceLrOnPlateau& options, bool has_validation, doub
   AETHER_CHECK(std::isfinite(o_.min_lr) && o_.min_lr >= 0, "train", what, ": min_lr must be >= 0, got ",
                o_.min_lr);
   AETHER_CHECK(base_lr > 0, "train", what, ": needs a learning rate > 0, the model's is ", base_lr);
-  plateau_.state = s_.plateau;
+  plateau_.state = state.plateau;
 }
 
 bool LrReducer::update(const EpochStats& st) {
   PlateauState& p = plateau_.state;
-  if (s_.cooldown > 0) {
-    --s_.cooldown;
+  if (cooldown_ > 0) {
+    --cooldown_;
     p.wait = 0;
   }
   bool reduced = false;
   if (!plateau_.update(st)) {
-    if (s_.cooldown > 0) {
+    if (cooldown_ > 0) {
       p.wait = 0;  // still cooling down: not counted
-    } else if (p.wait >= std::max<int64_t>(o_.patience, 1) && base_lr_ * s_.factor > o_.min_lr) {
-      s_.factor = std::max(s_.factor * o_.factor, o_.min_lr / base_lr_);
-      s_.cooldown = o_.cooldown;
+    } else if (p.wait >= std::max<int64_t>(o_.patience, 1) && base_lr_ * factor_ > o_.min_lr) {
+      factor_ = std::max(factor_ * o_.factor, o_.min_lr / base_lr_);
+      cooldown_ = o_.cooldown;
       waited_ = p.wait;
       p.wait = 0;
       reduced = true;
     }
   }
-  s_.plateau = p;
   return reduced;
 }
 
 std::string LrReducer::reduced_text() const {
   char buf[96];
-  std::snprintf(buf, sizeof buf, ": learning rate x%g (factor %g, lr %g)", o_.factor, s_.factor,
-                base_lr_ * s_.factor);
+  std::snprintf(buf, sizeof buf, ": learning rate x%g (factor %g, lr %g)", o_.factor, factor_,
+                base_lr_ * factor_);
   return plateau_.not_improved_text(waited_) + buf;
 }
 

@@ -27,15 +27,16 @@ class LrReducer {
   // After epoch `st`: true when it reduced the factor (Keras' order: a cooldown epoch counts down
   // and waits for nothing; an improvement resets the wait; `patience` epochs without one reduce).
   bool update(const EpochStats& st);
-  const LrPlateauState& state() const { return s_; }
+  LrPlateauState state() const { return {factor_, cooldown_, plateau_.state}; }
   // "val_loss has not improved on 0.3012 (epoch 4) for 2 epochs: learning rate x0.1 (factor 0.01)".
   std::string reduced_text() const;
 
  private:
   ReduceLrOnPlateau o_;
   double base_lr_;
-  Plateau plateau_;
-  LrPlateauState s_;
+  Plateau plateau_;  // the rule and its PlateauState
+  double factor_;
+  int64_t cooldown_;
   int64_t waited_ = 0;  // the wait that led to the last reduction
 };
 
