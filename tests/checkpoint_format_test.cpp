@@ -168,7 +168,7 @@ TEST(CheckpointFormat, TheDocumentedExampleIsWhatAetherWrites) {
   }
   EXPECT_EQ(keys(doc["training_state"]),
             (std::vector<std::string>{"epoch", "loader", "loss_scale", "lr", "lr_plateau", "optimizer_steps",
-                                      "rng", "schedule_position", "step"}));
+                                      "rng", "schedule_position", "scheduled_lr", "step"}));
   // The tensors: names, dtypes and shapes, in order.
   for (const char* group : {"model", "optimizer"})
     EXPECT_EQ(tensor_lines(doc["tensors"][group]), tensor_lines(saved["tensors"][group])) << group;

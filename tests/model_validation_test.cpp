@@ -436,6 +436,17 @@ TEST(ModelLoadValidation, TrainingState) {
             where + "training_state.schedule_position is 3 but training_state.step is 4; they must agree");
   EXPECT_EQ(ts("lr", -0.1), where + "training_state.lr is -0.1, expected a finite number >= 0");
   EXPECT_EQ(ts("lr", nullptr), where + "training_state.lr is null, expected a finite number >= 0");
+  EXPECT_EQ(ts("scheduled_lr", 0),
+            where + "training_state.scheduled_lr is 0, expected null or a finite number > 0");
+  EXPECT_EQ(ts("scheduled_lr", -0.5),
+            where + "training_state.scheduled_lr is -0.5, expected null or a finite number > 0");
+  EXPECT_EQ(ts("scheduled_lr", "0.1"),
+            where + "training_state.scheduled_lr is \"0.1\", expected null or a finite number > 0");
+  EXPECT_EQ(ts("scheduled_lr", 0.2), "<no error>");
+  EXPECT_EQ(ts("scheduled_lr", nullptr), "<no error>");
+  EXPECT_EQ(
+      s.load_error([](json& j, NamedTensors&, NamedTensors&) { j["training_state"].erase("scheduled_lr"); }),
+      "<no error>");  // files from before it
   EXPECT_EQ(ts("rng", {{"seed", -1}, {"next_stream", 3}}),
             where + "training_state.rng.seed is -1, expected an integer >= 0");
   EXPECT_EQ(ts("rng", {{"seed", 1}}), where + "training_state.rng.next_stream is missing");

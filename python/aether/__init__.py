@@ -59,7 +59,8 @@ from .layers import (
     SpatialDropout,
     Tanh,
 )
-from .callbacks import Callback, CSVLogger, EarlyStopping, LambdaCallback, ModelCheckpoint, ReduceLROnPlateau
+from .callbacks import (Callback, CSVLogger, EarlyStopping, LambdaCallback, LearningRateScheduler, ModelCheckpoint,
+                        ReduceLROnPlateau)
 from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 from .model import Model
@@ -71,7 +72,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CSVLogger", "Callback", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LayerNorm", "LeakyReLU",
+    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LearningRateScheduler", "LayerNorm", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
     "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",

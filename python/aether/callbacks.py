@@ -1,11 +1,13 @@
 """Callbacks of Model.train (Keras'): the Callback base class whose hooks train() calls,
-LambdaCallback, ModelCheckpoint and CSVLogger, and EarlyStopping and ReduceLROnPlateau, whose rules
-run in the C++ training loop; and History, what train() returns."""
+LambdaCallback, ModelCheckpoint and CSVLogger, and EarlyStopping, ReduceLROnPlateau and
+LearningRateScheduler, whose rules run in the C++ training loop; and History, what train() returns."""
 
 from __future__ import annotations
 
 import csv
+import inspect
 import math
+import numbers
 import os
 from typing import Any, Callable, Dict, List, Optional
 
@@ -283,3 +285,59 @@ class ReduceLROnPlateau(Callback):
     def __repr__(self) -> str:
         return (f"ReduceLROnPlateau(monitor={self.monitor!r}, factor={self.factor}, patience={self.patience}, "
                 f"min_delta={self.min_delta}, cooldown={self.cooldown}, min_lr={self.min_lr})")
+
+
+class LearningRateScheduler(Callback):
+    """Sets the learning rate before each epoch (Keras' LearningRateScheduler).
+
+    `schedule(epoch, lr)` gets the epoch (0-based, from the start of training) and the learning
+    rate in force (Model.learning_rate: what it last returned, in this train() or an earlier one or
+    the run of a loaded checkpoint; the optimizer's lr before that), and returns the epoch's, a
+    number > 0; `schedule(epoch)` (Keras' older form) gets the epoch alone. Every step of the epoch
+    trains at that rate (with an optimizer schedule other than "constant": the schedule's rate scaled
+    by it / the optimizer's lr), times a ReduceLROnPlateau's factor. The rate is kept in checkpoints
+    and by later train() calls until configure(). On several ranks, rank 0's value is used. With
+    `verbose`, prints the rate set. After train(): `lrs`, what schedule returned for each epoch.
+    """
+
+    def __init__(self, schedule: Callable[..., Any], verbose: int = 0):
+        super().__init__()
+        if not callable(schedule):
+            raise TypeError(f"LearningRateScheduler: schedule must be callable, got {type(schedule).__name__}")
+        self.schedule = schedule
+        self.verbose = integer(verbose, "LearningRateScheduler: verbose", 0)
+        self._with_lr = _takes_two(schedule)
+        self.lrs: List[float] = []
+
+    def _start(self) -> None:
+        """Model.train calls it before training."""
+        self.lrs = []
+
+    def _lr(self, epoch: int, lr: float) -> float:
+        """The epoch's learning rate (the C++ training loop calls it before each epoch)."""
+        v = self.schedule(epoch, lr) if self._with_lr else self.schedule(epoch)
+        if isinstance(v, bool) or not isinstance(v, numbers.Real):
+            raise TypeError(f"LearningRateScheduler: schedule returned {v!r} for epoch {epoch + 1}, "
+                            f"expected a number")
+        v = float(v)
+        if self.verbose and _aether.rank() == 0:
+            print(f"Epoch {epoch + 1}: LearningRateScheduler setting learning rate to {v}.")
+        self.lrs.append(v)
+        return v
+
+    def __repr__(self) -> str:
+        return f"LearningRateScheduler({self.schedule!r}, verbose={self.verbose})"
+
+
+def _takes_two(fn: Callable[..., Any]) -> bool:
+    """Whether fn accepts two positional arguments (schedule(epoch, lr)); one it cannot inspect
+    (a builtin) is taken to."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return True
+    try:
+        sig.bind(0, 0.0)
+        return True
+    except TypeError:
+        return False

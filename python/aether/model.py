@@ -9,13 +9,13 @@ keeps the last finished epoch.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
-from .callbacks import Callback, EarlyStopping, History, ReduceLROnPlateau
+from .callbacks import Callback, EarlyStopping, History, LearningRateScheduler, ReduceLROnPlateau
 from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
@@ -44,13 +44,21 @@ def _images(x: ArrayLike, what: str) -> np.ndarray:
 _EPOCH_LOGS = ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds")
 
 
+class _Callbacks(NamedTuple):
+    """train()'s callbacks: those whose rules run in C++ (one of each kind at most), and the others,
+    whose hooks train() calls."""
+    early_stopping: Optional[EarlyStopping]
+    reduce_lr: Optional[ReduceLROnPlateau]
+    lr_scheduler: Optional[LearningRateScheduler]
+    hooks: List[Callback]
+
+
 def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Optional[EarlyStopping],
-                    reduce_lr: Optional[ReduceLROnPlateau]
-                    ) -> Tuple[Optional[EarlyStopping], Optional[ReduceLROnPlateau], List[Callback]]:
-    """train()'s callbacks: the EarlyStopping and ReduceLROnPlateau (from the list or the keywords,
-    one of each at most), whose rules run in C++, and the others, whose hooks train() calls."""
+                    reduce_lr: Optional[ReduceLROnPlateau]) -> _Callbacks:
+    """The list and the keywords (early_stopping, reduce_lr) sorted."""
+    lr_scheduler: Optional[LearningRateScheduler] = None
     if callbacks is None:
-        return early_stopping, reduce_lr, []
+        return _Callbacks(early_stopping, reduce_lr, lr_scheduler, [])
     if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)):
         raise TypeError(f"train: callbacks must be a list of aether.Callback, got {type(callbacks).__name__}")
     hooks: List[Callback] = []
@@ -65,9 +73,13 @@ def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Opt
             if reduce_lr is not None:
                 raise ValueError("train: one ReduceLROnPlateau at most (callbacks and reduce_lr together)")
             reduce_lr = cb
+        elif isinstance(cb, LearningRateScheduler):
+            if lr_scheduler is not None:
+                raise ValueError("train: one LearningRateScheduler at most")
+            lr_scheduler = cb
         else:
             hooks.append(cb)
-    return early_stopping, reduce_lr, hooks
+    return _Callbacks(early_stopping, reduce_lr, lr_scheduler, hooks)
 
 
 class Model:
@@ -303,7 +315,7 @@ class Model:
         `callbacks`: aether.Callback objects (Keras' callbacks=[...]) whose hooks run at the start
         and end of training, of each epoch and after each step (aether.callbacks.Callback says
         when and with what); an EarlyStopping or ReduceLROnPlateau among them acts as the keyword
-        of that name. A callback may set `model.stop_training = True` to end training after the
+        of that name, and a LearningRateScheduler sets each epoch's learning rate. A callback may set `model.stop_training = True` to end training after the
         epoch in progress."""
         self._require_finalized("train")
         if self._cpp.is_training:  # before anything changes (the C++ side checks too)
@@ -329,7 +341,7 @@ class Model:
                                (reduce_lr, ReduceLROnPlateau, "reduce_lr")):
             if arg is not None and not isinstance(arg, cls):
                 raise TypeError(f"train: {name} must be an aether.{cls.__name__}, got {type(arg).__name__}")
-        early_stopping, reduce_lr, hooks = _sort_callbacks(callbacks, early_stopping, reduce_lr)
+        early_stopping, reduce_lr, lr_scheduler, hooks = _sort_callbacks(callbacks, early_stopping, reduce_lr)
         ds = self._dataset(X, y, "train")
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         if validation_split is not None:
@@ -375,6 +387,8 @@ class Model:
             cb.set_params({"epochs": epochs, "verbose": int(bool(verbose)), "do_validation": val is not None})
         for cb in hooks:
             cb.on_train_begin({})
+        if lr_scheduler is not None:
+            lr_scheduler._start()
         result = self._cpp.train(
             ds, val, epochs, batch_size, bool(shuffle), seed,
             int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
@@ -386,7 +400,8 @@ class Model:
             None if early_stopping is None else early_stopping._options(),
             None if reduce_lr is None else reduce_lr._options(),
             on_epoch_begin if hooks else None,
-            on_epoch_end if hooks else None)
+            on_epoch_end if hooks else None,
+            None if lr_scheduler is None else lr_scheduler._lr)
         for cb in hooks:
             cb.on_train_end(dict(last_logs))
         if reduce_lr is not None:
@@ -407,6 +422,12 @@ class Model:
                     history.setdefault(k, []).append(e[k])
         history.params = {"epochs": epochs, "verbose": int(bool(verbose))}
         return history
+
+    @property
+    def learning_rate(self) -> float:
+        """The base learning rate: the optimizer's lr, or what a LearningRateScheduler last set
+        (kept in checkpoints; configure() sets the optimizer's again)."""
+        return float(self._cpp.learning_rate)
 
     @property
     def stop_training(self) -> bool:

@@ -177,10 +177,12 @@ struct TrainArgs {
 
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
 //  "restored_best": bool}
-// on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch)
-// and on_epoch(epoch_dict): Python callables or None, called with the GIL.
+// on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch),
+// on_epoch(epoch_dict) and lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule): Python callables
+// or None, called with the GIL.
 nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
-               const TrainArgs& a, nb::object on_batch, nb::object on_epoch_begin, nb::object on_epoch) {
+               const TrainArgs& a, nb::object on_batch, nb::object on_epoch_begin, nb::object on_epoch,
+               nb::object lr_schedule) {
   TrainOptions o;
   o.epochs = a.epochs;
   o.data.batch_size = a.batch_size;
@@ -216,6 +218,11 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
     o.on_epoch = [&on_epoch](const EpochStats& e) {
       nb::gil_scoped_acquire gil;
       on_epoch(epoch_dict(e));
+    };
+  if (!lr_schedule.is_none())
+    o.lr_schedule = [&lr_schedule](int64_t epoch, double lr) {
+      nb::gil_scoped_acquire gil;
+      return nb::cast<double>(lr_schedule(epoch, lr));
     };
   History h;
   {
@@ -288,7 +295,8 @@ void bind_model(nb::module_& m) {
              bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
              bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping,
-             std::optional<nb::dict> reduce_lr, nb::object on_epoch_begin, nb::object on_epoch) {
+             std::optional<nb::dict> reduce_lr, nb::object on_epoch_begin, nb::object on_epoch,
+             nb::object lr_schedule) {
             TrainArgs a;
             a.epochs = epochs;
             a.batch_size = batch_size;
@@ -318,19 +326,22 @@ void bind_model(nb::module_& m) {
                                     nb::cast<int64_t>(d["patience"]),    nb::cast<double>(d["min_delta"]),
                                     nb::cast<int64_t>(d["cooldown"]),    nb::cast<double>(d["min_lr"])};
             }
-            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch);
+            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch, lr_schedule);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
           arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
           arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
           arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none(),
-          arg("on_epoch_begin").none() = nb::none(), arg("on_epoch").none() = nb::none())
+          arg("on_epoch_begin").none() = nb::none(), arg("on_epoch").none() = nb::none(),
+          arg("lr_schedule").none() = nb::none())
       .def_prop_rw(
           "stop_training", [](const Model& mod) { return mod.stop_requested(); },
           [](Model& mod, bool stop) { mod.request_stop(stop); },
           "Keras' model.stop_training: set it (from a callback) to stop train() after the epoch it is in")
       .def_prop_ro("is_training", &Model::is_training, "inside train(), while its callbacks run")
+      .def_prop_ro("learning_rate", &Model::learning_rate,
+                   "the base learning rate: the optimizer's lr, or what a LearningRateScheduler last set")
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {

@@ -1,6 +1,6 @@
 """Model.train(callbacks=[...]): Keras' Callback hooks, in order and with the epoch's numbers;
 model.stop_training; LambdaCallback, ModelCheckpoint and CSVLogger; EarlyStopping and
-ReduceLROnPlateau in the list; errors."""
+ReduceLROnPlateau in the list; LearningRateScheduler; errors."""
 import csv
 
 import numpy as np
@@ -210,3 +210,53 @@ def test_a_callback_may_evaluate_but_not_train_again_or_reconfigure(fmnist):
     ref = finalized()
     ref.train(x, y, epochs=2, batch_size=100, verbose=False)
     np.testing.assert_array_equal(m.predict(x[:50]), ref.predict(x[:50]))
+
+
+def test_learning_rate_scheduler_sets_each_epochs_rate_and_it_is_kept(fmnist, tmp_path, capsys):
+    x, y, _, _ = data(fmnist)
+    m = finalized()  # AdamW, lr 1e-3, constant
+    seen = []
+
+    def halve_after_the_first(epoch, lr):
+        seen.append((epoch, lr))
+        return lr if epoch == 0 else lr * 0.5
+
+    sched = ae.LearningRateScheduler(halve_after_the_first, verbose=1)
+    ck = str(tmp_path / "ck.aether")
+    h = m.train(x, y, epochs=3, batch_size=100, verbose=False, checkpoint=ck, callbacks=[sched])
+    assert seen == [(0, 1e-3), (1, 1e-3), (2, 5e-4)]
+    assert h["lr"] == sched.lrs == [1e-3, 5e-4, 2.5e-4]
+    assert m.learning_rate == 2.5e-4
+    assert "Epoch 2: LearningRateScheduler setting learning rate to 0.0005." in capsys.readouterr().out
+    loaded = ae.Model.load(ck)
+    assert loaded.learning_rate == 2.5e-4
+    # Keras' older one-argument form; a later train() without a scheduler keeps the rate.
+    h = loaded.train(x, y, epochs=4, batch_size=100, verbose=False,
+                     callbacks=[ae.LearningRateScheduler(lambda epoch: 0.03 if epoch == 3 else 1.0)])
+    assert h["lr"] == [0.03]
+    assert loaded.train(x, y, epochs=5, batch_size=100, verbose=False)["lr"] == [0.03]
+    # A scheduler that returns its rate unchanged trains as none would.
+    a, b = finalized(), finalized()
+    a.train(x, y, epochs=2, batch_size=100, verbose=False)
+    b.train(x, y, epochs=2, batch_size=100, verbose=False, callbacks=[ae.LearningRateScheduler(lambda e, lr: lr)])
+    np.testing.assert_array_equal(a.predict(x[:50]), b.predict(x[:50]))
+    # configure() sets the optimizer's rate again.
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.02))
+    assert m.learning_rate == 0.02
+
+
+def test_learning_rate_scheduler_errors(fmnist):
+    x, y, _, _ = data(fmnist)
+    m = finalized()
+    with pytest.raises(TypeError, match="LearningRateScheduler: schedule must be callable, got float"):
+        ae.LearningRateScheduler(0.1)
+    with pytest.raises(TypeError, match="schedule returned '0.1' for epoch 2, expected a number"):
+        m.train(x, y, epochs=2, batch_size=100, verbose=False,
+                callbacks=[ae.LearningRateScheduler(lambda e, lr: lr if e == 0 else "0.1")])
+    assert m.epochs_done == 1
+    with pytest.raises(ValueError, match="lr_schedule returned 0 for epoch 2; a learning rate must be finite and > 0"):
+        m.train(x, y, epochs=3, batch_size=100, verbose=False, callbacks=[ae.LearningRateScheduler(lambda e: 0)])
+    assert m.epochs_done == 1
+    with pytest.raises(ValueError, match="one LearningRateScheduler at most"):
+        m.train(x, y, epochs=3, verbose=False,
+                callbacks=[ae.LearningRateScheduler(lambda e: 0.1), ae.LearningRateScheduler(lambda e: 0.1)])

@@ -1,6 +1,7 @@
 """Data-parallel training from Python: `aether launch -- python script.py` runs the unchanged
 Model API on 2 ranks (docs/distributed.md); ae.rank() and ae.world_size() say where a process is;
-callbacks stop every rank on rank 0's request, and rank 0 alone writes their files."""
+callbacks stop every rank on rank 0's request and train at rank 0's scheduled learning rate, and
+rank 0 alone writes their files."""
 
 import subprocess
 import sys
@@ -86,6 +87,7 @@ CALLBACKS_SCRIPT = textwrap.dedent("""
     m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.05, momentum=0.9))
     m.finalize((6, 6, 1))
     stop_after = 2 if ae.rank() == 0 else 1  # rank 0's request decides
+    lr_scale = 1 if ae.rank() == 0 else 3  # and rank 0's learning rate
 
     def stop(epoch, logs):
         if epoch + 1 == stop_after:
@@ -93,8 +95,9 @@ CALLBACKS_SCRIPT = textwrap.dedent("""
 
     h = m.train(x, y, epochs=5, batch_size=8, seed=1, verbose=False,
                 callbacks=[ae.ModelCheckpoint(out + "/ck-{epoch}.aether"), ae.CSVLogger(out + "/log.csv"),
-                           ae.LambdaCallback(on_epoch_end=stop)])
-    sys.stdout.write(f"rank {ae.rank()} epochs {len(h['loss'])}\\n")
+                           ae.LambdaCallback(on_epoch_end=stop),
+                           ae.LearningRateScheduler(lambda epoch, lr: 0.05 / (epoch + 1) * lr_scale)])
+    sys.stdout.write(f"rank {ae.rank()} epochs {len(h['loss'])} lr {h['lr']}\\n")
 """)
 
 
@@ -106,7 +109,7 @@ def test_callbacks_on_two_ranks_stop_alike_and_rank_0_writes(tmp_path, cli):
                          capture_output=True, text=True, timeout=300)
     assert two.returncode == 0, two.stdout + two.stderr
     assert sorted(line for line in two.stdout.splitlines() if line.startswith("rank")) == \
-        ["rank 0 epochs 2", "rank 1 epochs 2"]
+        ["rank 0 epochs 2 lr [0.05, 0.025]", "rank 1 epochs 2 lr [0.05, 0.025]"]
     assert sorted(p.name for p in tmp_path.glob("ck-*.aether")) == ["ck-1.aether", "ck-2.aether"]
     assert ae.Model.load(str(tmp_path / "ck-2.aether")).epochs_done == 2
     rows = (tmp_path / "log.csv").read_text().splitlines()

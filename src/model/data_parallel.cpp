@@ -168,6 +168,12 @@ bool broadcast_flag(dist::Communicator& comm, Device device, bool flag) {
   return v != 0;
 }
 
+double broadcast_number(dist::Communicator& comm, Device device, double value) {
+  through_comm_memory(comm, device, {{&value, sizeof value}},
+                      [&](const std::vector<void*>& p) { comm.broadcast(p[0], 1, DType::float64, 0); });
+  return value;
+}
+
 void check_same_values(dist::Communicator& comm, Device device,
                        const std::vector<std::pair<std::string, int64_t>>& values) {
   const size_t n = values.size(), world = size_t(comm.world_size());

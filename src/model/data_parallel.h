@@ -28,6 +28,8 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
 void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats& st);
 // Rank 0's `flag` on every rank (Model::request_stop's request after each epoch).
 bool broadcast_flag(dist::Communicator& comm, Device device, bool flag);
+// Rank 0's `value` on every rank (TrainOptions::lr_schedule's learning rate before each epoch).
+double broadcast_number(dist::Communicator& comm, Device device, double value);
 
 // Throws aether::Error naming the first value (of `names`) that differs between rank 0 and another
 // rank, and the ranks: every rank must train on the same data set size with the same options, or

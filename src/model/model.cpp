@@ -467,7 +467,8 @@ Model& Model::configure(const ModelConfig& config) {
   // A finalized model takes the new recipe whole (param groups, a fresh optimizer), as Keras'
   // compile does; before, the optimizer finalize built kept its kind, groups and frozen set.
   if (impl_->finalized) impl_->setup_training(config, "configure");
-  impl_->lr_plateau = {};  // a reduction of the old recipe's learning rate ends with it
+  impl_->lr_plateau = {};       // a reduction of the old recipe's learning rate ends with it
+  impl_->scheduled_lr.reset();  // and so does a learning rate lr_schedule set
   impl_->config = config;
   impl_->configured = true;
   return *this;
@@ -728,7 +729,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
                        {"parameters", int64_t(m.opt->params().size())},
                        {"sync_batch_norm", int64_t(o.sync_batch_norm)},
                        {"early_stopping patience + 1", stopping},
-                       {"reduce_lr_on_plateau patience + 1", reducing}});
+                       {"reduce_lr_on_plateau patience + 1", reducing},
+                       {"lr_schedule", int64_t(bool(o.lr_schedule))}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
   std::optional<EarlyStopper> stopper;  // each checks its options before an epoch is spent
@@ -757,6 +759,16 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     m.opt->pause_lookahead(epoch < m.config.lookahead_start_epoch);
     loader.begin_epoch(epoch);
     if (o.on_epoch_begin) o.on_epoch_begin(epoch);
+    if (o.lr_schedule) {  // rank 0's value, checked alike on every rank
+      double lr = o.lr_schedule(epoch, m.base_lr());
+      if (comm != nullptr) lr = broadcast_number(*comm, m.device, lr);
+      AETHER_CHECK(std::isfinite(lr) && lr > 0, "train", "lr_schedule returned ", lr, " for epoch ",
+                   epoch + 1, "; a learning rate must be finite and > 0");
+      m.scheduled_lr = lr;
+    }
+    // Each step: the schedule's learning rate x (the base learning rate / ModelConfig::lr) x
+    // reduce_lr_on_plateau's factor (all 1 unless those are used).
+    const double lr_scale = m.base_lr() / m.config.lr * m.lr_plateau.factor;
     ProgressBar bar(epoch, o.epochs, per_epoch, o.progress && root);
     const double comm_wait_before = m.comm_wait;
     double loss_sum = 0, correct_sum = 0;
@@ -764,9 +776,8 @@ History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
     while (batches < per_epoch) {
       auto b = loader.next();
       if (!b) break;
-      const double factor = m.lr_plateau.factor;  // reduce_lr_on_plateau's so far (1: none)
-      m.opt->set_lr(schedule->lr(m.steps_done) * factor);
-      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done) * factor);
+      m.opt->set_lr(schedule->lr(m.steps_done) * lr_scale);
+      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done) * lr_scale);
       if (lookahead) {  // alpha = 1 - decay (t / T)^power, t counting this step
         const double t = double(m.steps_done + 1) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
         m.opt->set_lookahead_alpha(std::clamp(
@@ -918,6 +929,7 @@ std::string Model::summary() {
 nn::Sequential& Model::network() { return *impl_->net; }
 optim::Optimizer* Model::optimizer() { return impl_->opt.get(); }
 const ModelConfig& Model::config() const { return impl_->config; }
+double Model::learning_rate() const { return impl_->base_lr(); }
 int64_t Model::epochs_done() const { return impl_->epochs_done; }
 void Model::request_stop(bool stop) { impl_->stop_requested = stop; }
 bool Model::stop_requested() const { return impl_->stop_requested; }

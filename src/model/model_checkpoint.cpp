@@ -26,32 +26,34 @@ void Model::save(const std::string& path) {
   Checkpoint ck;
   const auto rng = generator_state();
   const auto [mean, std] = m.saved_normalization();
-  ck.manifest_extra = {{"architecture", nn::child_config(*m.net)},
-                       {"input_shape", m.input_shape},
-                       {"config", config_to_json(m.config)},
-                       {"precision", m.precision},
-                       {"normalization", {{"mean", mean}, {"std", std}}},
-                       {"training_state",
-                        {{"epoch", m.epochs_done},
-                         {"step", m.steps_done},
-                         {"rng", {{"seed", rng.seed}, {"next_stream", rng.next_stream}}},
-                         {"schedule_position", m.steps_done},
-                         {"optimizer_steps", m.opt->steps()},
-                         {"lr", m.opt->lr()},
-                         {"loader", m.loader_state},
-                         {"loss_scale",
-                          {{"scale", m.loss_scale.scale},
-                           {"clean_steps", m.loss_scale.clean_steps},
-                           {"growth_interval", m.loss_scale.growth_interval}}},
-                         {"lr_plateau",
-                          {{"factor", m.lr_plateau.factor},
-                           {"cooldown", m.lr_plateau.cooldown},
-                           {"best", m.lr_plateau.plateau.best},
-                           {"best_epoch", m.lr_plateau.plateau.best_epoch},
-                           {"wait", m.lr_plateau.plateau.wait}}}}},
-                       {"optimizer", nlohmann::json::parse(m.opt->config())},
-                       {"info", m.info},
-                       {"layouts", layouts_json()}};
+  ck.manifest_extra = {
+      {"architecture", nn::child_config(*m.net)},
+      {"input_shape", m.input_shape},
+      {"config", config_to_json(m.config)},
+      {"precision", m.precision},
+      {"normalization", {{"mean", mean}, {"std", std}}},
+      {"training_state",
+       {{"epoch", m.epochs_done},
+        {"step", m.steps_done},
+        {"rng", {{"seed", rng.seed}, {"next_stream", rng.next_stream}}},
+        {"schedule_position", m.steps_done},
+        {"optimizer_steps", m.opt->steps()},
+        {"lr", m.opt->lr()},
+        {"scheduled_lr", m.scheduled_lr ? nlohmann::json(*m.scheduled_lr) : nlohmann::json(nullptr)},
+        {"loader", m.loader_state},
+        {"loss_scale",
+         {{"scale", m.loss_scale.scale},
+          {"clean_steps", m.loss_scale.clean_steps},
+          {"growth_interval", m.loss_scale.growth_interval}}},
+        {"lr_plateau",
+         {{"factor", m.lr_plateau.factor},
+          {"cooldown", m.lr_plateau.cooldown},
+          {"best", m.lr_plateau.plateau.best},
+          {"best_epoch", m.lr_plateau.plateau.best_epoch},
+          {"wait", m.lr_plateau.plateau.wait}}}}},
+      {"optimizer", nlohmann::json::parse(m.opt->config())},
+      {"info", m.info},
+      {"layouts", layouts_json()}};
   const std::vector<std::string>& names = m.state_names;  // the optimizer state's owners, by index
   for (auto& [name, t] : m.net->named_parameters()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
@@ -311,6 +313,14 @@ Model Model::load(const std::string& path) {
       lr_plateau.plateau.wait = r.count(r.member(lp, e, "wait"), e + ".wait");
     }
     m.lr_plateau = lr_plateau;
+    // TrainOptions::lr_schedule's learning rate (null, and files from before it: none, config.lr).
+    m.scheduled_lr.reset();
+    if (ts.contains("scheduled_lr") && !ts["scheduled_lr"].is_null()) {
+      const json& b = ts["scheduled_lr"];
+      if (!b.is_number() || !std::isfinite(b.get<double>()) || !(b.get<double>() > 0))
+        r.fail("training_state.scheduled_lr", "is " + brief(b) + ", expected null or a finite number > 0");
+      m.scheduled_lr = b.get<double>();
+    }
     m.opt->set_steps(optimizer_steps);
     m.opt->set_lr(lr);
     m.loader_state = loader;

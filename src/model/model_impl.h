@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,6 +73,9 @@ struct Model::Impl {
   int64_t epochs_done = 0, steps_done = 0;
   // TrainOptions::reduce_lr_on_plateau's factor so far and its rule's state (checkpointed).
   model_internal::LrPlateauState lr_plateau;
+  // TrainOptions::lr_schedule's last value (checkpointed); none: config.lr.
+  std::optional<double> scheduled_lr;
+  double base_lr() const { return scheduled_lr.value_or(config.lr); }
   std::vector<float> mean, std;
   nlohmann::json info = nlohmann::json::object();
   nlohmann::json loader_state = nlohmann::json::object();  // the training loader's options (resume checks)

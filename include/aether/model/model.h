@@ -251,6 +251,15 @@ struct TrainOptions {
   bool sync_batch_norm = false;
   std::optional<EarlyStopping> early_stopping;  // none: every epoch up to `epochs` runs
   std::optional<ReduceLrOnPlateau> reduce_lr_on_plateau;
+  // Keras' LearningRateScheduler: called before each epoch's first step (after on_epoch_begin) with
+  // the epoch (0-based, from the start of training) and the base learning rate in force
+  // (Model::learning_rate(): what it last returned, in this train() or an earlier one or the loaded
+  // checkpoint's run; ModelConfig::lr before that). It returns the epoch's base learning rate
+  // (finite, > 0; otherwise train() throws before the epoch's first step), which takes
+  // ModelConfig::lr's place: every step's learning rate is the schedule's at that step times
+  // returned / ModelConfig::lr (with the "constant" schedule: the value returned; param groups keep
+  // their lr_scale), times reduce_lr_on_plateau's factor. On several ranks, rank 0's value is used.
+  std::function<double(int64_t epoch, double lr)> lr_schedule;
 };
 
 class Model {
@@ -345,6 +354,9 @@ class Model {
   nn::Sequential& network();
   optim::Optimizer* optimizer();
   const ModelConfig& config() const;
+  // The base learning rate (the schedule's peak): ModelConfig::lr, or what TrainOptions::lr_schedule
+  // last returned. Training state: saved in the checkpoint; configure() sets ModelConfig::lr's again.
+  double learning_rate() const;
   int64_t epochs_done() const;
   int64_t steps_done() const;
   const Shape& input_shape() const;
