@@ -307,7 +307,7 @@ int run_conv(const BenchArgs& a) {
 }
 
 // ---- step ----------------------------------------------------------------------------------------
-// One training step as Model::train does it (src/model/model.cpp), on fixed random data.
+// One training step as Model::train does it (src/model/model_train.cpp), on fixed random data.
 int run_step(const BenchArgs& a) {
   AETHER_CHECK(a.batch > 0, "bench", "--batch must be positive, got ", a.batch);
   const Shape image{32, 32, 3};

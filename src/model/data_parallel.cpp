@@ -168,6 +168,13 @@ bool broadcast_flag(dist::Communicator& comm, Device device, bool flag) {
   return v != 0;
 }
 
+void check_communicator_device(const dist::Communicator* comm, Device device, const char* op) {
+  AETHER_CHECK(
+      comm == nullptr || std::string(comm->backend()) != "nccl" || device.type == DeviceType::cuda, op,
+      "the communicator is NCCL, which reduces GPU memory, but the model is on ", device.str(),
+      ": move it to the GPU (Model::to(\"cuda\"), --device cuda) or use Gloo (AETHER_DIST_BACKEND=gloo)");
+}
+
 double broadcast_number(dist::Communicator& comm, Device device, double value) {
   through_comm_memory(comm, device, {{&value, sizeof value}},
                       [&](const std::vector<void*>& p) { comm.broadcast(p[0], 1, DType::float64, 0); });

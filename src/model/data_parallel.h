@@ -16,6 +16,10 @@
 
 namespace aether::model_internal {
 
+// NCCL reduces GPU memory: a model elsewhere (`device`) gets an error naming both, not NCCL's own.
+// `comm` may be nullptr (one process: nothing to check).
+void check_communicator_device(const dist::Communicator* comm, Device device, const char* op);
+
 // The parameters, then the buffers, of `net`: what every rank must hold alike.
 nn::NamedTensors parameters_and_buffers(nn::Module& net);
 

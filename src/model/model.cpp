@@ -1,28 +1,20 @@
-// Model: composition, configuration and the training loop (evaluation and prediction:
-// model_eval.cpp; saving and loading: model_checkpoint.cpp).
+// Model: composition, configuration and one training step (the training loop: model_train.cpp;
+// evaluation and prediction: model_eval.cpp; saving and loading: model_checkpoint.cpp).
 #include "aether/model/model.h"
 
 #include <fnmatch.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <filesystem>
 #include <set>
 
-#include "aether/backend/cuda.h"
 #include "aether/dist/communicator.h"
-#include "aether/io/file.h"
 #include "aether/optim/composite.h"
 #include "aether/optim/muon.h"
 #include "core/config.h"
 #include "data_parallel.h"
-#include "early_stopping.h"
 #include "io/json.h"
-#include "lr_plateau.h"
 #include "model_impl.h"
-#include "progress.h"
 
 namespace aether {
 
@@ -605,16 +597,6 @@ bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor&
   return true;
 }
 
-namespace {
-// NCCL reduces GPU memory: a model elsewhere gets an error naming both, not NCCL's own.
-void check_communicator_device(const dist::Communicator* comm, Device device, const char* op) {
-  AETHER_CHECK(
-      comm == nullptr || std::string(comm->backend()) != "nccl" || device.type == DeviceType::cuda, op,
-      "the communicator is NCCL, which reduces GPU memory, but the model is on ", device.str(),
-      ": move it to the GPU (Model::to(\"cuda\"), --device cuda) or use Gloo (AETHER_DIST_BACKEND=gloo)");
-}
-}  // namespace
-
 std::pair<double, double> Model::train_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
                                             double weight) {
   auto& m = *impl_;
@@ -647,273 +629,6 @@ Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, cons
   AETHER_CHECK(step.names.size() == step.tensors.size(), "record_train_step", "named ", step.names.size(),
                " of ", step.tensors.size(), " tensors");
   return step;
-}
-
-History Model::train(const data::Dataset& train_set, const TrainOptions& o) {
-  auto& m = *impl_;
-  m.require_finalized("train");
-  m.require_not_training("train");
-  AETHER_CHECK(o.epochs >= 1, "train", "epochs must be >= 1, got ", o.epochs);
-  // epochs counts from the start of training (a loaded model continues with its next epoch): asking
-  // for no more than are done would return without a step.
-  AETHER_CHECK(o.epochs > m.epochs_done, "train", "epochs is ", o.epochs, " and the model has trained ",
-               m.epochs_done,
-               " already: epochs counts from the start of training, so this would train nothing ",
-               "(pass more than ", m.epochs_done, ")");
-  AETHER_CHECK(o.max_steps_per_epoch >= 0, "train",
-               "max_steps_per_epoch must be >= 0 (0: whole epochs), got ", o.max_steps_per_epoch);
-  m.check_data(train_set, "train");
-  // Crops and flips move pixels within an image: flat samples (a model taking (features,)) have none.
-  AETHER_CHECK(m.input_shape.size() == 3 || (o.data.crop_padding == 0 && !o.data.hflip), "train",
-               "crop_padding and hflip need image input (H, W, C), the model takes ",
-               to_string(m.input_shape), " (got crop_padding ", o.data.crop_padding, ", hflip ",
-               o.data.hflip ? "on" : "off", ")");
-  if (o.validation) m.check_data(*o.validation, "train (validation)");
-  // Several ranks: each reads its part of every global batch; rank 0 shows progress and saves.
-  // (A communicator given is used even in a world of one: e.g. NCCL's path checked on one GPU.)
-  dist::Communicator* comm = o.communicator != nullptr ? o.communicator : dist::world();
-  check_communicator_device(comm, m.device, "train");
-  const bool root = comm == nullptr || comm->rank() == 0;
-  // The checkpoint's file must be writable before an epoch is spent (it is saved after each).
-  if (!o.checkpoint_path.empty() && root) check_writable_file(o.checkpoint_path, "train", "checkpoint");
-  data::LoaderOptions lo = o.data;
-  if (comm != nullptr) {
-    lo.rank = comm->rank();
-    lo.world_size = comm->world_size();
-  }
-  data::DataLoader loader(train_set, lo);  // checks the options (normalisation sizes, ...)
-  if (train_set.has_targets() && m.config.regression_precision == 0) {
-    double sum = 0, sq = 0;  // std of every target value, in double
-    for (float t : train_set.targets) sum += t;
-    const double n = double(std::max<size_t>(train_set.targets.size(), 1)), mean = sum / n;
-    for (float t : train_set.targets) sq += (t - mean) * (t - mean);
-    const double sd = std::sqrt(sq / n);
-    m.config.regression_precision = sd > 0 ? sd / 250 : 1e-6;
-  }
-  // The normalisation used, one value per channel (the loader's default for empty lists: 0 and 1).
-  m.mean = o.data.mean.empty() ? std::vector<float>(size_t(train_set.c), 0.0f) : o.data.mean;
-  m.std = o.data.std.empty() ? std::vector<float>(size_t(train_set.c), 1.0f) : o.data.std;
-  m.loader_state = {{"seed", o.data.seed},
-                    {"batch_size", o.data.batch_size},
-                    {"crop_padding", o.data.crop_padding},
-                    {"hflip", o.data.hflip},
-                    {"shuffle", o.data.shuffle},
-                    {"drop_last", o.data.drop_last},
-                    {"alternate_flips", o.data.alternate_flips},
-                    {"crop_reflect", o.data.crop_reflect}};
-  int64_t per_epoch = loader.num_batches();
-  if (o.max_steps_per_epoch > 0) per_epoch = std::min(per_epoch, o.max_steps_per_epoch);
-  const auto schedule = m.schedule(o.epochs * per_epoch);
-  // ParamGroup::schedule_over_train_epochs: the same schedule over the group's own epochs.
-  std::vector<std::pair<size_t, std::unique_ptr<optim::LRSchedule>>> own_schedules;
-  for (const auto& [i, epochs] : m.own_schedule)
-    own_schedules.emplace_back(i, m.schedule(epochs * per_epoch));
-  History history;
-  // AETHER_CUDA_GRAPHS=1 on a GPU: each step's kernels (the one realize of opt->step) are captured
-  // into a CUDA graph and replayed (see cuda::GraphStep); the graph building before it, which may
-  // read values on the host (label checks), stays outside the capture.
-  std::unique_ptr<cuda::GraphStep> graph_step;
-  if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
-    graph_step = std::make_unique<cuda::GraphStep>(m.device.index);
-  if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
-    const int64_t stopping = o.early_stopping ? o.early_stopping->patience + 1 : 0;  // 0: none
-    const int64_t reducing = o.reduce_lr_on_plateau ? o.reduce_lr_on_plateau->patience + 1 : 0;
-    check_same_values(*comm, m.device,
-                      {{"a training set of size", train_set.n},
-                       {"batch size", lo.batch_size},
-                       {"epochs", o.epochs},
-                       {"steps per epoch", per_epoch},
-                       {"seed", int64_t(o.data.seed)},
-                       {"epochs done", m.epochs_done},
-                       {"steps done", m.steps_done},
-                       {"parameters", int64_t(m.opt->params().size())},
-                       {"sync_batch_norm", int64_t(o.sync_batch_norm)},
-                       {"early_stopping patience + 1", stopping},
-                       {"reduce_lr_on_plateau patience + 1", reducing},
-                       {"lr_schedule", int64_t(bool(o.lr_schedule))}});
-    broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
-  }
-  std::optional<EarlyStopper> stopper;  // each checks its options before an epoch is spent
-  if (o.early_stopping) stopper.emplace(*o.early_stopping, o.validation != nullptr);
-  std::optional<LrReducer> reducer;
-  if (o.reduce_lr_on_plateau)
-    reducer.emplace(*o.reduce_lr_on_plateau, o.validation != nullptr, m.config.lr, m.lr_plateau);
-  std::optional<SyncBatchNorm> sync_bn;  // its layers synchronized until train() returns or throws
-  if (comm != nullptr && o.sync_batch_norm) sync_bn.emplace(*comm, m.device, *m.net);
-  const bool lookahead = m.config.lookahead_every > 0;
-  m.stop_requested = false;  // as Keras' fit() clears model.stop_training
-  m.training = true;         // until train() returns or throws
-  struct TrainingFlag {
-    bool& flag;
-    ~TrainingFlag() { flag = false; }
-  } training_flag{m.training};
-  for (int64_t epoch = m.epochs_done; epoch < o.epochs; ++epoch) {
-    m.net->train();
-    m.set_trained_for_epoch(epoch);
-    const auto& ps = m.opt->params();
-    AETHER_CHECK(std::any_of(ps.begin(), ps.end(), [](const Tensor& p) { return p.requires_grad(); }),
-                 "train", "epoch ", epoch + 1,
-                 " would train no parameter: every one is frozen (ParamGroup::frozen) or past ",
-                 "its ParamGroup::train_epochs; train fewer epochs or leave a parameter to train");
-    // Lookahead from its start epoch (the slow weights begin at its first multiple of every).
-    m.opt->pause_lookahead(epoch < m.config.lookahead_start_epoch);
-    loader.begin_epoch(epoch);
-    if (o.on_epoch_begin) o.on_epoch_begin(epoch);
-    if (o.lr_schedule) {  // rank 0's value, checked alike on every rank
-      double lr = o.lr_schedule(epoch, m.base_lr());
-      if (comm != nullptr) lr = broadcast_number(*comm, m.device, lr);
-      AETHER_CHECK(std::isfinite(lr) && lr > 0, "train", "lr_schedule returned ", lr, " for epoch ",
-                   epoch + 1, "; a learning rate must be finite and > 0");
-      m.scheduled_lr = lr;
-    }
-    // Each step: the schedule's learning rate x (the base learning rate / ModelConfig::lr) x
-    // reduce_lr_on_plateau's factor (all 1 unless those are used).
-    const double lr_scale = m.base_lr() / m.config.lr * m.lr_plateau.factor;
-    ProgressBar bar(epoch, o.epochs, per_epoch, o.progress && root);
-    const double comm_wait_before = m.comm_wait;
-    double loss_sum = 0, correct_sum = 0;
-    int64_t seen = 0, batches = 0;
-    while (batches < per_epoch) {
-      auto b = loader.next();
-      if (!b) break;
-      m.opt->set_lr(schedule->lr(m.steps_done) * lr_scale);
-      for (const auto& [i, own] : own_schedules) m.opt->set_param_lr(i, own->lr(m.steps_done) * lr_scale);
-      if (lookahead) {  // alpha = 1 - decay (t / T)^power, t counting this step
-        const double t = double(m.steps_done + 1) / double(std::max<int64_t>(o.epochs * per_epoch, 1));
-        m.opt->set_lookahead_alpha(std::clamp(
-            1.0 - m.config.lookahead_decay * std::pow(std::min(t, 1.0), m.config.lookahead_power), 0.0, 1.0));
-      }
-      Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
-      const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
-      const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
-      if (m.input_shape.size() == 1) x = x.flatten(1);
-      if (comm != nullptr) dist::fault_point(comm->rank(), m.steps_done);
-      Tensor loss, acc;
-      double loss_value = 0, acc_value = 0;
-      if (comm != nullptr) {  // averaged over the ranks; the loss and accuracy are the global batch's
-        m.run_data_parallel_step(*comm, x, labels, targets, double(b->size) / double(b->global_size),
-                                 &loss_value, &acc_value);
-      } else if (m.scales_loss()) {  // float16: forward and backward, then the update unless it overflowed
-        m.run_scaled_step(x, labels, targets, &loss, &acc);
-      } else {  // parameters, optimizer state, buffers, loss and accuracy: one realize
-        const Step step = m.record_step(x, labels, targets);
-        if (graph_step)
-          graph_step->run([&] { realize(step.tensors); });
-        else
-          realize(step.tensors);
-        loss = step.loss;
-        acc = step.accuracy;
-      }
-      if (comm == nullptr) {
-        loss_value = loss.item<double>();
-        acc_value = acc.item<double>();
-      }
-      m.opt->zero_grad();
-      ++m.steps_done;
-      ++batches;
-      const int64_t n = comm != nullptr ? b->global_size : b->size;  // images of the step, every rank's
-      seen += n;
-      loss_sum += loss_value * double(n);
-      correct_sum += acc_value * double(n);
-      AETHER_CHECK_RUNTIME(std::isfinite(loss_sum), "train", "the loss became ", loss_value, " at step ",
-                           m.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
-      bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
-      if (o.on_batch)
-        o.on_batch(
-            {epoch, o.epochs, batches, per_epoch, seen, loss_sum / double(seen), correct_sum / double(seen)});
-    }
-    m.opt->lookahead_finish();  // every epoch ends on the slow weights (once they exist)
-    if (comm != nullptr) {      // buffers (per-rank batch-norm statistics) become rank 0's; ranks agree
-      // So do lookahead's slow values of them (state past the trained parameters' indices).
-      nn::NamedTensors shared = m.net->named_buffers();
-      for (auto& [name, t] : m.opt->named_state())
-        if (std::stoul(name.substr(0, name.find('.'))) >= m.opt->params().size())
-          shared.emplace_back(name, t);
-      broadcast_from_rank0(*comm, shared);
-      check_ranks_agree(*comm, m.device, parameters_and_buffers(*m.net),
-                        detail::cat("after epoch ", epoch + 1));
-    }
-    m.epochs_done = epoch + 1;
-    EpochStats st;
-    st.epoch = epoch;
-    st.train_loss = seen ? loss_sum / double(seen) : 0;
-    st.train_accuracy = seen ? correct_sum / double(seen) : 0;
-    st.lr = m.opt->lr();
-    bar.stop();  // the epoch's time and rate: its training, not the validation below
-    st.seconds = bar.seconds();
-    st.images_per_second = st.seconds > 0 ? double(seen) / st.seconds : 0;
-    st.comm_wait_seconds = m.comm_wait - comm_wait_before;
-    std::string tail;
-    // Nothing non-finite reaches the checkpoint: a failing validation (NaN/Inf outputs, loss or
-    // accuracy) or weights that save() refuses stop training; the last good checkpoint stays.
-    std::error_code ec;
-    const std::string kept =
-        o.checkpoint_path.empty()
-            ? std::string()
-            : "; not writing " + o.checkpoint_path +
-                  (std::filesystem::exists(o.checkpoint_path, ec) ? ", the previous checkpoint is kept" : "");
-    if (o.validation) {
-      EvalResult r;
-      try {
-        r = evaluate(*o.validation, std::max<int64_t>(o.data.batch_size, 256));
-      } catch (const Error& e) {
-        throw Error(detail::cat("train: epoch ", epoch + 1, ": validation on '", o.validation->name,
-                                "' failed: ", e.what(), kept),
-                    e.kind());
-      }
-      st.val_loss = r.loss;
-      st.val_accuracy = r.accuracy;
-      char buf[96];
-      std::snprintf(buf, sizeof buf, "val_loss %.4f  val_acc %.2f%%", r.loss, 100 * r.accuracy);
-      tail = buf;
-    }
-    bar.finish(tail);
-    // Early stopping and the learning-rate reduction decide on rank 0's numbers (data_parallel.h).
-    if ((stopper || reducer) && comm != nullptr) broadcast_epoch_numbers(*comm, m.device, st);
-    st.lr_reduced = reducer && reducer->update(st);
-    if (reducer) m.lr_plateau = reducer->state();  // before the checkpoint, which holds it
-    if (st.lr_reduced && o.progress && root)
-      std::printf("reduce_lr_on_plateau after epoch %lld: %s\n", static_cast<long long>(epoch + 1),
-                  reducer->reduced_text().c_str());
-    history.epochs.push_back(st);
-    if (!o.checkpoint_path.empty() && root) {
-      try {
-        save(o.checkpoint_path);
-      } catch (const Error& e) {
-        throw Error(detail::cat("train: epoch ", epoch + 1, ": ", e.what()), e.kind());
-      }
-    }
-    if (o.on_epoch) o.on_epoch(st);
-    if (stopper && stopper->update(st, parameters_and_buffers(*m.net))) {
-      history.stopped_early = true;
-      if (o.progress && root)
-        std::printf("early stopping after epoch %lld of %lld: %s\n", static_cast<long long>(epoch + 1),
-                    static_cast<long long>(o.epochs), stopper->stop_reason().c_str());
-      break;
-    }
-    // request_stop(): rank 0's request decides for every rank (one collective, every epoch).
-    const bool stop =
-        comm != nullptr ? broadcast_flag(*comm, m.device, m.stop_requested) : bool(m.stop_requested);
-    if (stop && epoch + 1 < o.epochs) {
-      history.stopped_on_request = true;
-      if (o.progress && root)
-        std::printf("training stopped on request after epoch %lld of %lld\n",
-                    static_cast<long long>(epoch + 1), static_cast<long long>(o.epochs));
-      break;
-    }
-  }
-  if (stopper) {  // the best epoch's weights, in the checkpoint too
-    history.best_epoch = stopper->best_epoch();
-    history.restored_best = stopper->restore(parameters_and_buffers(*m.net));
-    if (history.restored_best && comm != nullptr)
-      check_ranks_agree(*comm, m.device, parameters_and_buffers(*m.net), "after restoring the best epoch");
-    if (history.restored_best && o.progress && root)
-      std::printf("restored the weights of the best epoch: %s\n", stopper->best_text().c_str());
-    if (history.restored_best && !o.checkpoint_path.empty() && root) save(o.checkpoint_path);
-  }
-  if (graph_step && !graph_step->fallback_reason().empty())
-    std::fprintf(stderr, "aether: CUDA graphs were not used: %s\n", graph_step->fallback_reason().c_str());
-  return history;
 }
 
 // ---- accessors

@@ -371,6 +371,7 @@ class Model {
 
  private:
   struct Impl;
+  class TrainLoop;  // train()'s epoch loop (src/model/model_train.cpp)
   std::unique_ptr<Impl> impl_;
 };
 
