@@ -134,6 +134,7 @@ TEST(ModelEarlyStopping, StopsWhenTheValidationLossRisesAndReturnsTheBestEpochsW
   EXPECT_EQ(int64_t(h.epochs.size()), h.best_epoch + 1 + 2);
   EXPECT_LT(h.epochs.size(), 12u);
   for (const auto& e : h.epochs) EXPECT_GE(*e.val_loss, *h.epochs[size_t(h.best_epoch)].val_loss);
+  EXPECT_EQ(h.best, *h.epochs[size_t(h.best_epoch)].val_loss);
   EXPECT_TRUE(h.restored_best);
   EXPECT_EQ(m.epochs_done(), int64_t(h.epochs.size()));  // the epochs that ran
 

@@ -235,11 +235,10 @@ class EarlyStopping(Callback):
 
     def _finish(self, result: Dict[str, Any]) -> None:
         """Records the outcome of Model.train's C++ call."""
-        epochs = result["epochs"]
-        best = int(result["best_epoch"])
+        best = int(result["best_epoch"])  # counted from the start of training, as the epochs are
         self.best_epoch = best if best >= 0 else None
-        self.best = None if self.best_epoch is None else float(epochs[best][self.monitor])
-        self.stopped_epoch = int(epochs[-1]["epoch"]) if result["stopped_early"] else None
+        self.best = None if self.best_epoch is None else float(result["best"])
+        self.stopped_epoch = int(result["epochs"][-1]["epoch"]) if result["stopped_early"] else None
         self.restored = bool(result["restored_best"])
 
     def __repr__(self) -> str:

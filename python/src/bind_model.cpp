@@ -175,8 +175,8 @@ struct TrainArgs {
   std::optional<ReduceLrOnPlateau> reduce_lr;
 };
 
-// {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "stopped_early": bool,
-//  "restored_best": bool}
+// {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "best": float (its
+//  monitored number), "stopped_early": bool, "restored_best": bool}
 // on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch),
 // on_epoch(epoch_dict) and lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule): Python callables
 // or None, called with the GIL.
@@ -234,6 +234,7 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
   nb::dict out;
   out["epochs"] = epochs;
   out["best_epoch"] = h.best_epoch;
+  out["best"] = h.best;
   out["stopped_early"] = h.stopped_early;
   out["restored_best"] = h.restored_best;
   return out;

@@ -577,6 +577,18 @@ def test_early_stopping_stops_and_restores_the_best_epoch(fmnist):
     assert m.evaluate(xv, yv)["loss"] == es.best
 
 
+def test_early_stopping_on_a_model_trained_before_counts_epochs_from_the_start(fmnist):
+    """A second train() (or a loaded model's) runs epochs 2.. : the best epoch is one of those, and
+    its number is its epoch's (before, EarlyStopping read the run's list at that index: IndexError)."""
+    x, y, xv, yv = swapped_validation(fmnist)
+    m = finalized_cnn()
+    m.train(x[:500], y[:500], epochs=2, batch_size=50, verbose=False)
+    es = ae.EarlyStopping(monitor="loss", patience=10)
+    h = m.train(x[:500], y[:500], epochs=6, batch_size=50, early_stopping=es, verbose=False)
+    assert h.epoch == [2, 3, 4, 5] and es.best_epoch in h.epoch and es.stopped_epoch is None
+    assert es.best == min(h["loss"]) == h["loss"][h.epoch.index(es.best_epoch)]
+
+
 def test_early_stopping_errors(fmnist):
     x, y, _, _ = fmnist
     assert ae.callbacks.EarlyStopping is ae.EarlyStopping

@@ -26,6 +26,7 @@ class EarlyStopper {
   // when it did. `state` names the same tensors as in update().
   bool restore(const nn::NamedTensors& state);
   int64_t best_epoch() const { return plateau_.state.best_epoch; }  // -1 before the first update
+  double best() const { return plateau_.state.best; }               // its monitored number
   // "val_loss has not improved on 0.3012 (epoch 4) for 2 epochs" (epochs 1-based).
   std::string stop_reason() const;
   // "val_loss 0.3012 (epoch 4)".

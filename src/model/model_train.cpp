@@ -351,6 +351,7 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
 
 void Model::TrainLoop::restore_best() {
   history_.best_epoch = stopper_->best_epoch();
+  history_.best = stopper_->best();
   history_.restored_best = stopper_->restore(parameters_and_buffers(*m_.net));
   if (!history_.restored_best) return;
   if (comm_ != nullptr)

@@ -144,10 +144,12 @@ struct EpochStats {
 };
 struct History {
   std::vector<EpochStats> epochs;
-  // With TrainOptions::early_stopping: the epoch (0-based) whose monitored number was the best,
-  // whether the patience ran out before TrainOptions::epochs, and whether train() gave the
-  // parameters and buffers the best epoch's values (restore_best_weights and a later epoch ran).
+  // With TrainOptions::early_stopping: the epoch (0-based, from the start of training) whose
+  // monitored number was the best and that number, whether the patience ran out before
+  // TrainOptions::epochs, and whether train() gave the parameters and buffers the best epoch's
+  // values (restore_best_weights and a later epoch ran).
   int64_t best_epoch = -1;
+  double best = 0;
   bool stopped_early = false;
   bool restored_best = false;
   // Whether train() stopped before TrainOptions::epochs because Model::request_stop() asked it to.
