@@ -166,9 +166,10 @@ TEST(CheckpointFormat, TheDocumentedExampleIsWhatAetherWrites) {
     SCOPED_TRACE(key);
     EXPECT_EQ(schema(doc[key]).dump(), schema(saved[key]).dump());
   }
-  EXPECT_EQ(keys(doc["training_state"]),
-            (std::vector<std::string>{"epoch", "loader", "loss_scale", "lr", "lr_plateau", "optimizer_steps",
-                                      "rng", "schedule_position", "scheduled_lr", "step"}));
+  EXPECT_EQ(
+      keys(doc["training_state"]),
+      (std::vector<std::string>{"early_stopping", "epoch", "loader", "loss_scale", "lr", "lr_plateau",
+                                "optimizer_steps", "rng", "schedule_position", "scheduled_lr", "step"}));
   // The tensors: names, dtypes and shapes, in order.
   for (const char* group : {"model", "optimizer"})
     EXPECT_EQ(tensor_lines(doc["tensors"][group]), tensor_lines(saved["tensors"][group])) << group;

@@ -462,6 +462,42 @@ TEST(DistLaunch, MaxRestartsResumesFromTheCheckpointAndFinishes) {
   EXPECT_NE(f.code, 0) << f.out;
 }
 
+// Early stopping across a restart: a rank fails in the epoch after the one past the best; the job
+// resumes from the checkpoint with the early-stopping run it holds (best epoch and weights, epochs
+// waited) and stops and restores as the uninterrupted job does, with the same weights.
+TEST(DistLaunch, EarlyStoppingContinuesAcrossARestart) {
+  TempDir tmp;
+  tiny_data(tmp);
+  const std::string args =
+      "--model mlp --epochs 30 --batch-size 8 --validation-split 0.25 --early-stopping 3 ";
+  auto job = [&](const std::string& name, const std::string& fault, nlohmann::json* metrics) {
+    const std::string ck = tmp.file(name + ".aether"), js = tmp.file(name + ".json");
+    if (!fault.empty()) setenv("AETHER_DIST_FAULT", fault.c_str(), 1);
+    const CliResult r = run(launch(tmp, "--timeout 60 --max-restarts 1",
+                                   args + "--save '" + ck + "' --metrics-json '" + js + "'"));
+    unsetenv("AETHER_DIST_FAULT");
+    EXPECT_EQ(r.code, 0) << r.out;
+    std::ifstream(js) >> *metrics;
+    return r.out;
+  };
+  nlohmann::json whole, restarted;
+  job("whole", "", &whole);
+  ASSERT_TRUE(whole.at("early_stopping").at("stopped_early").get<bool>()) << whole.dump();
+  const int64_t best = whole.at("early_stopping").at("best_epoch").get<int64_t>() - 1;  // 0-based
+  // 48 / (2 x 8) = 3 steps per epoch: the fault at the second step of epoch best + 2.
+  const std::string out = job("restarted", detail::cat("exit:1:", (best + 2) * 3 + 1), &restarted);
+  EXPECT_NE(out.find("restarting every worker (restart 1 of 1)"), std::string::npos) << out;
+  EXPECT_EQ(restarted.at("early_stopping"), whole.at("early_stopping"));
+  const Model a = Model::load(tmp.file("whole.aether")), b = Model::load(tmp.file("restarted.aether"));
+  EXPECT_EQ(a.epochs_done(), best + 4);
+  EXPECT_EQ(b.epochs_done(), a.epochs_done());
+  auto pa = const_cast<Model&>(a).network().named_parameters(),
+       pb = const_cast<Model&>(b).network().named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    EXPECT_EQ(pa[i].second->to_vector<float>(), pb[i].second->to_vector<float>()) << pa[i].first;
+}
+
 TEST(DistLaunch, BadOptionsAreNamed) {
   CliResult r = run("launch --nproc-per-node 0 -- aether train");
   EXPECT_NE(r.code, 0);

@@ -210,7 +210,10 @@ class EarlyStopping(Callback):
     in a row without improvement (0 acts as 1, as in Keras) training stops. With
     `restore_best_weights` the model's weights and BatchNorm statistics then become the best
     epoch's, also when the last epoch ran (Keras restores only when it stops), and a `checkpoint`
-    file is saved again with them. Each train() call counts from its own first epoch.
+    file is saved again with them. Each train() call starts a run of its own, unless the model's
+    last run with the same options did not end (train() raised: an error, Ctrl-C, a failed rank):
+    then it continues that run, also from the checkpoint that run wrote, so that a resumed job
+    stops and restores as the uninterrupted one would.
 
     After train(): `best_epoch` (0-based) and `best` (its value), `stopped_epoch` (the 0-based
     epoch after which training stopped, None when every epoch ran) and `restored` (whether the best

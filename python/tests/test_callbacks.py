@@ -260,3 +260,27 @@ def test_learning_rate_scheduler_errors(fmnist):
     with pytest.raises(ValueError, match="one LearningRateScheduler at most"):
         m.train(x, y, epochs=3, verbose=False,
                 callbacks=[ae.LearningRateScheduler(lambda e: 0.1), ae.LearningRateScheduler(lambda e: 0.1)])
+
+
+def test_early_stopping_continues_a_run_that_raised(fmnist):
+    """A run left by an exception (here a callback's; Ctrl-C alike) continues its early stopping
+    when trained again with the same options: it stops and restores as the uninterrupted run."""
+    x, y, xv, yv = data(fmnist)
+    yv = (yv + 1) % 10  # the validation loss rises as the model learns: its best epoch comes early
+    fit = dict(epochs=12, batch_size=100, validation_data=(xv, yv), verbose=False)
+    whole, whole_es = finalized(), ae.EarlyStopping(patience=3)
+    whole.train(x, y, callbacks=[whole_es], **fit)
+    assert whole_es.stopped_epoch is not None and whole_es.best_epoch <= 1
+
+    def boom(epoch, logs):
+        if epoch == 2:
+            raise RuntimeError("interrupted")
+
+    m = finalized()
+    with pytest.raises(RuntimeError, match="interrupted"):
+        m.train(x, y, callbacks=[ae.EarlyStopping(patience=3), ae.LambdaCallback(on_epoch_end=boom)], **fit)
+    es = ae.EarlyStopping(patience=3)
+    h = m.train(x, y, callbacks=[es], **fit)
+    assert h.epoch[0] == 3
+    assert (es.best_epoch, es.best, es.stopped_epoch) == (whole_es.best_epoch, whole_es.best, whole_es.stopped_epoch)
+    np.testing.assert_array_equal(m.predict(xv[:50]), whole.predict(xv[:50]))

@@ -1,9 +1,10 @@
-// src/io/checkpoint.cpp - save_checkpoint / load_checkpoint: a zip of manifest.json and two
+// src/io/checkpoint.cpp - save_checkpoint / load_checkpoint: a zip of manifest.json and two or three
 // safetensors files, written atomically and validated on load (format: io/checkpoint.h).
 #include "io/checkpoint.h"
 
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "aether/core/error.h"
 #include "aether/io/file.h"
@@ -20,6 +21,7 @@ using json = nlohmann::json;
 constexpr const char* kManifestMember = "manifest.json";
 constexpr const char* kModelMember = "model.safetensors";
 constexpr const char* kOptimizerMember = "optimizer.safetensors";
+constexpr const char* kTrainingMember = "training.safetensors";  // only when Checkpoint::training has tensors
 constexpr const char* kReservedKeys[] = {"format", "format_version", "tensors"};
 
 // Indents every line but the first by `n` spaces.
@@ -63,7 +65,9 @@ std::string make_manifest(const Checkpoint& ckpt) {
         text += "  " + json(key).dump() + ": " + indent_rest(value.dump(2), 2) + ",\n";
     text += "  \"tensors\": {\n";
     text += "    \"model\": " + tensor_list(ckpt.model, "    ") + ",\n";
-    text += "    \"optimizer\": " + tensor_list(ckpt.optimizer, "    ") + "\n";
+    text += "    \"optimizer\": " + tensor_list(ckpt.optimizer, "    ");
+    if (!ckpt.training.empty()) text += ",\n    \"training\": " + tensor_list(ckpt.training, "    ");
+    text += "\n";
     text += "  }\n}\n";
     return text;
   } catch (const json::exception& e) {
@@ -95,8 +99,9 @@ json parse_manifest(const zipio::Reader& zip, const std::string& path) {
   const auto tensors = m.find("tensors");
   AETHER_CHECK_RUNTIME(tensors != m.end() && tensors->is_object(), path, kManifestMember,
                        " has no \"tensors\" object");
-  for (const char* group : {"model", "optimizer"}) {
+  for (const char* group : {"model", "optimizer", "training"}) {
     const auto list = tensors->find(group);
+    if (list == tensors->end() && std::string(group) == "training") continue;  // optional
     AETHER_CHECK_RUNTIME(list != tensors->end() && list->is_array(), path, kManifestMember,
                          " has no \"tensors\".\"", group, "\" list");
     for (const json& e : *list) {
@@ -146,10 +151,12 @@ void save_checkpoint(const std::string& path, const Checkpoint& ckpt) {
   // Everything is serialised in memory first, so bad input fails before the file system is touched.
   const std::string model = write_safetensors(ckpt.model);
   const std::string optimizer = write_safetensors(ckpt.optimizer);
+  const std::string training = ckpt.training.empty() ? std::string() : write_safetensors(ckpt.training);
   const std::string manifest = make_manifest(ckpt);
-  const std::string archive = zipio::write_zip(
-      {{kManifestMember, manifest, true}, {kModelMember, model, false}, {kOptimizerMember, optimizer, false}},
-      path);
+  std::vector<zipio::Member> members = {
+      {kManifestMember, manifest, true}, {kModelMember, model, false}, {kOptimizerMember, optimizer, false}};
+  if (!ckpt.training.empty()) members.push_back({kTrainingMember, training, false});
+  const std::string archive = zipio::write_zip(members, path);
   write_file_atomic(path, archive);
 }
 
@@ -160,6 +167,8 @@ Checkpoint load_checkpoint(const std::string& path) {
   Checkpoint ckpt;
   ckpt.model = load_group(zip, path, kModelMember, manifest["tensors"]["model"]);
   ckpt.optimizer = load_group(zip, path, kOptimizerMember, manifest["tensors"]["optimizer"]);
+  if (manifest["tensors"].contains("training"))
+    ckpt.training = load_group(zip, path, kTrainingMember, manifest["tensors"]["training"]);
   for (const char* key : kReservedKeys) manifest.erase(key);
   ckpt.manifest_extra = std::move(manifest);
   return ckpt;

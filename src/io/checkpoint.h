@@ -6,6 +6,8 @@
 //                          dtype and shape of every tensor of both groups
 //   model.safetensors      weights and buffers (aether/io/safetensors.h), in the caller's order
 //   optimizer.safetensors  optimizer state
+//   training.safetensors   other tensors of the training state (early stopping's best epoch);
+//                          present only when there are some
 // Saving is atomic (aether/io/file.h): a failure at any point leaves the previous file intact.
 // Loading checks everything and throws aether::Error "<path>: <what was wrong>" for a file that is
 // not a zip, lacks a member, is truncated or corrupt, is too new, or whose manifest disagrees with
@@ -32,6 +34,7 @@ struct Checkpoint {
   nlohmann::json manifest_extra = nlohmann::json::object();
   NamedTensors model;      // parameters and buffers, named by module path ("0.conv.weight")
   NamedTensors optimizer;  // optimizer state ("0.conv.weight.exp_avg", ...)
+  NamedTensors training;   // other training state ("early_stopping.0.conv.weight"); often empty
 };
 
 // Writes `ckpt` to `path` atomically. Throws aether::Error on bad input (see write_safetensors;

@@ -6,9 +6,18 @@
 
 namespace aether::model_internal {
 
-EarlyStopper::EarlyStopper(const EarlyStopping& options, bool has_validation)
+bool same_options(const EarlyStopping& a, const EarlyStopping& b) {
+  return a.monitor == b.monitor && a.patience == b.patience && a.min_delta == b.min_delta &&
+         a.restore_best_weights == b.restore_best_weights;
+}
+
+EarlyStopper::EarlyStopper(const EarlyStopping& options, bool has_validation, const EarlyStoppingRun* resume)
     : o_(options), plateau_(options.monitor, options.min_delta, has_validation, "early_stopping") {
   AETHER_CHECK(o_.patience >= 0, "train", "early_stopping: patience must be >= 0, got ", o_.patience);
+  if (resume != nullptr) {
+    plateau_.state = resume->plateau;
+    best_state_ = resume->best;
+  }
 }
 
 bool EarlyStopper::update(const EpochStats& st, const nn::NamedTensors& state) {
@@ -27,7 +36,9 @@ bool EarlyStopper::restore(const nn::NamedTensors& state) {
     return false;
   AETHER_CHECK(state.size() == best_state_.size(), "train", "early_stopping: ", state.size(),
                " tensors to restore, ", best_state_.size(), " kept");
-  for (size_t i = 0; i < state.size(); ++i) state[i].second->assign(best_state_[i]);
+  // (Kept copies come from a checkpoint on the CPU when the run resumed: to the model's device.)
+  for (size_t i = 0; i < state.size(); ++i)
+    state[i].second->assign(best_state_[i].to(state[i].second->device()));
   std::vector<Tensor> values;
   for (const auto& [name, t] : state) values.push_back(*t);
   realize(values);

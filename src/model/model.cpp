@@ -459,8 +459,9 @@ Model& Model::configure(const ModelConfig& config) {
   // A finalized model takes the new recipe whole (param groups, a fresh optimizer), as Keras'
   // compile does; before, the optimizer finalize built kept its kind, groups and frozen set.
   if (impl_->finalized) impl_->setup_training(config, "configure");
-  impl_->lr_plateau = {};       // a reduction of the old recipe's learning rate ends with it
-  impl_->scheduled_lr.reset();  // and so does a learning rate lr_schedule set
+  impl_->lr_plateau = {};             // a reduction of the old recipe's learning rate ends with it
+  impl_->scheduled_lr.reset();        // and so does a learning rate lr_schedule set
+  impl_->early_stopping_run.reset();  // and an early-stopping run left unfinished
   impl_->config = config;
   impl_->configured = true;
   return *this;

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "aether/core/random.h"
+#include "data_parallel.h"
 #include "io/checkpoint.h"
 #include "io/json.h"
 #include "model_impl.h"
@@ -17,6 +18,21 @@
 
 namespace aether {
 using namespace model_internal;
+
+namespace {
+// The checkpoint's tensors of early stopping's best epoch: "early_stopping." + a parameter's or
+// buffer's name.
+const std::string kBestPrefix = "early_stopping.";
+
+// TrainOptions::early_stopping's run (training_state.early_stopping; null: none).
+nlohmann::json early_stopping_json(const std::optional<EarlyStoppingRun>& run) {
+  if (!run) return nullptr;
+  return {{"monitor", run->options.monitor},     {"patience", run->options.patience},
+          {"min_delta", run->options.min_delta}, {"restore_best_weights", run->options.restore_best_weights},
+          {"best", run->plateau.best},           {"best_epoch", run->plateau.best_epoch},
+          {"wait", run->plateau.wait},           {"ended", run->ended}};
+}
+}  // namespace
 
 // ---- save / load
 // ---------------------------------------------------------------------------------------------
@@ -50,13 +66,20 @@ void Model::save(const std::string& path) {
           {"cooldown", m.lr_plateau.cooldown},
           {"best", m.lr_plateau.plateau.best},
           {"best_epoch", m.lr_plateau.plateau.best_epoch},
-          {"wait", m.lr_plateau.plateau.wait}}}}},
+          {"wait", m.lr_plateau.plateau.wait}}},
+        {"early_stopping", early_stopping_json(m.early_stopping_run)}}},
       {"optimizer", nlohmann::json::parse(m.opt->config())},
       {"info", m.info},
       {"layouts", layouts_json()}};
   const std::vector<std::string>& names = m.state_names;  // the optimizer state's owners, by index
   for (auto& [name, t] : m.net->named_parameters()) ck.model.emplace_back(name, t->detach());
   for (auto& [name, t] : m.net->named_buffers()) ck.model.emplace_back(name, t->detach());
+  // An early-stopping run that may be continued keeps its best epoch's weights and buffers.
+  if (const auto& run = m.early_stopping_run; run && !run->ended && !run->best.empty()) {
+    const nn::NamedTensors state = parameters_and_buffers(*m.net);
+    for (size_t i = 0; i < state.size(); ++i)
+      ck.training.emplace_back(kBestPrefix + state[i].first, run->best[i]);
+  }
   for (auto& [name, t] : m.opt->named_state()) {
     const size_t dot = name.find('.');
     const size_t idx = std::stoul(name.substr(0, dot));
@@ -75,6 +98,7 @@ void Model::save(const std::string& path) {
   };
   for (const auto& [name, t] : ck.model) check("", name, t);
   for (const auto& [name, t] : ck.optimizer) check("optimizer state ", name, t);
+  for (const auto& [name, t] : ck.training) check("early stopping's best epoch: ", name, t);
   save_checkpoint(path, ck);
 }
 
@@ -313,6 +337,28 @@ Model Model::load(const std::string& path) {
       lr_plateau.plateau.wait = r.count(r.member(lp, e, "wait"), e + ".wait");
     }
     m.lr_plateau = lr_plateau;
+    // Early stopping's last run (null, and files from before it: none); its tensors come below.
+    if (ts.contains("early_stopping") && !ts["early_stopping"].is_null()) {
+      const json& es = ts["early_stopping"];
+      const std::string e = "training_state.early_stopping";
+      EarlyStoppingRun run;
+      const json& monitor = r.member(es, e, "monitor");
+      if (!monitor.is_string() ||
+          !std::set<std::string>{"val_loss", "val_accuracy", "loss", "accuracy"}.count(
+              monitor.get<std::string>()))
+        r.fail(e + ".monitor",
+               "is " + brief(monitor) + ", expected val_loss, val_accuracy, loss or accuracy");
+      run.options.monitor = monitor.get<std::string>();
+      run.options.patience = r.count(r.member(es, e, "patience"), e + ".patience");
+      run.options.min_delta = r.number(r.member(es, e, "min_delta"), e + ".min_delta", 0);
+      run.options.restore_best_weights =
+          r.boolean(r.member(es, e, "restore_best_weights"), e + ".restore_best_weights");
+      run.plateau.best = r.number(r.member(es, e, "best"), e + ".best", -std::numeric_limits<double>::max());
+      run.plateau.best_epoch = r.count(r.member(es, e, "best_epoch"), e + ".best_epoch", -1);
+      run.plateau.wait = r.count(r.member(es, e, "wait"), e + ".wait");
+      run.ended = r.boolean(r.member(es, e, "ended"), e + ".ended");
+      m.early_stopping_run = run;
+    }
     // TrainOptions::lr_schedule's learning rate (null, and files from before it: none, config.lr).
     m.scheduled_lr.reset();
     if (ts.contains("scheduled_lr") && !ts["scheduled_lr"].is_null()) {
@@ -377,6 +423,35 @@ Model Model::load(const std::string& path) {
     }
     if (!tensors.empty())
       r.fail("tensor '" + tensors.begin()->first + "'", "is not part of the architecture");
+
+    // Early stopping's best epoch: each parameter and buffer once, for a run to continue that
+    // restores them and has a best epoch; otherwise none.
+    const auto& run = m.early_stopping_run;
+    const bool keeps_best =
+        run && !run->ended && run->options.restore_best_weights && run->plateau.best_epoch >= 0;
+    std::unordered_map<std::string, Tensor> best;
+    for (auto& [name, t] : ck.training) best.emplace(name, t);
+    std::vector<Tensor> best_values;
+    if (keeps_best)
+      for (auto& [name, t] : parameters_and_buffers(*m.net)) {
+        const std::string entry = "tensor '" + kBestPrefix + name + "'";
+        const auto it = best.find(kBestPrefix + name);
+        if (it == best.end())
+          r.fail(entry, "is missing (training_state.early_stopping has a best epoch to restore)");
+        if (it->second.shape() != t->shape() || it->second.dtype() != t->dtype())
+          r.fail(entry,
+                 detail::cat("has shape ", to_string(it->second.shape()), " ", dtype_name(it->second.dtype()),
+                             ", '", name, "' has ", to_string(t->shape()), " ", dtype_name(t->dtype())));
+        check_values(entry, name, it->second);
+        best_values.push_back(it->second);
+        best.erase(it);
+      }
+    for (const auto& [name, t] : ck.training)  // the first left over, in the file's order
+      if (best.count(name))
+        r.fail("tensor '" + name + "'",
+               keeps_best ? "is no parameter or buffer of the model"
+                          : "is not expected: training_state.early_stopping keeps no best epoch to restore");
+    if (keeps_best) m.early_stopping_run->best = std::move(best_values);
 
     // Optimizer state: "<parameter>.<slot>", exactly the optimizer's slots for every parameter once
     // it has taken a step, none before.

@@ -13,6 +13,7 @@
 
 #include "aether/model/model.h"
 #include "aether/ops/nn.h"
+#include "model/early_stopping.h"
 #include "model/lr_plateau.h"
 
 namespace aether {
@@ -73,6 +74,8 @@ struct Model::Impl {
   int64_t epochs_done = 0, steps_done = 0;
   // TrainOptions::reduce_lr_on_plateau's factor so far and its rule's state (checkpointed).
   model_internal::LrPlateauState lr_plateau;
+  // TrainOptions::early_stopping's last run (checkpointed): continued when it did not end.
+  std::optional<model_internal::EarlyStoppingRun> early_stopping_run;
   // TrainOptions::lr_schedule's last value (checkpointed); none: config.lr.
   std::optional<double> scheduled_lr;
   double base_lr() const { return scheduled_lr.value_or(config.lr); }

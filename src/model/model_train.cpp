@@ -59,7 +59,9 @@ class Model::TrainLoop {
   // After the steps: validation, the learning-rate reduction, the checkpoint, on_epoch, early
   // stopping and a stop request. True when training stops after this epoch.
   bool end_epoch(EpochStats& st, ProgressBar& bar);
-  void restore_best();  // early stopping's best epoch (in the checkpoint too)
+  // Early stopping's run ends: the best epoch's weights restored (and saved), and a checkpoint
+  // that does not say the run ended yet (a stop request) saved again.
+  void end_early_stopping();
 
   Model& model_;
   Impl& m_;
@@ -137,6 +139,10 @@ Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_se
   // read values on the host (label checks), stays outside the capture.
   if (m.device.type == DeviceType::cuda && cuda::graphs_requested() && comm == nullptr)
     graph_step_ = std::make_unique<cuda::GraphStep>(m.device.index);
+  // Early stopping continues the model's run when it did not end and has the same options.
+  const auto& run = m.early_stopping_run;
+  const bool continues =
+      o.early_stopping && run && !run->ended && same_options(run->options, *o.early_stopping);
   if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
     const int64_t stopping = o.early_stopping ? o.early_stopping->patience + 1 : 0;  // 0: none
     const int64_t reducing = o.reduce_lr_on_plateau ? o.reduce_lr_on_plateau->patience + 1 : 0;
@@ -151,12 +157,14 @@ Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_se
                        {"parameters", int64_t(m.opt->params().size())},
                        {"sync_batch_norm", int64_t(o.sync_batch_norm)},
                        {"early_stopping patience + 1", stopping},
+                       {"early_stopping continues a run", int64_t(continues)},
                        {"reduce_lr_on_plateau patience + 1", reducing},
                        {"lr_schedule", int64_t(bool(o.lr_schedule))}});
     broadcast_from_rank0(*comm, parameters_and_buffers(*m.net));
   }
   // Each checks its options before an epoch is spent.
-  if (o.early_stopping) stopper_.emplace(*o.early_stopping, o.validation != nullptr);
+  if (o.early_stopping)
+    stopper_.emplace(*o.early_stopping, o.validation != nullptr, continues ? &*run : nullptr);
   if (o.reduce_lr_on_plateau)
     reducer_.emplace(*o.reduce_lr_on_plateau, o.validation != nullptr, m.config.lr, m.lr_plateau);
   if (comm != nullptr && o.sync_batch_norm) sync_bn_.emplace(*comm, m.device, *m.net);
@@ -169,13 +177,15 @@ History Model::TrainLoop::run() {
     bool& flag;
     ~TrainingFlag() { flag = false; }
   } training_flag{m_.training};
+  m_.early_stopping_run.reset();  // this run's, from here on
+  if (stopper_) m_.early_stopping_run = stopper_->run(false);
   for (int64_t epoch = m_.epochs_done; epoch < o_.epochs; ++epoch) {
     const double lr_scale = begin_epoch(epoch);
     ProgressBar bar(epoch, o_.epochs, per_epoch_, o_.progress && root_);
     EpochStats st = run_steps(epoch, lr_scale, bar);
     if (end_epoch(st, bar)) break;
   }
-  if (stopper_) restore_best();
+  if (stopper_) end_early_stopping();
   if (graph_step_ && !graph_step_->fallback_reason().empty())
     std::fprintf(stderr, "aether: CUDA graphs were not used: %s\n", graph_step_->fallback_reason().c_str());
   return history_;
@@ -320,6 +330,9 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
   if (st.lr_reduced && o_.progress && root_)
     std::printf("reduce_lr_on_plateau after epoch %lld: %s\n", static_cast<long long>(epoch + 1),
                 reducer_->reduced_text().c_str());
+  // Early stopping decides before the checkpoint, which holds its run (resumed after a failure).
+  const bool patience_out = stopper_ && stopper_->update(st, parameters_and_buffers(*m_.net));
+  if (stopper_) m_.early_stopping_run = stopper_->run(patience_out || epoch + 1 == o_.epochs);
   history_.epochs.push_back(st);
   if (!path.empty() && root_) {
     try {
@@ -329,7 +342,7 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
     }
   }
   if (o_.on_epoch) o_.on_epoch(st);
-  if (stopper_ && stopper_->update(st, parameters_and_buffers(*m_.net))) {
+  if (patience_out) {
     history_.stopped_early = true;
     if (o_.progress && root_)
       std::printf("early stopping after epoch %lld of %lld: %s\n", static_cast<long long>(epoch + 1),
@@ -349,16 +362,19 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
   return false;
 }
 
-void Model::TrainLoop::restore_best() {
+void Model::TrainLoop::end_early_stopping() {
+  const bool recorded = m_.early_stopping_run->ended;  // in the last checkpoint
+  m_.early_stopping_run->ended = true;
+  m_.early_stopping_run->best.clear();  // (a run that ended is not continued)
   history_.best_epoch = stopper_->best_epoch();
   history_.best = stopper_->best();
   history_.restored_best = stopper_->restore(parameters_and_buffers(*m_.net));
-  if (!history_.restored_best) return;
-  if (comm_ != nullptr)
+  if (history_.restored_best && comm_ != nullptr)
     check_ranks_agree(*comm_, m_.device, parameters_and_buffers(*m_.net), "after restoring the best epoch");
-  if (o_.progress && root_)
+  if (history_.restored_best && o_.progress && root_)
     std::printf("restored the weights of the best epoch: %s\n", stopper_->best_text().c_str());
-  if (!o_.checkpoint_path.empty() && root_) model_.save(o_.checkpoint_path);
+  if ((history_.restored_best || !recorded) && !o_.checkpoint_path.empty() && root_)
+    model_.save(o_.checkpoint_path);
 }
 
 History Model::train(const data::Dataset& train_set, const TrainOptions& o) {

@@ -199,7 +199,11 @@ struct BatchProgress {
 // parameters and buffers (BatchNorm statistics) then take the best epoch's values: also when the
 // last epoch ran without the patience running out (Keras restores only on a stop), and the
 // checkpoint_path file is saved again to hold them. The optimizer's state, epochs_done() and
-// steps_done() stay the last epoch's. Each train() call counts from its own first epoch.
+// steps_done() stay the last epoch's. Each train() call starts a run of its own, counted from its
+// first epoch, unless the model's last run did not end (train() left it by an exception: an error,
+// Ctrl-C, a failed rank) and has the same options: then it continues that run (its best epoch, the
+// epochs waited, the best weights), also from the checkpoint it wrote, so that a job resumed after
+// a failure stops and restores as the uninterrupted one would.
 struct EarlyStopping {
   std::string monitor = "val_loss";  // val_loss, val_accuracy (need a validation set), loss, accuracy
   int64_t patience = 0;              // >= 0
