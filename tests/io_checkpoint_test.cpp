@@ -169,6 +169,32 @@ TEST_F(Checkpoints, RoundTrip) {
   EXPECT_EQ(files(), (std::set<std::string>{"run.aether"}));
 }
 
+TEST_F(Checkpoints, TheTrainingGroupIsAThirdMemberOnlyWhenItHasTensors) {
+  Checkpoint c = make_checkpoint(2);
+  c.training = {{"early_stopping.w", Tensor::from_vector<float>({4, -5, 6}, {3})}};
+  save_checkpoint(path_, c);
+  const auto entries = local_entries(read_file(path_));
+  ASSERT_EQ(entries.size(), 4u);
+  EXPECT_EQ(entries[3].name, "training.safetensors");
+  EXPECT_EQ(entries[3].method, 0);
+  const Checkpoint back = load_checkpoint(path_);
+  expect_same_tensors(back.training, c.training);
+  expect_same_tensors(back.model, c.model);
+  EXPECT_EQ(read_checkpoint_manifest(path_)["tensors"]["training"][0]["name"], "early_stopping.w");
+  // Listed but missing: named. Without tensors, no member and no list.
+  const std::string bytes = read_file(path_);
+  const zipio::Reader zip(bytes, path_, "x");
+  EXPECT_EQ(load_error(rezip({{"manifest.json", zip.read("manifest.json")},
+                              {"model.safetensors", zip.read("model.safetensors")},
+                              {"optimizer.safetensors", zip.read("optimizer.safetensors")}})),
+            path_ + ": damaged checkpoint: the zip archive has no training.safetensors");
+  c.training.clear();
+  save_checkpoint(path_, c);
+  EXPECT_EQ(local_entries(read_file(path_)).size(), 3u);
+  EXPECT_FALSE(read_checkpoint_manifest(path_)["tensors"].contains("training"));
+  EXPECT_TRUE(load_checkpoint(path_).training.empty());
+}
+
 TEST_F(Checkpoints, EmptyAndNullExtra) {
   Checkpoint c;
   c.manifest_extra = nullptr;
