@@ -478,6 +478,29 @@ class Model:
         self._require_finalized("named_parameters")
         return self._cpp.network().named_parameters()
 
+    def get_weights(self) -> List[np.ndarray]:
+        """Keras' get_weights: copies of the parameters, then the buffers (BatchNorm's running
+        statistics), in named_parameters() then network.named_buffers() order, as NumPy arrays."""
+        self._require_finalized("get_weights")
+        return [np.array(t) for t in self._cpp.get_weights()]
+
+    def set_weights(self, weights: Sequence[ArrayLike]) -> None:
+        """Keras' set_weights: gives the parameters and buffers the values of a list such as
+        get_weights() returns (of this model, or of another of the same architecture). Every value
+        is checked first (count, shapes, floating-point, finite, variances >= 0) and a wrong one
+        changes nothing; values are copied (later changes to the arrays do not reach the model)."""
+        self._require_finalized("set_weights")
+        if isinstance(weights, (np.ndarray, Tensor)) or not isinstance(weights, (list, tuple)):
+            raise TypeError(f"set_weights: weights must be a list of arrays (as get_weights() returns), "
+                            f"got {type(weights).__name__}")
+        values = []
+        for i, w in enumerate(weights):
+            a = np.asarray(w)
+            if a.dtype.kind not in "biuf":
+                raise TypeError(f"set_weights: value {i} has dtype {a.dtype}, expected numbers")
+            values.append(tensor(np.ascontiguousarray(a)))
+        self._cpp.set_weights(values)
+
     @property
     def network(self) -> "_aether.Sequential":
         return self._cpp.network()

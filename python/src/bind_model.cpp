@@ -398,6 +398,8 @@ void bind_model(nb::module_& m) {
           },
           arg("path"))
       .def("summary", &Model::summary)
+      .def("get_weights", &Model::get_weights)
+      .def("set_weights", &Model::set_weights, arg("values"))
       .def(
           "network", [](Model& mod) -> nn::Sequential& { return mod.network(); },
           nb::rv_policy::reference_internal)

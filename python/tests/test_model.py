@@ -644,3 +644,40 @@ def test_reduce_lr_on_plateau_lowers_the_learning_rate_and_resumes(fmnist, tmp_p
     with pytest.raises(TypeError, match="reduce_lr must be an aether.ReduceLROnPlateau, got EarlyStopping"):
         m.train(x[:100], y[:100], epochs=6, reduce_lr=ae.EarlyStopping(), verbose=False)
     assert "ReduceLROnPlateau(monitor='val_loss', factor=0.1, patience=10" in repr(ae.ReduceLROnPlateau())
+
+
+def test_get_and_set_weights_copy_a_model(fmnist):
+    x, y, _, _ = fmnist
+    a = finalized_cnn()
+    a.train(x[:300], y[:300], epochs=1, batch_size=100, verbose=False)
+    w = a.get_weights()
+    names = [n for n, _ in a.named_parameters()] + [n for n, _ in a.network.named_buffers()]
+    assert len(w) == len(names) and all(isinstance(v, np.ndarray) for v in w)
+    assert [v.shape for v in w] == [tuple(t.shape) for _, t in a.named_parameters()] + \
+        [tuple(t.shape) for _, t in a.network.named_buffers()]
+    b = small_cnn(seed=9)
+    b.finalize((28, 28, 1))
+    b.set_weights([v.astype(np.float64) for v in w])  # cast to the weights' float32
+    for (_, ta), (_, tb) in zip(a.named_parameters(), b.named_parameters()):
+        np.testing.assert_array_equal(np.asarray(ta), np.asarray(tb))
+    # Copies both ways: changing the arrays later changes neither model.
+    c = small_cnn(seed=11)
+    c.finalize((28, 28, 1))
+    c.set_weights(w)  # float32 arrays, which aether could have used in place
+    w[0][...] = 0
+    assert np.abs(np.asarray(a.named_parameters()[0][1])).sum() > 0
+    np.testing.assert_array_equal(np.asarray(c.named_parameters()[0][1]), np.asarray(a.named_parameters()[0][1]))
+    good = a.get_weights()
+    with pytest.raises(ValueError, match=r"set_weights: got 1 values for the model's \d+ weights"):
+        b.set_weights(good[:1])
+    with pytest.raises(ValueError, match=r"set_weights: value 0 \('0.weight'\) has shape \(2,\)"):
+        b.set_weights([np.zeros(2, np.float32)] + good[1:])
+    bad = list(good)
+    bad[-1] = np.full_like(good[-1], np.nan)
+    with pytest.raises(ValueError, match=r"holds NaN"):
+        b.set_weights(bad)
+    with pytest.raises(TypeError, match="set_weights: weights must be a list of arrays"):
+        b.set_weights(good[0])
+    with pytest.raises(TypeError, match="set_weights: value 0 has dtype <U1, expected numbers"):
+        b.set_weights([np.array(["x"])] + good[1:])
+    np.testing.assert_array_equal(b.get_weights()[0], good[0])  # the failed calls changed nothing

@@ -632,6 +632,51 @@ Model::Step Model::record_train_step(const Tensor& x, const Tensor& labels, cons
   return step;
 }
 
+// ---- weights ---------------------------------------------------------------------------------------
+std::vector<Tensor> Model::get_weights() {
+  impl_->require_finalized("get_weights");
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : parameters_and_buffers(*impl_->net)) out.push_back(t->detach().clone());
+  realize(out);
+  return out;
+}
+
+void Model::set_weights(const std::vector<Tensor>& values) {
+  auto& m = *impl_;
+  m.require_finalized("set_weights");
+  const nn::NamedTensors weights = parameters_and_buffers(*m.net);
+  const size_t params = m.net->named_parameters().size();
+  AETHER_CHECK(values.size() == weights.size(), "set_weights", "got ", values.size(),
+               " values for the model's ", weights.size(), " weights (", params, " parameters, then ",
+               weights.size() - params, " buffers)");
+  std::vector<Tensor> cast;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto& [name, w] = weights[i];
+    const Tensor& v = values[i];
+    const std::string which = detail::cat("value ", i, " ('", name, "')");
+    AETHER_CHECK(v.defined(), "set_weights", which, " is an undefined tensor");
+    AETHER_CHECK(v.shape() == w->shape(), "set_weights", which, " has shape ", to_string(v.shape()),
+                 ", the weight has ", to_string(w->shape()));
+    AETHER_CHECK(is_float(v.dtype()), "set_weights", which, " is ", dtype_name(v.dtype()),
+                 ", expected floating-point values");
+    Tensor c = v.detach().cast(w->dtype()).to(w->device()).clone();  // its own memory
+    realize({c});
+    const std::string bad = non_finite(c);
+    AETHER_CHECK(bad.empty(), "set_weights", which, " holds ", bad);
+    const double negative = non_negative_entry(name) ? first_negative(c) : 0;
+    AETHER_CHECK(negative == 0, "set_weights", which, " holds the negative value ", negative,
+                 " (a variance)");
+    cast.push_back(c);
+  }
+  // Everything checked: assign.
+  std::vector<Tensor> assigned;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    weights[i].second->assign(cast[i]);
+    assigned.push_back(*weights[i].second);
+  }
+  realize(assigned);
+}
+
 // ---- accessors
 // ---------------------------------------------------------------------------------------------------
 std::string Model::summary() {

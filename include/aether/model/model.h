@@ -356,6 +356,14 @@ class Model {
   // failed load leaves the global random generator as it was.
   static Model load(const std::string& path);
 
+  // Keras' get_weights / set_weights: the parameters, then the buffers (BatchNorm's running
+  // statistics), in network().named_parameters() then named_buffers() order; get_weights() gives
+  // realized copies. set_weights() checks every value before it changes anything: as many as
+  // get_weights() gives, each of its weight's shape, floating-point (cast to the weight's dtype),
+  // finite, variances >= 0; otherwise it throws aether::Error naming the value and its weight. The
+  // optimizer's state stays as it is (Keras too). Frozen parameters take their values as well.
+  std::vector<Tensor> get_weights();
+  void set_weights(const std::vector<Tensor>& values);
   std::string summary();
   nn::Sequential& network();
   optim::Optimizer* optimizer();

@@ -1,0 +1,111 @@
+// Model::get_weights / set_weights (Keras'): the parameters then the buffers, as copies; another
+// model of the architecture takes them and computes as the source does; other float dtypes are
+// cast; a wrong count, shape, dtype or value (NaN, a negative variance) is an error naming the
+// value and its weight, and changes no weight.
+#include <gtest/gtest.h>
+
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "error_util.h"
+#include "model_util.h"
+
+using namespace aether;
+using namespace model_test;
+
+namespace {
+
+// add_layers' network with its weights drawn after manual_seed(seed).
+Model model_with_seed(uint64_t seed) {
+  manual_seed(seed);
+  Model m;
+  add_layers(m);
+  m.configure(sgd_config()).finalize({8, 8, 1});
+  return m;
+}
+
+// Every weight of `m`, bit for bit, equals `w`.
+void expect_weights(Model& m, const std::vector<Tensor>& w) {
+  const std::vector<Tensor> now = m.get_weights();
+  ASSERT_EQ(now.size(), w.size());
+  for (size_t i = 0; i < w.size(); ++i) EXPECT_TRUE(bit_equal(now[i], w[i])) << "weight " << i;
+}
+
+}  // namespace
+
+TEST(ModelWeights, GetGivesCopiesOfTheParametersThenTheBuffers) {
+  const data::Dataset train = tiny_dataset();
+  Model a = small_model();
+  a.train(train, train_options(2));
+  const std::vector<Tensor> w = a.get_weights();
+  const auto params = a.network().named_parameters(), buffers = a.network().named_buffers();
+  ASSERT_EQ(w.size(), params.size() + buffers.size());
+  for (size_t i = 0; i < params.size(); ++i)
+    EXPECT_TRUE(bit_equal(w[i], *params[i].second)) << params[i].first;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    EXPECT_TRUE(bit_equal(w[params.size() + i], *buffers[i].second)) << buffers[i].first;
+  // Copies: training on changes the model, not them.
+  const std::vector<float> first = floats(w[0]);
+  a.train(train, train_options(3));
+  EXPECT_EQ(floats(w[0]), first);
+  EXPECT_NE(floats(a.get_weights()[0]), first);
+}
+
+TEST(ModelWeights, AnotherModelTakesThemAndComputesAsTheSource) {
+  const data::Dataset train = tiny_dataset();
+  Model a = small_model();
+  a.train(train, train_options(2));
+  Model b = model_with_seed(99);
+  const Tensor x = Tensor::randn({5, 8, 8, 1});  // already normalised images
+  EXPECT_FALSE(bit_equal(a.predict(x), b.predict(x)));
+  b.set_weights(a.get_weights());
+  expect_same_weights(a, b);
+  EXPECT_TRUE(bit_equal(a.predict(x), b.predict(x)));
+  // float64 values are cast.
+  std::vector<Tensor> doubles;
+  for (const Tensor& t : a.get_weights()) doubles.push_back(t.cast(DType::float64));
+  Model c = model_with_seed(7);
+  c.set_weights(doubles);
+  expect_same_weights(a, c);
+}
+
+TEST(ModelWeights, BadValuesNameTheWeightAndChangeNothing) {
+  Model m = model_with_seed(3);
+  const std::vector<Tensor> before = m.get_weights();
+  const auto params = m.network().named_parameters(), buffers = m.network().named_buffers();
+  const size_t n = params.size() + buffers.size();
+  auto error = [&](const std::vector<Tensor>& values) {
+    const std::string e = error_of([&] { m.set_weights(values); });
+    expect_weights(m, before);  // unchanged
+    return e;
+  };
+  auto with = [&](size_t i, const Tensor& v) {
+    std::vector<Tensor> w = before;
+    w[i] = v;
+    return w;
+  };
+  EXPECT_EQ(error({}), detail::cat("set_weights: got 0 values for the model's ", n, " weights (",
+                                   params.size(), " parameters, then ", buffers.size(), " buffers)"));
+  EXPECT_EQ(error(with(0, Tensor::zeros({2}))), "set_weights: value 0 ('" + params[0].first +
+                                                    "') has shape (2,), the weight has " +
+                                                    to_string(params[0].second->shape()));
+  EXPECT_EQ(error(with(1, Tensor::zeros(params[1].second->shape(), DType::int64))),
+            "set_weights: value 1 ('" + params[1].first + "') is int64, expected floating-point values");
+  // The last value holds NaN in its last place: checked before the first is assigned.
+  Tensor nan = before.back().cast(DType::float32);
+  std::vector<float> v = floats(nan);
+  v.back() = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(error(with(n - 1, Tensor::from_vector<float>(v, nan.shape()))),
+            "set_weights: value " + std::to_string(n - 1) + " ('" + buffers.back().first + "') holds NaN");
+  size_t var = n;
+  for (size_t i = 0; i < buffers.size(); ++i)
+    if (buffers[i].first.ends_with("running_var")) var = params.size() + i;
+  ASSERT_LT(var, n);
+  EXPECT_EQ(error(with(var, Tensor::full(before[var].shape(), -1.0))),
+            "set_weights: value " + std::to_string(var) + " ('" + buffers[var - params.size()].first +
+                "') holds the negative value -1 (a variance)");
+  Model unfinished;
+  EXPECT_NE(error_of([&] { unfinished.set_weights(before); }).find("set_weights"), std::string::npos);
+  EXPECT_NE(error_of([&] { unfinished.get_weights(); }).find("get_weights"), std::string::npos);
+}
