@@ -91,6 +91,26 @@ TEST(RequestStop, ARequestBeforeTrainIsClearedAndOneInTheLastEpochStopsNothing) 
   EXPECT_FALSE(m.stop_requested());
 }
 
+TEST(TrainCallbacks, OnBatchBeginComesBeforeEachStepAndOnBatchAfter) {
+  const data::Dataset train = tiny_dataset();  // 4 steps of 16 per epoch
+  Model m = small_model();
+  TrainOptions o = train_options(2);
+  std::vector<std::string> calls;  // "begin e.b s" / "end e.b s": epoch, batch (0-based), steps done
+  o.on_batch_begin = [&](int64_t epoch, int64_t batch) {
+    calls.push_back(detail::cat("begin ", epoch, ".", batch, " ", m.steps_done()));
+  };
+  o.on_batch = [&](const BatchProgress& p) {
+    calls.push_back(detail::cat("end ", p.epoch, ".", p.batch - 1, " ", m.steps_done()));
+  };
+  m.train(train, o);
+  std::vector<std::string> want;
+  for (int64_t s = 0; s < 8; ++s) {
+    want.push_back(detail::cat("begin ", s / 4, ".", s % 4, " ", s));
+    want.push_back(detail::cat("end ", s / 4, ".", s % 4, " ", s + 1));
+  }
+  EXPECT_EQ(calls, want);
+}
+
 TEST(TrainCallbacks, MayEvaluateAndSaveButNotTrainOrChangeTheRecipe) {
   TempDir dir;
   const data::Dataset train = tiny_dataset();

@@ -34,7 +34,8 @@ def _number(v: Any, what: str, ok: bool, expected: str) -> float:
 
 class Callback:
     """What Model.train(callbacks=[...]) calls, as Keras does: `on_train_begin(logs)`, then for each
-    epoch `on_epoch_begin(epoch, logs)`, `on_train_batch_end(batch, logs)` after each step (`logs`:
+    epoch `on_epoch_begin(epoch, logs)`, `on_train_batch_begin(batch, logs)` before each step
+    (`logs` empty) and `on_train_batch_end(batch, logs)` after it (`logs`:
     the epoch's mean "loss" and "accuracy" so far) and `on_epoch_end(epoch, logs)` after the epoch's
     validation and checkpoint (`logs`: "loss", "accuracy", "val_loss" and "val_accuracy" with a
     validation set, "lr", "seconds"), then `on_train_end(logs)` with the last epoch's logs. Epochs and
@@ -69,23 +70,33 @@ class Callback:
     def on_epoch_end(self, epoch: int, logs: Logs = None) -> None:
         pass
 
+    def on_train_batch_begin(self, batch: int, logs: Logs = None) -> None:
+        pass
+
     def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         pass
+
+    def _overrides(self, hook: str) -> bool:
+        """Whether this callback does something in `hook` (train() skips the per-step hooks none
+        override)."""
+        return hook in vars(self) or getattr(type(self), hook) is not getattr(Callback, hook)
 
 
 class LambdaCallback(Callback):
     """A Callback from functions (Keras' LambdaCallback): on_train_begin(logs), on_train_end(logs),
-    on_epoch_begin(epoch, logs), on_epoch_end(epoch, logs), on_train_batch_end(batch, logs)."""
+    on_epoch_begin(epoch, logs), on_epoch_end(epoch, logs), on_train_batch_begin(batch, logs),
+    on_train_batch_end(batch, logs)."""
 
     def __init__(self, on_train_begin: Optional[Callable[..., None]] = None,
                  on_train_end: Optional[Callable[..., None]] = None,
                  on_epoch_begin: Optional[Callable[..., None]] = None,
                  on_epoch_end: Optional[Callable[..., None]] = None,
+                 on_train_batch_begin: Optional[Callable[..., None]] = None,
                  on_train_batch_end: Optional[Callable[..., None]] = None):
         super().__init__()
         for name, fn in (("on_train_begin", on_train_begin), ("on_train_end", on_train_end),
                          ("on_epoch_begin", on_epoch_begin), ("on_epoch_end", on_epoch_end),
-                         ("on_train_batch_end", on_train_batch_end)):
+                         ("on_train_batch_begin", on_train_batch_begin), ("on_train_batch_end", on_train_batch_end)):
             if fn is not None:
                 if not callable(fn):
                     raise TypeError(f"LambdaCallback: {name} must be callable, got {type(fn).__name__}")

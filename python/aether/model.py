@@ -373,6 +373,10 @@ class Model:
                 logs = {"loss": args[5], "accuracy": args[6]}
                 for cb in hooks:
                     cb.on_train_batch_end(args[2] - 1, logs)
+        batch_begins = [cb for cb in hooks if cb._overrides("on_train_batch_begin")]
+        def on_batch_begin(epoch: int, batch: int) -> None:
+            for cb in batch_begins:
+                cb.on_train_batch_begin(batch, {})
         def on_epoch_begin(epoch: int) -> None:
             for cb in hooks:
                 cb.on_epoch_begin(epoch, {})
@@ -401,7 +405,8 @@ class Model:
             None if reduce_lr is None else reduce_lr._options(),
             on_epoch_begin if hooks else None,
             on_epoch_end if hooks else None,
-            None if lr_scheduler is None else lr_scheduler._lr)
+            None if lr_scheduler is None else lr_scheduler._lr,
+            on_batch_begin if batch_begins else None)
         for cb in hooks:
             cb.on_train_end(dict(last_logs))
         if reduce_lr is not None:

@@ -178,11 +178,11 @@ struct TrainArgs {
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "best": float (its
 //  monitored number), "stopped_early": bool, "restored_best": bool}
 // on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch),
-// on_epoch(epoch_dict) and lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule): Python callables
-// or None, called with the GIL.
+// on_epoch(epoch_dict), lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule) and
+// on_batch_begin(epoch, batch): Python callables or None, called with the GIL.
 nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
                const TrainArgs& a, nb::object on_batch, nb::object on_epoch_begin, nb::object on_epoch,
-               nb::object lr_schedule) {
+               nb::object lr_schedule, nb::object on_batch_begin) {
   TrainOptions o;
   o.epochs = a.epochs;
   o.data.batch_size = a.batch_size;
@@ -218,6 +218,11 @@ nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<dat
     o.on_epoch = [&on_epoch](const EpochStats& e) {
       nb::gil_scoped_acquire gil;
       on_epoch(epoch_dict(e));
+    };
+  if (!on_batch_begin.is_none())
+    o.on_batch_begin = [&on_batch_begin](int64_t epoch, int64_t batch) {
+      nb::gil_scoped_acquire gil;
+      on_batch_begin(epoch, batch);
     };
   if (!lr_schedule.is_none())
     o.lr_schedule = [&lr_schedule](int64_t epoch, double lr) {
@@ -297,7 +302,7 @@ void bind_model(nb::module_& m) {
              std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
              bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping,
              std::optional<nb::dict> reduce_lr, nb::object on_epoch_begin, nb::object on_epoch,
-             nb::object lr_schedule) {
+             nb::object lr_schedule, nb::object on_batch_begin) {
             TrainArgs a;
             a.epochs = epochs;
             a.batch_size = batch_size;
@@ -327,7 +332,8 @@ void bind_model(nb::module_& m) {
                                     nb::cast<int64_t>(d["patience"]),    nb::cast<double>(d["min_delta"]),
                                     nb::cast<int64_t>(d["cooldown"]),    nb::cast<double>(d["min_lr"])};
             }
-            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch, lr_schedule);
+            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch, lr_schedule,
+                         on_batch_begin);
           },
           arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
           arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
@@ -335,7 +341,7 @@ void bind_model(nb::module_& m) {
           arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
           arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none(),
           arg("on_epoch_begin").none() = nb::none(), arg("on_epoch").none() = nb::none(),
-          arg("lr_schedule").none() = nb::none())
+          arg("lr_schedule").none() = nb::none(), arg("on_batch_begin").none() = nb::none())
       .def_prop_rw(
           "stop_training", [](const Model& mod) { return mod.stop_requested(); },
           [](Model& mod, bool stop) { mod.request_stop(stop); },

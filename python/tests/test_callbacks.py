@@ -32,6 +32,9 @@ class Recorder(ae.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self.calls.append(("epoch_begin", epoch, self.model.epochs_done))
 
+    def on_train_batch_begin(self, batch, logs=None):
+        self.calls.append(("batch_begin", batch, self.model._cpp.steps_done))
+
     def on_train_batch_end(self, batch, logs=None):
         self.calls.append(("batch_end", batch, dict(logs)))
 
@@ -50,7 +53,14 @@ def test_hooks_run_in_order_with_the_epochs_numbers(fmnist):
     assert rec.model is m
     assert rec.params == {"epochs": 2, "verbose": 0, "do_validation": True}
     names = [c[0] for c in rec.calls]
-    assert names == (["train_begin"] + (["epoch_begin"] + ["batch_end"] * 3 + ["epoch_end"]) * 2 + ["train_end"])
+    assert names == (["train_begin"] + (["epoch_begin"] + ["batch_begin", "batch_end"] * 3 + ["epoch_end"]) * 2
+                     + ["train_end"])
+    # Before each step: the steps done so far.
+    assert [c[1:] for c in rec.calls if c[0] == "batch_begin"] == [(0, 0), (1, 1), (2, 2), (0, 3), (1, 4), (2, 5)]
+    lam = []
+    finalized().train(x, y, epochs=1, batch_size=100, verbose=False,
+                      callbacks=[ae.LambdaCallback(on_train_batch_begin=lambda batch, logs: lam.append(batch))])
+    assert lam == [0, 1, 2]
     begins = [c for c in rec.calls if c[0] == "epoch_begin"]
     assert begins == [("epoch_begin", 0, 0), ("epoch_begin", 1, 1)]
     assert [c[1] for c in rec.calls if c[0] == "batch_end"] == [0, 1, 2, 0, 1, 2]

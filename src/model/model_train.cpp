@@ -260,6 +260,7 @@ EpochStats Model::TrainLoop::run_steps(int64_t epoch, double lr_scale, ProgressB
   while (batches < per_epoch_) {
     auto b = loader_.next();
     if (!b) break;
+    if (o_.on_batch_begin) o_.on_batch_begin(epoch, batches);
     const auto [loss, accuracy] = step(*b, lr_scale);
     ++batches;
     const int64_t n = comm_ != nullptr ? b->global_size : b->size;  // images of the step, every rank's

@@ -241,6 +241,8 @@ struct TrainOptions {
   // Called after every step (Python's progress display and Ctrl-C check). An exception it throws
   // stops training at once and propagates; the checkpoint file keeps the last finished epoch.
   std::function<void(const BatchProgress&)> on_batch;
+  // Called before every step, with the epoch (0-based) and the step's batch in it (0-based).
+  std::function<void(int64_t epoch, int64_t batch)> on_batch_begin;
   // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
   // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
   // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each
