@@ -170,6 +170,9 @@ TEST(EarlyStoppingRun, TheCheckpointsRunIsCheckedOnLoading) {
   EXPECT_EQ(entry("ended", true),
             where + "tensor '" + first +
                 "' is not expected: training_state.early_stopping keeps no best epoch to restore");
+  EXPECT_EQ(error([](Checkpoint& c) { c.manifest_extra["training_state"]["early_stopping"] = nullptr; }),
+            where + "tensor '" + first +
+                "' is not expected: training_state.early_stopping keeps no best epoch to restore");
   // Files from before it: no entry (or null) and no tensors.
   EXPECT_EQ(error([](Checkpoint& c) {
               c.manifest_extra["training_state"].erase("early_stopping");

@@ -165,6 +165,96 @@ class ManifestReader {
   std::string path_;
 };
 
+// A tensor's values: finite, and >= 0 for a variance.
+void check_tensor_values(const ManifestReader& r, const std::string& entry, const std::string& name,
+                         const Tensor& t) {
+  const std::string bad = non_finite(t);
+  if (!bad.empty()) r.fail(entry, "holds " + bad);
+  const double negative = non_negative_entry(name) ? first_negative(t) : 0;
+  if (negative != 0) r.fail(entry, detail::cat("holds the negative value ", negative, " (a variance)"));
+}
+
+// training_state.lr_plateau: reduce_lr_on_plateau's state (files from before it have none: factor
+// 1, no best yet).
+LrPlateauState read_lr_plateau(const ManifestReader& r, const json& ts) {
+  LrPlateauState s;
+  if (!ts.contains("lr_plateau")) return s;
+  const json& lp = ts["lr_plateau"];
+  const std::string e = "training_state.lr_plateau";
+  s.factor = r.number(r.member(lp, e, "factor"), e + ".factor", 0);
+  if (!(s.factor > 0 && s.factor <= 1))
+    r.fail(e + ".factor", detail::cat("is ", s.factor, ", expected a number in (0, 1]"));
+  s.cooldown = r.count(r.member(lp, e, "cooldown"), e + ".cooldown");
+  s.plateau.best = r.number(r.member(lp, e, "best"), e + ".best", -std::numeric_limits<double>::max());
+  s.plateau.best_epoch = r.count(r.member(lp, e, "best_epoch"), e + ".best_epoch", -1);
+  s.plateau.wait = r.count(r.member(lp, e, "wait"), e + ".wait");
+  return s;
+}
+
+// training_state.early_stopping: early stopping's last run, without its best weights (null, and
+// files from before it: none).
+std::optional<EarlyStoppingRun> read_early_stopping(const ManifestReader& r, const json& ts) {
+  if (!ts.contains("early_stopping") || ts["early_stopping"].is_null()) return std::nullopt;
+  const json& es = ts["early_stopping"];
+  const std::string e = "training_state.early_stopping";
+  EarlyStoppingRun run;
+  const json& monitor = r.member(es, e, "monitor");
+  if (!monitor.is_string() || !known_monitor(monitor.get<std::string>()))
+    r.fail(e + ".monitor", "is " + brief(monitor) + ", expected val_loss, val_accuracy, loss or accuracy");
+  run.options.monitor = monitor.get<std::string>();
+  run.options.patience = r.count(r.member(es, e, "patience"), e + ".patience");
+  run.options.min_delta = r.number(r.member(es, e, "min_delta"), e + ".min_delta", 0);
+  run.options.restore_best_weights =
+      r.boolean(r.member(es, e, "restore_best_weights"), e + ".restore_best_weights");
+  run.plateau.best = r.number(r.member(es, e, "best"), e + ".best", -std::numeric_limits<double>::max());
+  run.plateau.best_epoch = r.count(r.member(es, e, "best_epoch"), e + ".best_epoch", -1);
+  run.plateau.wait = r.count(r.member(es, e, "wait"), e + ".wait");
+  run.ended = r.boolean(r.member(es, e, "ended"), e + ".ended");
+  return run;
+}
+
+// training_state.scheduled_lr: TrainOptions::lr_schedule's learning rate (null, and files from
+// before it: none, config.lr).
+std::optional<double> read_scheduled_lr(const ManifestReader& r, const json& ts) {
+  if (!ts.contains("scheduled_lr") || ts["scheduled_lr"].is_null()) return std::nullopt;
+  const json& v = ts["scheduled_lr"];
+  if (!v.is_number() || !std::isfinite(v.get<double>()) || !(v.get<double>() > 0))
+    r.fail("training_state.scheduled_lr", "is " + brief(v) + ", expected null or a finite number > 0");
+  return v.get<double>();
+}
+
+// Early stopping's best epoch (the checkpoint's "training" tensors): each parameter and buffer of
+// `net` once, in parameters_and_buffers() order, for a run to continue that restores them and has
+// a best epoch; otherwise none.
+std::vector<Tensor> read_best_weights(const ManifestReader& r, const NamedTensors& training,
+                                      const std::optional<EarlyStoppingRun>& run, nn::Module& net) {
+  const bool keeps_best =
+      run && !run->ended && run->options.restore_best_weights && run->plateau.best_epoch >= 0;
+  std::unordered_map<std::string, Tensor> stored;
+  for (const auto& [name, t] : training) stored.emplace(name, t);
+  std::vector<Tensor> best;
+  if (keeps_best)
+    for (auto& [name, t] : parameters_and_buffers(net)) {
+      const std::string entry = "tensor '" + kBestPrefix + name + "'";
+      const auto it = stored.find(kBestPrefix + name);
+      if (it == stored.end())
+        r.fail(entry, "is missing (training_state.early_stopping has a best epoch to restore)");
+      if (it->second.shape() != t->shape() || it->second.dtype() != t->dtype())
+        r.fail(entry,
+               detail::cat("has shape ", to_string(it->second.shape()), " ", dtype_name(it->second.dtype()),
+                           ", '", name, "' has ", to_string(t->shape()), " ", dtype_name(t->dtype())));
+      check_tensor_values(r, entry, name, it->second);
+      best.push_back(it->second);
+      stored.erase(it);
+    }
+  for (const auto& [name, t] : training)  // the first left over, in the file's order
+    if (stored.count(name))
+      r.fail("tensor '" + name + "'", keeps_best ? "is no parameter or buffer of the model"
+                                                 : "is not expected: training_state.early_stopping keeps no "
+                                                   "best epoch to restore");
+  return best;
+}
+
 // A hostile architecture must not make aether allocate without bound: the weights the layers would
 // create (`total`, summed in order) must stay near what the file stores, `stored` values (checked
 // before any layer is built; the exact shapes are checked after). The slack keeps this a guard
@@ -322,51 +412,9 @@ Model Model::load(const std::string& path) {
                                            "training_state.loss_scale.growth_interval", 1);
     }
     m.loss_scale = loss_scale;
-    // reduce_lr_on_plateau's state (files from before it have none: factor 1, no best yet).
-    model_internal::LrPlateauState lr_plateau;
-    if (ts.contains("lr_plateau")) {
-      const json& lp = ts["lr_plateau"];
-      const std::string e = "training_state.lr_plateau";
-      lr_plateau.factor = r.number(r.member(lp, e, "factor"), e + ".factor", 0);
-      if (!(lr_plateau.factor > 0 && lr_plateau.factor <= 1))
-        r.fail(e + ".factor", detail::cat("is ", lr_plateau.factor, ", expected a number in (0, 1]"));
-      lr_plateau.cooldown = r.count(r.member(lp, e, "cooldown"), e + ".cooldown");
-      lr_plateau.plateau.best =
-          r.number(r.member(lp, e, "best"), e + ".best", -std::numeric_limits<double>::max());
-      lr_plateau.plateau.best_epoch = r.count(r.member(lp, e, "best_epoch"), e + ".best_epoch", -1);
-      lr_plateau.plateau.wait = r.count(r.member(lp, e, "wait"), e + ".wait");
-    }
-    m.lr_plateau = lr_plateau;
-    // Early stopping's last run (null, and files from before it: none); its tensors come below.
-    if (ts.contains("early_stopping") && !ts["early_stopping"].is_null()) {
-      const json& es = ts["early_stopping"];
-      const std::string e = "training_state.early_stopping";
-      EarlyStoppingRun run;
-      const json& monitor = r.member(es, e, "monitor");
-      if (!monitor.is_string() ||
-          !std::set<std::string>{"val_loss", "val_accuracy", "loss", "accuracy"}.count(
-              monitor.get<std::string>()))
-        r.fail(e + ".monitor",
-               "is " + brief(monitor) + ", expected val_loss, val_accuracy, loss or accuracy");
-      run.options.monitor = monitor.get<std::string>();
-      run.options.patience = r.count(r.member(es, e, "patience"), e + ".patience");
-      run.options.min_delta = r.number(r.member(es, e, "min_delta"), e + ".min_delta", 0);
-      run.options.restore_best_weights =
-          r.boolean(r.member(es, e, "restore_best_weights"), e + ".restore_best_weights");
-      run.plateau.best = r.number(r.member(es, e, "best"), e + ".best", -std::numeric_limits<double>::max());
-      run.plateau.best_epoch = r.count(r.member(es, e, "best_epoch"), e + ".best_epoch", -1);
-      run.plateau.wait = r.count(r.member(es, e, "wait"), e + ".wait");
-      run.ended = r.boolean(r.member(es, e, "ended"), e + ".ended");
-      m.early_stopping_run = run;
-    }
-    // TrainOptions::lr_schedule's learning rate (null, and files from before it: none, config.lr).
-    m.scheduled_lr.reset();
-    if (ts.contains("scheduled_lr") && !ts["scheduled_lr"].is_null()) {
-      const json& b = ts["scheduled_lr"];
-      if (!b.is_number() || !std::isfinite(b.get<double>()) || !(b.get<double>() > 0))
-        r.fail("training_state.scheduled_lr", "is " + brief(b) + ", expected null or a finite number > 0");
-      m.scheduled_lr = b.get<double>();
-    }
+    m.lr_plateau = read_lr_plateau(r, ts);
+    m.early_stopping_run = read_early_stopping(r, ts);  // its tensors come with the weights below
+    m.scheduled_lr = read_scheduled_lr(r, ts);
     m.opt->set_steps(optimizer_steps);
     m.opt->set_lr(lr);
     m.loader_state = loader;
@@ -387,12 +435,6 @@ Model Model::load(const std::string& path) {
 
     // Weights and buffers, by name: each one present once, with its shape and dtype, finite
     // (variances >= 0); nothing else.
-    auto check_values = [&](const std::string& entry, const std::string& name, const Tensor& t) {
-      const std::string bad = non_finite(t);
-      if (!bad.empty()) r.fail(entry, "holds " + bad);
-      const double negative = non_negative_entry(name) ? first_negative(t) : 0;
-      if (negative != 0) r.fail(entry, detail::cat("holds the negative value ", negative, " (a variance)"));
-    };
     std::unordered_map<std::string, Tensor> tensors;
     for (auto& [name, t] : ck.model) tensors.emplace(name, t);
     std::vector<std::pair<Tensor*, Tensor>> assign;
@@ -404,7 +446,7 @@ Model Model::load(const std::string& path) {
         r.fail(entry, detail::cat("has shape ", to_string(it->second.shape()), " ",
                                   dtype_name(it->second.dtype()), ", the architecture expects ",
                                   to_string(t->shape()), " ", dtype_name(t->dtype())));
-      check_values(entry, name, it->second);
+      check_tensor_values(r, entry, name, it->second);
       assign.emplace_back(t, it->second);
       tensors.erase(it);
     };
@@ -424,34 +466,8 @@ Model Model::load(const std::string& path) {
     if (!tensors.empty())
       r.fail("tensor '" + tensors.begin()->first + "'", "is not part of the architecture");
 
-    // Early stopping's best epoch: each parameter and buffer once, for a run to continue that
-    // restores them and has a best epoch; otherwise none.
-    const auto& run = m.early_stopping_run;
-    const bool keeps_best =
-        run && !run->ended && run->options.restore_best_weights && run->plateau.best_epoch >= 0;
-    std::unordered_map<std::string, Tensor> best;
-    for (auto& [name, t] : ck.training) best.emplace(name, t);
-    std::vector<Tensor> best_values;
-    if (keeps_best)
-      for (auto& [name, t] : parameters_and_buffers(*m.net)) {
-        const std::string entry = "tensor '" + kBestPrefix + name + "'";
-        const auto it = best.find(kBestPrefix + name);
-        if (it == best.end())
-          r.fail(entry, "is missing (training_state.early_stopping has a best epoch to restore)");
-        if (it->second.shape() != t->shape() || it->second.dtype() != t->dtype())
-          r.fail(entry,
-                 detail::cat("has shape ", to_string(it->second.shape()), " ", dtype_name(it->second.dtype()),
-                             ", '", name, "' has ", to_string(t->shape()), " ", dtype_name(t->dtype())));
-        check_values(entry, name, it->second);
-        best_values.push_back(it->second);
-        best.erase(it);
-      }
-    for (const auto& [name, t] : ck.training)  // the first left over, in the file's order
-      if (best.count(name))
-        r.fail("tensor '" + name + "'",
-               keeps_best ? "is no parameter or buffer of the model"
-                          : "is not expected: training_state.early_stopping keeps no best epoch to restore");
-    if (keeps_best) m.early_stopping_run->best = std::move(best_values);
+    std::vector<Tensor> best = read_best_weights(r, ck.training, m.early_stopping_run, *m.net);
+    if (m.early_stopping_run) m.early_stopping_run->best = std::move(best);
 
     // Optimizer state: "<parameter>.<slot>", exactly the optimizer's slots for every parameter once
     // it has taken a step, none before.
@@ -482,7 +498,7 @@ Model Model::load(const std::string& path) {
       if (t.shape() != p.shape() || t.dtype() != p.dtype())
         r.fail(entry, detail::cat("has shape ", to_string(t.shape()), " ", dtype_name(t.dtype()),
                                   ", its parameter has ", to_string(p.shape()), " ", dtype_name(p.dtype())));
-      check_values(entry, name, t);
+      check_tensor_values(r, entry, name, t);
       present.insert(name);
       state.emplace_back(idx, slot, t);
     }

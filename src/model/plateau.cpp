@@ -14,10 +14,14 @@ double monitored(const EpochStats& st, const std::string& monitor) {
   return *v;
 }
 
+bool known_monitor(const std::string& m) {
+  return m == "val_loss" || m == "val_accuracy" || m == "loss" || m == "accuracy";
+}
+
 Plateau::Plateau(const std::string& m, double delta, bool has_validation, const char* what)
     : monitor(m), min_delta(delta) {
-  AETHER_CHECK(m == "val_loss" || m == "val_accuracy" || m == "loss" || m == "accuracy", "train", what,
-               ": unknown monitor '", m, "' (expected val_loss, val_accuracy, loss or accuracy)");
+  AETHER_CHECK(known_monitor(m), "train", what, ": unknown monitor '", m,
+               "' (expected val_loss, val_accuracy, loss or accuracy)");
   AETHER_CHECK(has_validation || m.rfind("val_", 0) != 0, "train", what, " monitors ", m,
                ", which needs a validation set (TrainOptions::validation; Python: validation_data or ",
                "validation_split)");

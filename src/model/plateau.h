@@ -12,6 +12,7 @@ namespace aether::model_internal {
 
 // The monitored number of an epoch: "val_loss", "val_accuracy", "loss" or "accuracy".
 double monitored(const EpochStats& st, const std::string& monitor);
+bool known_monitor(const std::string& monitor);  // one of those four
 
 // Where the rule stands: saved in the checkpoint for the learning-rate reduction.
 struct PlateauState {
