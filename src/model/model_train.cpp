@@ -80,7 +80,6 @@ class Model::TrainLoop {
   History history_;
 };
 
-// What train() checks of its arguments before anything changes.
 void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, const TrainOptions& o) {
   m.require_finalized("train");
   m.require_not_training("train");
