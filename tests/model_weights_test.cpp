@@ -1,18 +1,22 @@
-// Model::get_weights / set_weights (Keras'): the parameters then the buffers, as copies; another
-// model of the architecture takes them and computes as the source does; other float dtypes are
-// cast; a wrong count, shape, dtype or value (NaN, a negative variance) is an error naming the
-// value and its weight, and changes no weight.
+// Model::get_weights / set_weights and save_weights / load_weights (Keras'): the parameters then the
+// buffers, as copies or a safetensors file; another model of the architecture takes them and
+// computes as the source does; other float dtypes are cast; a wrong count, name, shape, dtype or
+// value (NaN, a negative variance) is an error naming the value and its weight, and changes no
+// weight.
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "aether/io/safetensors.h"
 #include "error_util.h"
 #include "model_util.h"
+#include "temp_dir.h"
 
 using namespace aether;
 using namespace model_test;
+using aether::test::TempDir;
 
 namespace {
 
@@ -108,4 +112,49 @@ TEST(ModelWeights, BadValuesNameTheWeightAndChangeNothing) {
   Model unfinished;
   EXPECT_NE(error_of([&] { unfinished.set_weights(before); }).find("set_weights"), std::string::npos);
   EXPECT_NE(error_of([&] { unfinished.get_weights(); }).find("get_weights"), std::string::npos);
+}
+
+TEST(ModelWeights, SaveAndLoadWeightsAsASafetensorsFile) {
+  TempDir dir;
+  const std::string path = dir.file("w.safetensors"), bad = dir.file("bad.safetensors");
+  Model a = small_model();
+  a.train(tiny_dataset(), train_options(2));
+  a.save_weights(path);
+  const SafetensorsContents st = load_safetensors(path);
+  const auto params = a.network().named_parameters(), buffers = a.network().named_buffers();
+  ASSERT_EQ(st.tensors.size(), params.size() + buffers.size());
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(st.tensors[i].first, params[i].first);
+  EXPECT_EQ(st.tensors.back().first, buffers.back().first);
+  EXPECT_EQ(st.metadata.at("format"), "aether-weights");
+  Model b = model_with_seed(99);
+  b.load_weights(path);
+  expect_same_weights(a, b);
+
+  // Errors name the file and the tensor, and change nothing.
+  Model c = model_with_seed(5);
+  const std::vector<Tensor> before = c.get_weights();
+  auto error = [&](NamedTensors tensors) {
+    save_safetensors(bad, tensors);
+    const std::string e = error_of([&] { c.load_weights(bad); });
+    expect_weights(c, before);
+    return e;
+  };
+  const std::string where = "load_weights: " + bad + ": ";
+  NamedTensors t = st.tensors;
+  t.erase(t.begin());
+  EXPECT_EQ(error(t), where + "has no tensor '" + params[0].first +
+                          "' (the model's weights: its parameters, then its buffers)");
+  t = st.tensors;
+  t.emplace_back("extra", Tensor::zeros({1}));
+  EXPECT_EQ(error(t), where + "tensor 'extra' is no weight of the model");
+  t = st.tensors;
+  t[0].second = Tensor::zeros({2});
+  EXPECT_EQ(error(t), where + "tensor '" + params[0].first + "' has shape (2,), the weight has " +
+                          to_string(params[0].second->shape()));
+  t = st.tensors;
+  t[1].second = Tensor::full(t[1].second.shape(), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(error(t), where + "tensor '" + params[1].first + "' holds Inf");
+  EXPECT_NE(error_of([&] { c.load_weights(dir.file("missing.safetensors")); }).find("missing.safetensors"),
+            std::string::npos);
+  expect_weights(c, before);
 }

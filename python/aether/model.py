@@ -506,6 +506,18 @@ class Model:
             values.append(tensor(np.ascontiguousarray(a)))
         self._cpp.set_weights(values)
 
+    def save_weights(self, path: str) -> None:
+        """Keras' save_weights: the parameters and buffers by name as a safetensors file (readable
+        by the safetensors package, PyTorch, ...), written atomically; NaN/Inf weights are refused."""
+        self._require_finalized("save_weights")
+        self._cpp.save_weights(str(path))
+
+    def load_weights(self, path: str) -> None:
+        """Keras' load_weights: the weights of a save_weights file (this model's architecture:
+        every weight once, by name, and nothing else), checked as set_weights checks them."""
+        self._require_finalized("load_weights")
+        self._cpp.load_weights(str(path))
+
     @property
     def network(self) -> "_aether.Sequential":
         return self._cpp.network()

@@ -406,6 +406,8 @@ void bind_model(nb::module_& m) {
       .def("summary", &Model::summary)
       .def("get_weights", &Model::get_weights)
       .def("set_weights", &Model::set_weights, arg("values"))
+      .def("save_weights", &Model::save_weights, arg("path"))
+      .def("load_weights", &Model::load_weights, arg("path"))
       .def(
           "network", [](Model& mod) -> nn::Sequential& { return mod.network(); },
           nb::rv_policy::reference_internal)

@@ -681,3 +681,31 @@ def test_get_and_set_weights_copy_a_model(fmnist):
     with pytest.raises(TypeError, match="set_weights: value 0 has dtype <U1, expected numbers"):
         b.set_weights([np.array(["x"])] + good[1:])
     np.testing.assert_array_equal(b.get_weights()[0], good[0])  # the failed calls changed nothing
+
+
+def test_save_and_load_weights_as_safetensors(fmnist, tmp_path):
+    x, y, _, _ = fmnist
+    a = finalized_cnn()
+    a.train(x[:300], y[:300], epochs=1, batch_size=100, verbose=False)
+    path = str(tmp_path / "w.safetensors")
+    a.save_weights(path)
+    b = small_cnn(seed=9)
+    b.finalize((28, 28, 1))
+    b.load_weights(path)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_array_equal(wa, wb)
+    # The file is plain safetensors: its header names every weight.
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    names = [k for k in header if k != "__metadata__"]
+    assert sorted(names) == sorted([n for n, _ in a.named_parameters()] + [n for n, _ in a.network.named_buffers()])
+    assert header["__metadata__"] == {"format": "aether-weights"}
+    other = ae.Model()
+    other.add(ae.Flatten()); other.add(ae.Dense(784, 10))
+    other.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1))
+    other.finalize((28, 28, 1))
+    with pytest.raises(ValueError, match=r"load_weights: .*w.safetensors: tensor '0.weight' is no weight of the model"):
+        other.load_weights(path)

@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "aether/dist/communicator.h"
+#include "aether/io/safetensors.h"
 #include "aether/optim/composite.h"
 #include "aether/optim/muon.h"
 #include "core/config.h"
@@ -641,6 +644,39 @@ std::vector<Tensor> Model::get_weights() {
   return out;
 }
 
+namespace {
+// Gives `weights` the `values` (one each, in order), every value checked first (shape,
+// floating-point, finite, variances >= 0) and copied in the weight's dtype and device. Errors begin
+// "<op>: <which(i, name)>".
+void assign_weights(const nn::NamedTensors& weights, const std::vector<Tensor>& values, const std::string& op,
+                    const std::function<std::string(size_t, const std::string&)>& which) {
+  std::vector<Tensor> cast;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto& [name, w] = weights[i];
+    const Tensor& v = values[i];
+    const std::string what = which(i, name);
+    AETHER_CHECK(v.defined(), op, what, " is an undefined tensor");
+    AETHER_CHECK(v.shape() == w->shape(), op, what, " has shape ", to_string(v.shape()), ", the weight has ",
+                 to_string(w->shape()));
+    AETHER_CHECK(is_float(v.dtype()), op, what, " is ", dtype_name(v.dtype()),
+                 ", expected floating-point values");
+    Tensor c = v.detach().cast(w->dtype()).to(w->device()).clone();  // its own memory
+    realize({c});
+    const std::string bad = non_finite(c);
+    AETHER_CHECK(bad.empty(), op, what, " holds ", bad);
+    const double negative = non_negative_entry(name) ? first_negative(c) : 0;
+    AETHER_CHECK(negative == 0, op, what, " holds the negative value ", negative, " (a variance)");
+    cast.push_back(c);
+  }
+  std::vector<Tensor> assigned;  // everything checked: assign
+  for (size_t i = 0; i < weights.size(); ++i) {
+    weights[i].second->assign(cast[i]);
+    assigned.push_back(*weights[i].second);
+  }
+  realize(assigned);
+}
+}  // namespace
+
 void Model::set_weights(const std::vector<Tensor>& values) {
   auto& m = *impl_;
   m.require_finalized("set_weights");
@@ -649,32 +685,42 @@ void Model::set_weights(const std::vector<Tensor>& values) {
   AETHER_CHECK(values.size() == weights.size(), "set_weights", "got ", values.size(),
                " values for the model's ", weights.size(), " weights (", params, " parameters, then ",
                weights.size() - params, " buffers)");
-  std::vector<Tensor> cast;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const auto& [name, w] = weights[i];
-    const Tensor& v = values[i];
-    const std::string which = detail::cat("value ", i, " ('", name, "')");
-    AETHER_CHECK(v.defined(), "set_weights", which, " is an undefined tensor");
-    AETHER_CHECK(v.shape() == w->shape(), "set_weights", which, " has shape ", to_string(v.shape()),
-                 ", the weight has ", to_string(w->shape()));
-    AETHER_CHECK(is_float(v.dtype()), "set_weights", which, " is ", dtype_name(v.dtype()),
-                 ", expected floating-point values");
-    Tensor c = v.detach().cast(w->dtype()).to(w->device()).clone();  // its own memory
-    realize({c});
-    const std::string bad = non_finite(c);
-    AETHER_CHECK(bad.empty(), "set_weights", which, " holds ", bad);
-    const double negative = non_negative_entry(name) ? first_negative(c) : 0;
-    AETHER_CHECK(negative == 0, "set_weights", which, " holds the negative value ", negative,
-                 " (a variance)");
-    cast.push_back(c);
+  assign_weights(weights, values, "set_weights", [](size_t i, const std::string& name) {
+    return detail::cat("value ", i, " ('", name, "')");
+  });
+}
+
+void Model::save_weights(const std::string& path) {
+  auto& m = *impl_;
+  m.require_finalized("save_weights");
+  NamedTensors out;
+  for (const auto& [name, t] : parameters_and_buffers(*m.net)) {
+    const std::string bad = non_finite(*t);
+    AETHER_CHECK_RUNTIME(bad.empty(), "save_weights", "'", name, "' holds ", bad, "; not writing ", path);
+    out.emplace_back(name, t->detach());
   }
-  // Everything checked: assign.
-  std::vector<Tensor> assigned;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    weights[i].second->assign(cast[i]);
-    assigned.push_back(*weights[i].second);
+  save_safetensors(path, out, {{"format", "aether-weights"}});
+}
+
+void Model::load_weights(const std::string& path) {
+  auto& m = *impl_;
+  m.require_finalized("load_weights");
+  const SafetensorsContents file = load_safetensors(path);
+  const std::string op = "load_weights: " + path;
+  std::map<std::string, Tensor> stored(file.tensors.begin(), file.tensors.end());
+  const nn::NamedTensors weights = parameters_and_buffers(*m.net);
+  std::vector<Tensor> values;
+  for (const auto& [name, w] : weights) {
+    const auto it = stored.find(name);
+    AETHER_CHECK(it != stored.end(), op, "has no tensor '", name,
+                 "' (the model's weights: its parameters, then ", "its buffers)");
+    values.push_back(it->second);
+    stored.erase(it);
   }
-  realize(assigned);
+  for (const auto& [name, t] : file.tensors)  // the first left over, in the file's order
+    AETHER_CHECK(!stored.count(name), op, "tensor '", name, "' is no weight of the model");
+  assign_weights(weights, values, op,
+                 [](size_t, const std::string& name) { return detail::cat("tensor '", name, "'"); });
 }
 
 // ---- accessors

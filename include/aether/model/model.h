@@ -366,6 +366,13 @@ class Model {
   // optimizer's state stays as it is (Keras too). Frozen parameters take their values as well.
   std::vector<Tensor> get_weights();
   void set_weights(const std::vector<Tensor>& values);
+  // Keras' save_weights / load_weights, as a safetensors file (docs/checkpoint-format.md; readable
+  // by the safetensors package, PyTorch, ...) of the weights by name: the parameters, then the
+  // buffers. save_weights refuses non-finite weights before writing (atomically); load_weights
+  // needs every weight once, by name, and nothing else, each checked as set_weights checks it, and
+  // changes nothing when one is wrong. Training state stays (a checkpoint is Model::save).
+  void save_weights(const std::string& path);
+  void load_weights(const std::string& path);
   std::string summary();
   nn::Sequential& network();
   optim::Optimizer* optimizer();
