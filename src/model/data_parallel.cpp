@@ -161,13 +161,6 @@ void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats
   if (st.val_accuracy) st.val_accuracy = v[3];
 }
 
-bool broadcast_flag(dist::Communicator& comm, Device device, bool flag) {
-  int64_t v = flag ? 1 : 0;
-  through_comm_memory(comm, device, {{&v, sizeof v}},
-                      [&](const std::vector<void*>& p) { comm.broadcast(p[0], 1, DType::int64, 0); });
-  return v != 0;
-}
-
 void check_communicator_device(const dist::Communicator* comm, Device device, const char* op) {
   AETHER_CHECK(
       comm == nullptr || std::string(comm->backend()) != "nccl" || device.type == DeviceType::cuda, op,

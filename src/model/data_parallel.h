@@ -30,9 +30,8 @@ void broadcast_from_rank0(dist::Communicator& comm, const nn::NamedTensors& tens
 // become rank 0's, so that every rank keeps the same best epoch and stops after the same one
 // (ranks evaluate alike on one machine; on CPUs of other kinds the last bits may differ).
 void broadcast_epoch_numbers(dist::Communicator& comm, Device device, EpochStats& st);
-// Rank 0's `flag` on every rank (Model::request_stop's request after each epoch).
-bool broadcast_flag(dist::Communicator& comm, Device device, bool flag);
-// Rank 0's `value` on every rank (TrainOptions::lr_schedule's learning rate before each epoch).
+// Rank 0's `value` on every rank (TrainOptions::lr_schedule's learning rate before each epoch;
+// Model::request_stop's request, as 0 or 1, after each epoch).
 double broadcast_number(dist::Communicator& comm, Device device, double value);
 
 // Throws aether::Error naming the first value (of `names`) that differs between rank 0 and another

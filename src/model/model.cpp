@@ -215,6 +215,22 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 // State slots that must hold values >= 0 (a negative variance gives NaN outputs).
+std::vector<Tensor> take_by_name(const NamedTensors& stored, const std::vector<std::string>& names,
+                                 const std::function<void(const std::string&)>& missing,
+                                 const std::function<void(const std::string&)>& extra) {
+  std::map<std::string, Tensor> left(stored.begin(), stored.end());
+  std::vector<Tensor> out;
+  for (const std::string& name : names) {
+    const auto it = left.find(name);
+    if (it == left.end()) missing(name);
+    out.push_back(it->second);
+    left.erase(it);
+  }
+  for (const auto& [name, t] : stored)
+    if (left.count(name)) extra(name);
+  return out;
+}
+
 bool non_negative_entry(const std::string& name) {
   return ends_with(name, ".running_var") || ends_with(name, ".exp_avg_sq");
 }
@@ -707,18 +723,18 @@ void Model::load_weights(const std::string& path) {
   m.require_finalized("load_weights");
   const SafetensorsContents file = load_safetensors(path);
   const std::string op = "load_weights: " + path;
-  std::map<std::string, Tensor> stored(file.tensors.begin(), file.tensors.end());
   const nn::NamedTensors weights = parameters_and_buffers(*m.net);
-  std::vector<Tensor> values;
-  for (const auto& [name, w] : weights) {
-    const auto it = stored.find(name);
-    AETHER_CHECK(it != stored.end(), op, "has no tensor '", name,
-                 "' (the model's weights: its parameters, then ", "its buffers)");
-    values.push_back(it->second);
-    stored.erase(it);
-  }
-  for (const auto& [name, t] : file.tensors)  // the first left over, in the file's order
-    AETHER_CHECK(!stored.count(name), op, "tensor '", name, "' is no weight of the model");
+  std::vector<std::string> names;
+  for (const auto& [name, w] : weights) names.push_back(name);
+  const std::vector<Tensor> values = take_by_name(
+      file.tensors, names,
+      [&](const std::string& name) {
+        AETHER_CHECK(false, op, "has no tensor '", name,
+                     "' (the model's weights: its parameters, then its buffers)");
+      },
+      [&](const std::string& name) {
+        AETHER_CHECK(false, op, "tensor '", name, "' is no weight of the model");
+      });
   assign_weights(weights, values, op,
                  [](size_t, const std::string& name) { return detail::cat("tensor '", name, "'"); });
 }

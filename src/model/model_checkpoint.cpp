@@ -230,28 +230,29 @@ std::vector<Tensor> read_best_weights(const ManifestReader& r, const NamedTensor
                                       const std::optional<EarlyStoppingRun>& run, nn::Module& net) {
   const bool keeps_best =
       run && !run->ended && run->options.restore_best_weights && run->plateau.best_epoch >= 0;
-  std::unordered_map<std::string, Tensor> stored;
-  for (const auto& [name, t] : training) stored.emplace(name, t);
-  std::vector<Tensor> best;
-  if (keeps_best)
-    for (auto& [name, t] : parameters_and_buffers(net)) {
-      const std::string entry = "tensor '" + kBestPrefix + name + "'";
-      const auto it = stored.find(kBestPrefix + name);
-      if (it == stored.end())
-        r.fail(entry, "is missing (training_state.early_stopping has a best epoch to restore)");
-      if (it->second.shape() != t->shape() || it->second.dtype() != t->dtype())
-        r.fail(entry,
-               detail::cat("has shape ", to_string(it->second.shape()), " ", dtype_name(it->second.dtype()),
-                           ", '", name, "' has ", to_string(t->shape()), " ", dtype_name(t->dtype())));
-      check_tensor_values(r, entry, name, it->second);
-      best.push_back(it->second);
-      stored.erase(it);
-    }
-  for (const auto& [name, t] : training)  // the first left over, in the file's order
-    if (stored.count(name))
-      r.fail("tensor '" + name + "'", keeps_best ? "is no parameter or buffer of the model"
-                                                 : "is not expected: training_state.early_stopping keeps no "
-                                                   "best epoch to restore");
+  const nn::NamedTensors state = keeps_best ? parameters_and_buffers(net) : nn::NamedTensors();
+  std::vector<std::string> names;
+  for (const auto& [name, t] : state) names.push_back(kBestPrefix + name);
+  const std::vector<Tensor> best = take_by_name(
+      training, names,
+      [&](const std::string& name) {
+        r.fail("tensor '" + name + "'",
+               "is missing (training_state.early_stopping has a best epoch to restore)");
+      },
+      [&](const std::string& name) {
+        r.fail("tensor '" + name + "'", keeps_best
+                                            ? "is no parameter or buffer of the model"
+                                            : "is not expected: training_state.early_stopping keeps no "
+                                              "best epoch to restore");
+      });
+  for (size_t i = 0; i < best.size(); ++i) {
+    const auto& [name, t] = state[i];
+    const std::string entry = "tensor '" + names[i] + "'";
+    if (best[i].shape() != t->shape() || best[i].dtype() != t->dtype())
+      r.fail(entry, detail::cat("has shape ", to_string(best[i].shape()), " ", dtype_name(best[i].dtype()),
+                                ", '", name, "' has ", to_string(t->shape()), " ", dtype_name(t->dtype())));
+    check_tensor_values(r, entry, name, best[i]);
+  }
   return best;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "aether/io/safetensors.h"
 #include "aether/model/model.h"
 #include "aether/ops/nn.h"
 #include "model/early_stopping.h"
@@ -28,6 +30,12 @@ std::string non_finite(const Tensor& t);
 double first_negative(const Tensor& t);
 // State slots that must hold values >= 0 (a negative variance gives NaN outputs).
 bool non_negative_entry(const std::string& name);
+// The tensors of `stored` named `names`, in that order: `missing(name)` is called for a name it
+// lacks, then `extra(name)` for the first of its tensors (in its order) that `names` lacks; both
+// must throw.
+std::vector<Tensor> take_by_name(const NamedTensors& stored, const std::vector<std::string>& names,
+                                 const std::function<void(const std::string&)>& missing,
+                                 const std::function<void(const std::string&)>& extra);
 // The state slots of a parameter trained by `optimizer` with `momentum` (and the config's lookahead)
 // once the optimizer has taken a step.
 std::vector<std::string> optimizer_slots(const ModelConfig& c, const std::string& optimizer, double momentum);

@@ -350,8 +350,8 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
     return true;
   }
   // request_stop(): rank 0's request decides for every rank (one collective, every epoch).
-  const bool stop =
-      comm_ != nullptr ? broadcast_flag(*comm_, m_.device, m_.stop_requested) : bool(m_.stop_requested);
+  const bool stop = comm_ != nullptr ? broadcast_number(*comm_, m_.device, m_.stop_requested ? 1 : 0) != 0
+                                     : bool(m_.stop_requested);
   if (stop && epoch + 1 < o_.epochs) {
     history_.stopped_on_request = true;
     if (o_.progress && root_)
