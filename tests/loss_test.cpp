@@ -1,7 +1,7 @@
 // Tests of the losses and metrics in aether/ops/nn.h: one_hot, cross_entropy (index and probability
-// labels, label smoothing), nll_loss, categorical_cross_entropy, mse_loss, accuracy and
-// top_k_accuracy: forward against double loops, finite-difference gradients in float64,
-// stability with large logits, and error messages.
+// labels, label smoothing), nll_loss, categorical_cross_entropy, mse_loss,
+// binary_cross_entropy_with_logits, accuracy, binary_accuracy and top_k_accuracy: forward against double
+// loops, finite-difference gradients in float64, stability with large logits, and error messages.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -213,7 +213,70 @@ TEST(MseLoss, ForwardAndGradients) {
                          {{a, {2, 3}}, {b, {2, 3}}});
 }
 
+// ---- binary_cross_entropy_with_logits --------------------------------------------------------------
+// mean over elements of -[t ln sigmoid(z) + (1 - t) ln(1 - sigmoid(z))], in double, the textbook way.
+double ref_bce(const std::vector<double>& z, const std::vector<double>& t, double smoothing = 0) {
+  double total = 0;
+  for (size_t i = 0; i < z.size(); ++i) {
+    const double p = 1 / (1 + std::exp(-z[i])), ti = t[i] * (1 - smoothing) + smoothing / 2;
+    total -= ti * std::log(p) + (1 - ti) * std::log(1 - p);
+  }
+  return total / double(z.size());
+}
+
+TEST(BinaryCrossEntropy, AgainstTheTextbookFormula) {
+  const auto z = det_values(12, 21, -4, 4);
+  const std::vector<double> t = {0, 1, 1, 0, 0.25, 1, 0, 0, 1, 0.5, 1, 0};  // 0/1 and soft targets
+  for (const double s : {0.0, 0.2}) {
+    EXPECT_NEAR(binary_cross_entropy_with_logits(make(z, {3, 4}), make(t, {3, 4}), s).item<double>(),
+                ref_bce(z, t, s), 1e-14)
+        << "label_smoothing " << s;
+    // Any shape: one logit per sample (N,) as well as (N, K).
+    EXPECT_NEAR(binary_cross_entropy_with_logits(make(z, {12}), make(t, {12}), s).item<double>(),
+                ref_bce(z, t, s), 1e-14);
+  }
+  const Tensor f32 =
+      binary_cross_entropy_with_logits(make(z, {3, 4}, DType::float32), make(t, {3, 4}, DType::float32), 0.2);
+  EXPECT_EQ(f32.dtype(), DType::float32);
+  EXPECT_NEAR(f32.item<double>(), ref_bce(z, t, 0.2), 1e-6);
+  const Tensor bf16 =
+      binary_cross_entropy_with_logits(make(z, {3, 4}, DType::bfloat16), make(t, {3, 4}, DType::float32));
+  EXPECT_EQ(bf16.dtype(), DType::bfloat16);
+  EXPECT_NEAR(bf16.item<double>(), ref_bce(rounded(z, DType::bfloat16), t), 2e-2);
+  for (const double s : {0.0, 0.3})
+    expect_grad_matches_fd(
+        [&](const std::vector<Tensor>& v) { return binary_cross_entropy_with_logits(v[0], v[1], s); },
+        {{z, {3, 4}}, {t, {3, 4}}});
+}
+
+TEST(BinaryCrossEntropy, LargeLogitsStayFinite) {
+  // sigmoid(+-100) rounds to 1 or 0, so the textbook formula gives inf or NaN here; the loss is
+  // |z| for a wrong sign and e^-|z| (about 0) for a right one, with gradient sigmoid(z) - t.
+  const std::vector<double> z = {100, -100, 100, -100, 30, -30};
+  const std::vector<double> t = {0, 1, 1, 0, 0, 0};
+  const double want = (100 + 100 + 30 + std::exp(-100) * 2 + std::log1p(std::exp(-30)) * 2) / 6;
+  for (const DType d : {DType::float64, DType::float32}) {
+    Tensor x = make(z, {6}, d);
+    x.set_requires_grad();
+    const Tensor loss = binary_cross_entropy_with_logits(x, make(t, {6}, d));
+    EXPECT_NEAR(loss.item<double>(), want, want * 1e-6) << dtype_name(d);
+    loss.backward();
+    const auto g = x.grad().to_vector<double>();
+    for (size_t i = 0; i < z.size(); ++i)
+      EXPECT_NEAR(g[i], (1 / (1 + std::exp(-z[i])) - t[i]) / 6, 1e-7) << dtype_name(d) << " element " << i;
+  }
+}
+
 // ---- metrics ---------------------------------------------------------------------------------------
+TEST(BinaryAccuracy, SignOfTheLogitAgainstTheTarget) {
+  // A logit > 0 predicts 1 (a logit of 0, sigmoid 0.5, predicts 0); a target > 0.5 is a 1.
+  const Tensor z = make({2.0, -1.0, 0.0, 0.5, 3.0, 4.0}, {3, 2}, DType::float32);
+  const Tensor t = make({1, 0, 0, 0, 0.5, 0.7}, {3, 2}, DType::float32);
+  const Tensor acc = binary_accuracy(z, t);
+  EXPECT_EQ(acc.dtype(), DType::float32);
+  EXPECT_FLOAT_EQ(float(acc.item<double>()), 4.0f / 6);  // misses: 0.5 (predicts 1) against 0; 3 against 0.5
+}
+
 TEST(Accuracy, FractionOfArgmaxHits) {
   const Tensor z = make({0.1, 0.9, 0.0,  //
                          2.0, 1.0, 3.0,  //
@@ -285,6 +348,19 @@ TEST(Losses, Errors) {
   expect_error([&] { nll_loss(z, make({0, 1}, {2})); }, {"nll_loss", "int class-index labels"});
   expect_error([&] { categorical_cross_entropy(z, labels, 0.7); }, {"categorical_cross_entropy", "eps"});
   expect_error([&] { mse_loss(z, make({1, 2}, {2})); }, {"mse_loss", "(2, 3)", "(2,)", "same shape"});
+  const char* bce = "binary_cross_entropy_with_logits";
+  expect_error(
+      [&] {
+        binary_cross_entropy_with_logits(z, make({1, 2}, {2}));
+      },
+      {bce, "(2, 3)", "(2,)", "same shape"});
+  expect_error([&] { binary_cross_entropy_with_logits(z, z, 1.5); }, {bce, "label_smoothing", "1.5"});
+  expect_error(
+      [&] {
+        binary_cross_entropy_with_logits(z, Tensor::zeros({2, 3}, DType::int64));
+      },
+      {bce, "float targets", "int64"});
+  expect_error([&] { binary_accuracy(z, make({1, 2}, {2})); }, {"binary_accuracy", "same shape"});
   expect_error([&] { accuracy(z, Tensor::from_vector<int64_t>({0}, {1})); }, {"accuracy", "(2,)", "(1,)"});
   expect_error([&] { top_k_accuracy(z, labels, 0); }, {"top_k_accuracy", "k must be >= 1"});
 }

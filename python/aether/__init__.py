@@ -61,7 +61,7 @@ from .layers import (
 )
 from .callbacks import (Callback, CSVLogger, EarlyStopping, LambdaCallback, LearningRateScheduler, ModelCheckpoint,
                         ReduceLROnPlateau)
-from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
+from .losses import CategoricalCrossEntropy, MeanSquaredError, SigmoidBinaryCrossEntropy, SoftmaxCategoricalCrossEntropy
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 from .model import Model
 from .optimizers import SGD, Adam, AdamW, Muon
@@ -74,7 +74,7 @@ __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CSVLogger", "Callback", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
     "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LearningRateScheduler", "LayerNorm", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
-    "SGD", "Scale", "Sigmoid", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
+    "SGD", "Scale", "Sigmoid", "SigmoidBinaryCrossEntropy", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
     "ToTensor", "arange", "callbacks", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",
     "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",

@@ -255,11 +255,17 @@ class Model:
         y = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
         if y.shape[:1] != images.shape[:1]:
             raise ValueError(f"{what}: {images.shape[0]} images but {y.shape[0] if y.ndim else 0} labels")
-        regression = self._cpp.config["loss"] == "mse" and isinstance(self._loss, Loss) and self._loss.regression
-        if regression:
+        loss = self._cpp.config["loss"]
+        regression = loss == "mse" and isinstance(self._loss, Loss) and self._loss.regression
+        classes = None if regression else self._classes()  # builds the forward graph once (nothing is computed)
+        # binary_cross_entropy: targets y (N, K) in [0, 1], or (N,) for one output; class labels (N,)
+        # for several outputs (one-hot targets).
+        binary = loss == "binary_cross_entropy" and (y.ndim == 2 or classes == 1)
+        if regression or binary:
+            if binary and y.dtype.kind not in "biuf":
+                raise TypeError(f"{what}: binary targets must be numbers in [0, 1], got dtype {y.dtype}")
             t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
             return _aether._dataset_from_arrays(images, images, None, t, 0, what)
-        classes = self._classes()  # builds the forward graph once (nothing is computed)
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: 2-D labels must be one-hot rows (a single 1 per row)")
@@ -293,7 +299,8 @@ class Model:
               reduce_lr: Optional[ReduceLROnPlateau] = None,
               callbacks: Optional[Sequence[Callback]] = None) -> History:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
-        (N, K) (or float targets for MeanSquaredError). uint8 images are scaled to [0, 1] and
+        (N, K) (or float targets for MeanSquaredError; targets in [0, 1], (N,) for one output or
+        (N, K), for SigmoidBinaryCrossEntropy). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
         used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,
         val_accuracy, lr and seconds per epoch (a dict that is also Keras' History: `.history`,
@@ -451,15 +458,17 @@ class Model:
         its mirror image) or "flip_translate" (airbench's: also one-pixel shifts)."""
         self._require_finalized("evaluate")
         batch_size = integer(batch_size, "evaluate: batch_size", 1)
-        r = self._cpp.evaluate(self._dataset(X, y, "evaluate"), batch_size, str(tta))
+        ds = self._dataset(X, y, "evaluate")
+        r = self._cpp.evaluate(ds, batch_size, str(tta))
         out = {"loss": r["loss"], "accuracy": r["accuracy"]}
-        if self._cpp.config["loss"] != "mse" and self._classes() >= 5:
+        if self._cpp.config["loss"] != "mse" and ds.target_dim == 0 and self._classes() >= 5:
             out["top5"] = r["top5"]
         return out
 
     def predict(self, X: ArrayLike, batch_size: int = 256) -> np.ndarray:
         """The model's outputs (N, K) for images X, as a NumPy array: class probabilities for the
-        cross-entropy losses, raw outputs for MeanSquaredError."""
+        categorical cross-entropy losses, each output's sigmoid for SigmoidBinaryCrossEntropy, raw
+        outputs for MeanSquaredError."""
         self._require_finalized("predict")
         images = _images(X, "predict")
         if self._cpp.config["loss"] == "mse":
@@ -550,11 +559,13 @@ class Model:
         m = cls()
         m._cpp = _aether._Model.load(str(path))
         m._finalized = True
-        from .losses import CategoricalCrossEntropy, MeanSquaredError, SoftmaxCategoricalCrossEntropy
+        from .losses import (CategoricalCrossEntropy, MeanSquaredError, SigmoidBinaryCrossEntropy,
+                             SoftmaxCategoricalCrossEntropy)
         cfg = m._cpp.config
         m._loss = {"cross_entropy": SoftmaxCategoricalCrossEntropy(cfg["label_smoothing"]),
                    "categorical_cross_entropy": CategoricalCrossEntropy(),
-                   "mse": MeanSquaredError()}[cfg["loss"]]
+                   "mse": MeanSquaredError(),
+                   "binary_cross_entropy": SigmoidBinaryCrossEntropy(cfg["label_smoothing"])}[cfg["loss"]]
         info = json.loads(m._cpp.info)
         m._seed = info.get("seed", 0)
         return m

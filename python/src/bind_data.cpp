@@ -86,6 +86,7 @@ void bind_data(nb::module_& m) {
                      return std::vector<int64_t>{d.n, d.h, d.w, d.c};
                    })
       .def_ro("num_classes", &data::Dataset::num_classes)
+      .def_ro("target_dim", &data::Dataset::target_dim, "targets per sample (0: class labels)")
       .def_ro("class_names", &data::Dataset::class_names)
       .def("__len__", [](const data::Dataset& d) { return d.n; });
 

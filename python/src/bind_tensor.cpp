@@ -667,7 +667,10 @@ void bind_tensor(nb::module_& m) {
   f.def("cross_entropy", &cross_entropy, nb::arg("logits"), nb::arg("labels"),
         nb::arg("label_smoothing") = 0.0);
   f.def("mse_loss", &mse_loss);
+  f.def("binary_cross_entropy_with_logits", &binary_cross_entropy_with_logits, nb::arg("logits"),
+        nb::arg("targets"), nb::arg("label_smoothing") = 0.0);
   f.def("accuracy", &accuracy);
+  f.def("binary_accuracy", &binary_accuracy);
 }
 
 }  // namespace aether::py

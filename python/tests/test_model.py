@@ -1,5 +1,6 @@
 """Model from Python: the Aether-ML example on real Fashion-MNIST data, labels as classes or
-one-hot, evaluate/predict, errors, presets, regression, summary."""
+one-hot, evaluate/predict, errors, presets, regression, binary and multi-label classification,
+summary."""
 
 import numpy as np
 import pytest
@@ -127,6 +128,53 @@ def test_regression_with_mean_squared_error():
     p = m.predict(x[:3])
     assert p.shape == (3, 1)
     np.testing.assert_allclose(p.ravel(), y[:3], atol=0.6)
+
+
+def _bce(p, t):
+    """The textbook binary cross-entropy of probabilities p against targets t, in float64 (a term of
+    weight 0 counts 0: p may round to 0 or 1)."""
+    p, t = p.astype(np.float64), t.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(t != 0, t * np.log(p), 0) + np.where(t != 1, (1 - t) * np.log(1 - p), 0)
+    return float(-terms.mean())
+
+
+def test_binary_and_multi_label_classification_with_sigmoid_binary_cross_entropy(tmp_path):
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-1, 1, (512, 4)).astype(np.float32)
+    y1 = (x[:, 0] + x[:, 1] > x[:, 2]).astype(np.int64)                        # (N,) of 0/1
+    y3 = np.stack([x[:, 0] > 0, x[:, 1] + x[:, 3] > 0, x[:, 2] < x[:, 0]], 1)  # (N, 3) bool
+    for y, outputs in ((y1, 1), (y3, 3)):
+        m = ae.Model(); m.manual_seed(0)
+        m.add(ae.Dense(4, 16)); m.add(ae.ReLU()); m.add(ae.Dense(16, outputs))
+        m.configure(loss=ae.SigmoidBinaryCrossEntropy(), optimizer=ae.Adam(lr=2e-2))
+        m.finalize((4,))
+        h = m.train(x, y, epochs=15, batch_size=32, verbose=False)
+        assert h["loss"][-1] < 0.5 * h["loss"][0]
+        r = m.evaluate(x, y)
+        assert set(r) == {"loss", "accuracy"}  # no top-5 of targets
+        p = m.predict(x)                        # sigmoid probabilities
+        assert p.shape == (512, outputs) and ((p >= 0) & (p <= 1)).all()
+        t = y.reshape(512, -1)
+        assert r["loss"] == pytest.approx(_bce(p, t), rel=1e-5)
+        assert r["accuracy"] == pytest.approx(((p > 0.5) == (t > 0.5)).mean(), abs=1e-7)
+        assert r["accuracy"] > 0.95
+        logits, targets = m(ae.tensor(x)), ae.tensor(t.astype(np.float32))  # the functional form
+        assert ae.functional.binary_cross_entropy_with_logits(logits, targets).item() == pytest.approx(r["loss"],
+                                                                                                       rel=1e-5)
+        assert ae.functional.binary_accuracy(logits, targets).item() == pytest.approx(r["accuracy"], abs=1e-7)
+    m.save(tmp_path / "bce.aether")
+    back = ae.Model.load(tmp_path / "bce.aether")
+    assert isinstance(back._loss, ae.SigmoidBinaryCrossEntropy)
+    np.testing.assert_array_equal(back.predict(x), p)
+    with pytest.raises(ValueError, match=r"train: data set 'train' has target 2 \(sample 5, output 1\); "
+                                         r"the binary_cross_entropy loss takes targets in \[0, 1\]"):
+        bad = y3.astype(np.float32); bad[5, 1] = 2
+        m.train(x, bad, epochs=16, verbose=False)
+    with pytest.raises(ValueError, match="binary_cross_entropy takes logits and applies the sigmoid itself, "
+                                         "but the model ends with Sigmoid"):
+        s = ae.Model(); s.add(ae.Dense(4, 1)); s.add(ae.Sigmoid())
+        s.configure(loss=ae.SigmoidBinaryCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((4,))
 
 
 def test_preset_lenet_matches_the_cli_recipe(fmnist):

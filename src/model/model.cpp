@@ -107,9 +107,10 @@ bool known_optimizer(const std::string& name) {
   return name == "sgd" || name == "adam" || name == "adamw" || name == "muon";
 }
 void check_config(const ModelConfig& c) {
-  AETHER_CHECK(c.loss == "cross_entropy" || c.loss == "categorical_cross_entropy" || c.loss == "mse",
+  AETHER_CHECK(c.loss == "cross_entropy" || c.loss == "categorical_cross_entropy" || c.loss == "mse" ||
+                   c.loss == "binary_cross_entropy",
                "configure", "unknown loss '", c.loss,
-               "' (expected cross_entropy, categorical_cross_entropy or mse)");
+               "' (expected cross_entropy, categorical_cross_entropy, mse or binary_cross_entropy)");
   AETHER_CHECK(known_optimizer(c.optimizer), "configure", "unknown optimizer '", c.optimizer,
                "' (expected sgd, adam, adamw or muon)");
   AETHER_CHECK(c.muon_ns_steps >= 1 && c.muon_ns_steps <= 100, "configure",
@@ -347,8 +348,10 @@ namespace {
 // categorical_cross_entropy takes probabilities (it clamps them to [eps, 1 - eps] and takes logs).
 // Fed a built-in layer's unnormalised scores it trains on clamped values, learns little and says
 // nothing, so that is an error. A layer defined outside the library may give probabilities itself.
+// binary_cross_entropy takes logits (it applies the sigmoid itself): a model ending with Sigmoid or
+// Softmax would train a sigmoid of probabilities, also silently, so that is an error too.
 void check_loss_input(const nn::Sequential& net, const std::string& loss, const char* op) {
-  if (loss != "categorical_cross_entropy") return;
+  if (loss != "categorical_cross_entropy" && loss != "binary_cross_entropy") return;
   static const std::set<std::string> passes_through = {"Flatten", "Dropout", "SpatialDropout"};
   static const std::set<std::string> scores = {
       "Linear",          "Conv2d",   "BatchNorm1d", "BatchNorm2d", "LayerNorm", "ReLU",
@@ -359,6 +362,13 @@ void check_loss_input(const nn::Sequential& net, const std::string& loss, const 
     if (passes_through.count(type)) continue;
     if (const auto* inner = dynamic_cast<const nn::Sequential*>(net[i].get()))
       return check_loss_input(*inner, loss, op);
+    if (loss == "binary_cross_entropy") {
+      AETHER_CHECK(type != "Sigmoid" && type != "Softmax", op,
+                   "the loss binary_cross_entropy takes logits and applies the sigmoid itself, but the model "
+                   "ends with ",
+                   type, " (layer ", i, "), which gives probabilities: remove that layer");
+      return;
+    }
     AETHER_CHECK(!scores.count(type), op,
                  "the loss categorical_cross_entropy takes probabilities, but the model ends with ", type,
                  " (layer ", i,

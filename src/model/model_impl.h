@@ -128,12 +128,14 @@ struct Model::Impl {
     AETHER_CHECK(!training, op, "the model is training (called from a callback of train()?); do this after ",
                  "train() returns");
   }
-  // labels (B) int64 for classes, or targets (B, K) float32 for regression (mse only).
+  // labels (B) int64 for classes, or targets (B, K) float32 (mse: regression; binary_cross_entropy:
+  // probabilities).
   Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-    if (targets.defined()) return mse_loss(out, targets);
     if (config.loss == "cross_entropy") return cross_entropy(out, labels, config.label_smoothing);
-    const Tensor target = one_hot(labels, out.shape().back(), out.dtype());
+    const Tensor target = targets.defined() ? targets : one_hot(labels, out.shape().back(), out.dtype());
     if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
+    if (config.loss == "binary_cross_entropy")
+      return binary_cross_entropy_with_logits(out, target, config.label_smoothing);
     return mse_loss(out, target);
   }
   // One training step recorded, not computed (Model::record_train_step without the names, which
@@ -153,13 +155,16 @@ struct Model::Impl {
   std::atomic<bool> stop_requested{false};  // Model::request_stop(), read after each epoch
   bool run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
                               const Tensor& targets, double weight, double* loss, double* accuracy);
-  // The accuracy of a batch: argmax == label, or for targets |out - target| < regression_precision.
+  // The accuracy of a batch: argmax == label; for targets, binary_accuracy (binary_cross_entropy) or
+  // the fraction with |out - target| < regression_precision (mse).
   Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
     if (!targets.defined()) return accuracy(out, labels);
+    if (config.loss == "binary_cross_entropy") return binary_accuracy(out, targets);
     return ((out - targets).abs() < config.regression_precision).cast(DType::float32).mean();
   }
   Tensor probabilities(const Tensor& out) const {
-    return config.loss == "cross_entropy" ? softmax(out, -1) : out;
+    if (config.loss == "cross_entropy") return softmax(out, -1);
+    return config.loss == "binary_cross_entropy" ? out.sigmoid() : out;
   }
   std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
     return make_schedule(config, total_steps);
@@ -180,8 +185,16 @@ struct Model::Impl {
   void check_data(const data::Dataset& d, const char* op, bool scored = true) const {
     d.check();
     AETHER_CHECK(d.n > 0, op, "data set '", d.name, "' is empty");
-    AETHER_CHECK(!d.has_targets() || config.loss == "mse", op, "data set '", d.name,
-                 "' has regression targets, which need the mse loss (configured: ", config.loss, ")");
+    AETHER_CHECK(!d.has_targets() || config.loss == "mse" || config.loss == "binary_cross_entropy", op,
+                 "data set '", d.name,
+                 "' has float targets, which need the mse or binary_cross_entropy loss ",
+                 "(configured: ", config.loss, ")");
+    if (scored && d.has_targets() && config.loss == "binary_cross_entropy") {
+      for (size_t i = 0; i < d.targets.size(); ++i)
+        AETHER_CHECK(d.targets[i] >= 0 && d.targets[i] <= 1, op, "data set '", d.name, "' has target ",
+                     d.targets[i], " (sample ", int64_t(i) / d.target_dim, ", output ",
+                     int64_t(i) % d.target_dim, "); the binary_cross_entropy loss takes targets in [0, 1]");
+    }
     AETHER_CHECK(!scored || !d.has_targets() || d.target_dim == outputs, op, "data set '", d.name, "' has ",
                  d.target_dim, " targets per sample, the model gives ", outputs);
     AETHER_CHECK(!scored || d.has_targets() || d.num_classes <= outputs, op, "data set '", d.name, "' has ",

@@ -109,7 +109,7 @@ Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_se
       comm_(comm),
       root_(comm == nullptr || comm->rank() == 0),
       loader_(train_set, rank_loader_options(o, comm)) {
-  if (train_set.has_targets() && m.config.regression_precision == 0) {
+  if (train_set.has_targets() && m.config.loss == "mse" && m.config.regression_precision == 0) {
     double sum = 0, sq = 0;  // std of every target value, in double
     for (float t : train_set.targets) sum += t;
     const double n = double(std::max<size_t>(train_set.targets.size(), 1)), mean = sum / n;

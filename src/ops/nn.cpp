@@ -532,12 +532,41 @@ Tensor mse_loss(const Tensor& pred, const Tensor& target) {
   return (d * d).mean();
 }
 
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, double label_smoothing) {
+  const char* op = "binary_cross_entropy_with_logits";
+  check_float(logits, op);
+  AETHER_CHECK_DTYPE(is_float(targets.dtype()), op, "expected float targets (probabilities in [0, 1]), got ",
+                     targets.str());
+  AETHER_CHECK(logits.shape() == targets.shape(), op, "logits ", logits.str(), " and targets ", targets.str(),
+               " must have the same shape");
+  AETHER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, "label_smoothing must be in [0, 1], got ",
+               label_smoothing);
+  const DType t = compute_dtype(logits.dtype());
+  const Tensor z = logits.cast(t);  // (...)
+  Tensor target = targets.cast(t);  // (...)
+  if (label_smoothing > 0) target = target * (1.0 - label_smoothing) + label_smoothing / 2;
+  // -[t ln s(z) + (1 - t) ln(1 - s(z))] = ln(1 + e^z) - t z, since ln s(z) = z - ln(1 + e^z) and
+  // ln(1 - s(z)) = -ln(1 + e^z). softplus(z) is z itself past z = 20 and never overflows; its
+  // gradient is sigmoid(z), so the loss's is sigmoid(z) - t.
+  return (softplus(z) - z * target).mean().cast(logits.dtype());
+}
+
 // ---- metrics ---------------------------------------------------------------------------------------
 Tensor accuracy(const Tensor& logits, const Tensor& labels) {
   check_scores(logits, "accuracy", "logits");
   NoGradGuard no_grad;
   const Tensor want = label_indices(logits, labels, "accuracy");  // (...)
   return logits.argmax(-1).eq(want).cast(DType::float32).mean();
+}
+
+Tensor binary_accuracy(const Tensor& logits, const Tensor& targets) {
+  const char* op = "binary_accuracy";
+  check_float(logits, op);
+  AETHER_CHECK_DTYPE(is_float(targets.dtype()), op, "expected float targets, got ", targets.str());
+  AETHER_CHECK(logits.shape() == targets.shape(), op, "logits ", logits.str(), " and targets ", targets.str(),
+               " must have the same shape");
+  NoGradGuard no_grad;
+  return (logits > 0.0).eq(targets > 0.5).cast(DType::float32).mean();
 }
 
 Tensor top_k_accuracy(const Tensor& logits, const Tensor& labels, int64_t k) {

@@ -86,8 +86,13 @@ struct ParamGroup {
 };
 
 struct ModelConfig {
-  std::string loss = "cross_entropy";  // cross_entropy (logits) | categorical_cross_entropy (probs) | mse
-  double label_smoothing = 0;          // cross_entropy only
+  // cross_entropy (softmax on the logits) | categorical_cross_entropy (probabilities) | mse |
+  // binary_cross_entropy (a sigmoid on each logit: binary and multi-label classification). Data for
+  // binary_cross_entropy: targets (N, K) in [0, 1] (the accuracy is ops' binary_accuracy: logit > 0
+  // against target > 0.5) or class labels (one-hot targets; the accuracy is argmax's); predict()
+  // gives sigmoid probabilities.
+  std::string loss = "cross_entropy";
+  double label_smoothing = 0;  // cross_entropy and binary_cross_entropy
   // sgd | adam | adamw | muon (optim/muon.h; every trained parameter must then have 2 or more dims:
   // give the others to another optimizer with a ParamGroup)
   std::string optimizer = "sgd";
@@ -110,7 +115,7 @@ struct ModelConfig {
   double lr_start_factor = 0, lr_end_factor = 0;
   std::vector<std::string> metrics = {"accuracy"};  // accuracy | top5
   double clip_grad_norm = 0;                        // 0: no clipping
-  // Data sets with regression targets (mse): the accuracy is the fraction of outputs within this
+  // Data sets with targets and the mse loss (regression): the accuracy is the fraction of outputs within this
   // distance of their targets; 0: std(training targets) / 250, set by the first train().
   double regression_precision = 0;
   // Per-parameter learning rates, weight decays and frozen parameters (finalize() applies them and

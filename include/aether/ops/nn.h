@@ -133,6 +133,15 @@ Tensor nll_loss(const Tensor& log_probs, const Tensor& labels);
 Tensor categorical_cross_entropy(const Tensor& probs, const Tensor& targets, double eps = 1e-7);
 // mse_loss(pred, target) = mean((pred - target)^2); shapes must match exactly.
 Tensor mse_loss(const Tensor& pred, const Tensor& target);
+// binary_cross_entropy_with_logits(z, t, s) = mean over elements of
+//   -[t' ln sigmoid(z) + (1 - t') ln(1 - sigmoid(z))] = softplus(z) - z t'   (one sigmoid per element:
+//   binary and multi-label classification; PyTorch's loss of this name, Keras' BinaryCrossentropy with
+//   from_logits=True), t' = (1 - s) t + s / 2 (Keras' label smoothing, 0 <= s <= 1).
+//   logits and targets: the same shape, float; targets are probabilities in [0, 1] (not checked here:
+//   that would realize them; Model checks its data). Finite for any finite logit (softplus is
+//   evaluated without overflow). Computed in float32 for 16-bit logits; a scalar of logits' dtype.
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
+                                        double label_smoothing = 0.0);
 
 // ---- metrics (no gradient; float32 scalars) --------------------------------------------------------
 // accuracy = fraction of rows where argmax(logits) == label. logits (..., K); labels int (...) or
@@ -142,6 +151,9 @@ Tensor accuracy(const Tensor& logits, const Tensor& labels);
 // Ties count in the label's favour: with logits (1, 1, 1) every label is in the top 1. A NaN logit
 // for the label counts as a miss; NaN logits of other classes are ignored. Needs k >= 1.
 Tensor top_k_accuracy(const Tensor& logits, const Tensor& labels, int64_t k);
+// binary_accuracy = fraction of elements where (logit > 0) == (target > 0.5): Keras' binary_accuracy
+// (sigmoid(logit) > 0.5 against a 0/1 target). logits and targets: the same shape, float.
+Tensor binary_accuracy(const Tensor& logits, const Tensor& targets);
 
 // ---- dropout ---------------------------------------------------------------------------------------
 // dropout(x) = training ? (u >= p ? x / (1 - p) : 0) : x, with u ~ U[0, 1) from Tensor::rand
