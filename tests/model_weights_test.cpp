@@ -2,9 +2,13 @@
 // buffers, as copies or a safetensors file; another model of the architecture takes them and
 // computes as the source does; other float dtypes are cast; a wrong count, name, shape, dtype or
 // value (NaN, a negative variance) is an error naming the value and its weight, and changes no
-// weight.
+// weight; save_weights refuses to write such a value (load_weights would refuse the file) and keeps
+// the previous file.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -157,4 +161,49 @@ TEST(ModelWeights, SaveAndLoadWeightsAsASafetensorsFile) {
   EXPECT_NE(error_of([&] { c.load_weights(dir.file("missing.safetensors")); }).find("missing.safetensors"),
             std::string::npos);
   expect_weights(c, before);
+}
+
+namespace {
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+// Element 0 of a float tensor set to v, in place (keeping its identity, as training would).
+void set_first(Tensor* t, float v) {
+  std::vector<float> values = floats(*t);
+  values[0] = v;
+  t->assign(Tensor::from_vector<float>(values, t->shape()));
+}
+}  // namespace
+
+TEST(ModelWeights, SaveWeightsRefusesWhatLoadWeightsWouldAndKeepsThePreviousFile) {
+  TempDir dir;
+  const std::string path = dir.file("w.safetensors"), fresh = dir.file("fresh.safetensors");
+  Model a = small_model();
+  a.save_weights(path);
+  const std::string before = bytes_of(path);
+  Tensor* var = nullptr;
+  for (auto& [name, t] : a.network().named_buffers())
+    if (name == "1.running_var") var = t;
+  ASSERT_NE(var, nullptr);
+  set_first(var, -2.0f);  // a negative variance gives NaN outputs
+  EXPECT_EQ(error_of([&] { a.save_weights(path); }),
+            "save_weights: '1.running_var' holds the negative value -2; not writing " + path +
+                ", the previous file is kept");
+  EXPECT_EQ(error_of([&] { a.save_weights(fresh); }),
+            "save_weights: '1.running_var' holds the negative value -2; not writing " + fresh);
+  set_first(var, 1.0f);
+  Tensor* w = a.network().named_parameters()[0].second;
+  const float old = floats(*w)[0];
+  set_first(w, std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(error_of([&] { a.save_weights(path); }),
+            "save_weights: '" + a.network().named_parameters()[0].first + "' holds NaN; not writing " + path +
+                ", the previous file is kept");
+  EXPECT_EQ(bytes_of(path), before);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
+  set_first(w, old);
+  a.save_weights(fresh);  // all good again: written, and loads
+  Model b = model_with_seed(99);
+  b.load_weights(fresh);
+  expect_same_weights(a, b);
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -215,7 +216,6 @@ double first_negative(const Tensor& t) {
 bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
-// State slots that must hold values >= 0 (a negative variance gives NaN outputs).
 std::vector<Tensor> take_by_name(const NamedTensors& stored, const std::vector<std::string>& names,
                                  const std::function<void(const std::string&)>& missing,
                                  const std::function<void(const std::string&)>& extra) {
@@ -234,6 +234,14 @@ std::vector<Tensor> take_by_name(const NamedTensors& stored, const std::vector<s
 
 bool non_negative_entry(const std::string& name) {
   return ends_with(name, ".running_var") || ends_with(name, ".exp_avg_sq");
+}
+
+void check_writable(const char* op, const std::string& what, const std::string& name, const Tensor& t,
+                    const std::string& tail) {
+  const std::string bad = non_finite(t);
+  AETHER_CHECK_RUNTIME(bad.empty(), op, what, " holds ", bad, tail);
+  const double negative = non_negative_entry(name) ? first_negative(t) : 0;
+  AETHER_CHECK_RUNTIME(negative == 0, op, what, " holds the negative value ", negative, tail);
 }
 
 std::vector<std::string> optimizer_slots(const ModelConfig& c, const std::string& optimizer,
@@ -719,10 +727,13 @@ void Model::set_weights(const std::vector<Tensor>& values) {
 void Model::save_weights(const std::string& path) {
   auto& m = *impl_;
   m.require_finalized("save_weights");
+  // Checked before the file is touched (save_safetensors replaces it whole), so a previous one stays.
+  std::error_code ec;
+  const std::string tail =
+      "; not writing " + path + (std::filesystem::exists(path, ec) ? ", the previous file is kept" : "");
   NamedTensors out;
   for (const auto& [name, t] : parameters_and_buffers(*m.net)) {
-    const std::string bad = non_finite(*t);
-    AETHER_CHECK_RUNTIME(bad.empty(), "save_weights", "'", name, "' holds ", bad, "; not writing ", path);
+    check_writable("save_weights", "'" + name + "'", name, *t, tail);
     out.emplace_back(name, t->detach());
   }
   save_safetensors(path, out, {{"format", "aether-weights"}});

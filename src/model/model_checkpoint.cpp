@@ -88,13 +88,10 @@ void Model::save(const std::string& path) {
   // No checkpoint is written from a state holding NaN/Inf (or a negative variance), which load()
   // would reject: checked before the file is touched, so the previous file stays as it was.
   std::error_code ec;
-  const std::string kept = std::filesystem::exists(path, ec) ? ", the previous file is kept" : "";
+  const std::string tail =
+      "; not writing " + path + (std::filesystem::exists(path, ec) ? ", the previous file is kept" : "");
   auto check = [&](const std::string& what, const std::string& name, const Tensor& t) {
-    const std::string bad = non_finite(t);
-    AETHER_CHECK_RUNTIME(bad.empty(), "save", what, name, " holds ", bad, "; not writing ", path, kept);
-    const double negative = non_negative_entry(name) ? first_negative(t) : 0;
-    AETHER_CHECK_RUNTIME(negative == 0, "save", what, name, " holds the negative value ", negative,
-                         "; not writing ", path, kept);
+    check_writable("save", what + name, name, t, tail);
   };
   for (const auto& [name, t] : ck.model) check("", name, t);
   for (const auto& [name, t] : ck.optimizer) check("optimizer state ", name, t);
