@@ -46,6 +46,13 @@ class Callback:
     training at once and propagates; the checkpoint keeps the last finished epoch. A hook may
     evaluate, predict and save the model, but not train it again or change its recipe (configure,
     to, set_precision: errors until train() returns).
+
+    Evaluation calls the `on_test_*` hooks: Model.evaluate(callbacks=[...]) and train()'s validation
+    after each epoch (the train() callbacks'): `on_test_begin(logs)`, `on_test_batch_begin(batch,
+    logs)` and `on_test_batch_end(batch, logs)` around each batch (`logs`: the running "loss" and
+    "accuracy" so far), then `on_test_end(logs)` with the evaluation's "loss" and "accuracy".
+    Model.predict(callbacks=[...]) calls `on_predict_begin`, `on_predict_batch_begin`,
+    `on_predict_batch_end` (`logs` {"seen": samples done}) and `on_predict_end`.
     """
 
     def __init__(self) -> None:
@@ -76,6 +83,30 @@ class Callback:
     def on_train_batch_end(self, batch: int, logs: Logs = None) -> None:
         pass
 
+    def on_test_begin(self, logs: Logs = None) -> None:
+        pass
+
+    def on_test_end(self, logs: Logs = None) -> None:
+        pass
+
+    def on_test_batch_begin(self, batch: int, logs: Logs = None) -> None:
+        pass
+
+    def on_test_batch_end(self, batch: int, logs: Logs = None) -> None:
+        pass
+
+    def on_predict_begin(self, logs: Logs = None) -> None:
+        pass
+
+    def on_predict_end(self, logs: Logs = None) -> None:
+        pass
+
+    def on_predict_batch_begin(self, batch: int, logs: Logs = None) -> None:
+        pass
+
+    def on_predict_batch_end(self, batch: int, logs: Logs = None) -> None:
+        pass
+
     def _overrides(self, hook: str) -> bool:
         """Whether this callback does something in `hook` (train() skips the per-step hooks none
         override)."""
@@ -83,20 +114,30 @@ class Callback:
 
 
 class LambdaCallback(Callback):
-    """A Callback from functions (Keras' LambdaCallback): on_train_begin(logs), on_train_end(logs),
-    on_epoch_begin(epoch, logs), on_epoch_end(epoch, logs), on_train_batch_begin(batch, logs),
-    on_train_batch_end(batch, logs)."""
+    """A Callback from functions (Keras' LambdaCallback), each given by the name of its hook:
+    on_train_begin(logs), on_train_end(logs), on_epoch_begin(epoch, logs), on_epoch_end(epoch, logs),
+    on_train_batch_begin(batch, logs), on_train_batch_end(batch, logs), and the on_test_* and
+    on_predict_* hooks as keywords."""
+
+    _HOOKS = ("on_train_begin", "on_train_end", "on_epoch_begin", "on_epoch_end", "on_train_batch_begin",
+              "on_train_batch_end", "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end",
+              "on_predict_begin", "on_predict_end", "on_predict_batch_begin", "on_predict_batch_end")
 
     def __init__(self, on_train_begin: Optional[Callable[..., None]] = None,
                  on_train_end: Optional[Callable[..., None]] = None,
                  on_epoch_begin: Optional[Callable[..., None]] = None,
                  on_epoch_end: Optional[Callable[..., None]] = None,
                  on_train_batch_begin: Optional[Callable[..., None]] = None,
-                 on_train_batch_end: Optional[Callable[..., None]] = None):
+                 on_train_batch_end: Optional[Callable[..., None]] = None,
+                 **more: Optional[Callable[..., None]]):
         super().__init__()
-        for name, fn in (("on_train_begin", on_train_begin), ("on_train_end", on_train_end),
-                         ("on_epoch_begin", on_epoch_begin), ("on_epoch_end", on_epoch_end),
-                         ("on_train_batch_begin", on_train_batch_begin), ("on_train_batch_end", on_train_batch_end)):
+        unknown = sorted(set(more) - set(self._HOOKS))
+        if unknown:
+            raise TypeError(f"LambdaCallback: unknown hook(s) {unknown}")
+        given = {"on_train_begin": on_train_begin, "on_train_end": on_train_end, "on_epoch_begin": on_epoch_begin,
+                 "on_epoch_end": on_epoch_end, "on_train_batch_begin": on_train_batch_begin,
+                 "on_train_batch_end": on_train_batch_end, **more}
+        for name, fn in given.items():
             if fn is not None:
                 if not callable(fn):
                     raise TypeError(f"LambdaCallback: {name} must be callable, got {type(fn).__name__}")

@@ -53,18 +53,24 @@ class _Callbacks(NamedTuple):
     hooks: List[Callback]
 
 
+def _callback_list(callbacks: Optional[Sequence[Callback]], what: str) -> List[Callback]:
+    """`callbacks` checked: None or a list (or tuple) of aether.Callback objects."""
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)):
+        raise TypeError(f"{what}: callbacks must be a list of aether.Callback, got {type(callbacks).__name__}")
+    for cb in callbacks:
+        if not isinstance(cb, Callback):
+            raise TypeError(f"{what}: callbacks must be aether.Callback objects, got {type(cb).__name__}")
+    return list(callbacks)
+
+
 def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Optional[EarlyStopping],
                     reduce_lr: Optional[ReduceLROnPlateau]) -> _Callbacks:
     """The list and the keywords (early_stopping, reduce_lr) sorted."""
     lr_scheduler: Optional[LearningRateScheduler] = None
-    if callbacks is None:
-        return _Callbacks(early_stopping, reduce_lr, lr_scheduler, [])
-    if isinstance(callbacks, Callback) or not isinstance(callbacks, (list, tuple)):
-        raise TypeError(f"train: callbacks must be a list of aether.Callback, got {type(callbacks).__name__}")
     hooks: List[Callback] = []
-    for cb in callbacks:
-        if not isinstance(cb, Callback):
-            raise TypeError(f"train: callbacks must be aether.Callback objects, got {type(cb).__name__}")
+    for cb in _callback_list(callbacks, "train"):
         if isinstance(cb, EarlyStopping):
             if early_stopping is not None:
                 raise ValueError("train: one EarlyStopping at most (callbacks and early_stopping together)")
@@ -80,6 +86,34 @@ def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Opt
         else:
             hooks.append(cb)
     return _Callbacks(early_stopping, reduce_lr, lr_scheduler, hooks)
+
+
+def _eval_hooks(callbacks: Sequence[Callback], kind: str) -> Tuple[Any, Any]:
+    """The engine's evaluate/predict hooks, on_batch_begin(batch) and on_batch(batch (from 1), batches,
+    seen, loss, accuracy), that call the callbacks' on_<kind>_begin before the first batch,
+    on_<kind>_batch_begin and _end around each, and on_<kind>_end after the last (kind "test": logs
+    the running loss and accuracy; "predict": logs empty). (None, None) when no callback overrides any
+    of these hooks."""
+    names = (f"on_{kind}_begin", f"on_{kind}_batch_begin", f"on_{kind}_batch_end", f"on_{kind}_end")
+    active = [cb for cb in callbacks if any(cb._overrides(n) for n in names)]
+    if not active:
+        return None, None
+
+    def on_batch_begin(batch: int) -> None:
+        for cb in active:
+            if batch == 0:
+                getattr(cb, names[0])({})
+        for cb in active:
+            getattr(cb, names[1])(batch, {})
+
+    def on_batch(batch: int, batches: int, seen: int, loss: float, accuracy: float) -> None:
+        logs = {"loss": loss, "accuracy": accuracy} if kind == "test" else {}
+        for cb in active:
+            getattr(cb, names[2])(batch - 1, dict(logs))
+        if batch == batches:
+            for cb in active:
+                getattr(cb, names[3])(dict(logs))
+    return on_batch_begin, on_batch
 
 
 class Model:
@@ -400,20 +434,25 @@ class Model:
             cb.on_train_begin({})
         if lr_scheduler is not None:
             lr_scheduler._start()
-        result = self._cpp.train(
-            ds, val, epochs, batch_size, bool(shuffle), seed,
-            int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
-            bool(d.get("hflip", False) if hflip is None else hflip), bool(d.get("drop_last", False)),
-            mean, std, bar, checkpoint or "",
-            max_steps_per_epoch, on_batch if (py_bar or callback or hooks) else None,
-            bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
-            bool(sync_batch_norm), bool(d.get("crop_reflect", False)),
-            None if early_stopping is None else early_stopping._options(),
-            None if reduce_lr is None else reduce_lr._options(),
-            on_epoch_begin if hooks else None,
-            on_epoch_end if hooks else None,
-            None if lr_scheduler is None else lr_scheduler._lr,
-            on_batch_begin if batch_begins else None)
+        options = {
+            "epochs": epochs, "batch_size": batch_size, "shuffle": bool(shuffle), "seed": seed,
+            "crop_padding": int(d.get("crop_padding", 0) if crop_padding is None else crop_padding),
+            "hflip": bool(d.get("hflip", False) if hflip is None else hflip),
+            "alternate_flips": bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
+            "crop_reflect": bool(d.get("crop_reflect", False)), "drop_last": bool(d.get("drop_last", False)),
+            "mean": mean, "std": std, "progress": bar, "checkpoint": checkpoint or "",
+            "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm),
+            "early_stopping": None if early_stopping is None else early_stopping._options(),
+            "reduce_lr": None if reduce_lr is None else reduce_lr._options()}
+        val_begin, val_end = _eval_hooks(hooks, "test")
+        engine_hooks = {
+            "on_batch": on_batch if (py_bar or callback or hooks) else None,
+            "on_batch_begin": on_batch_begin if batch_begins else None,
+            "on_epoch_begin": on_epoch_begin if hooks else None,
+            "on_epoch": on_epoch_end if hooks else None,
+            "lr_schedule": None if lr_scheduler is None else lr_scheduler._lr,
+            "on_validation_batch_begin": val_begin, "on_validation_batch": val_end}
+        result = self._cpp.train(ds, val, options, engine_hooks)
         for cb in hooks:
             cb.on_train_end(dict(last_logs))
         if reduce_lr is not None:
@@ -452,24 +491,34 @@ class Model:
     def stop_training(self, stop: bool) -> None:
         self._cpp.stop_training = bool(stop)
 
-    def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none") -> Dict[str, float]:
+    def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none",
+                 callbacks: Optional[Sequence[Callback]] = None) -> Dict[str, float]:
         """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode.
         tta: test-time augmentation of image input, "none", "flip" (the mean logits of each image and
-        its mirror image) or "flip_translate" (airbench's: also one-pixel shifts)."""
+        its mirror image) or "flip_translate" (airbench's: also one-pixel shifts). callbacks:
+        aether.Callback objects whose on_test_* hooks run (aether.callbacks.Callback says when)."""
         self._require_finalized("evaluate")
         batch_size = integer(batch_size, "evaluate: batch_size", 1)
+        cbs = _callback_list(callbacks, "evaluate")
         ds = self._dataset(X, y, "evaluate")
-        r = self._cpp.evaluate(ds, batch_size, str(tta))
+        for cb in cbs:
+            cb.set_model(self)
+            cb.set_params({"verbose": 0, "epochs": 1, "steps": -(-len(ds) // batch_size)})
+        r = self._cpp.evaluate(ds, batch_size, str(tta), *_eval_hooks(cbs, "test"))
         out = {"loss": r["loss"], "accuracy": r["accuracy"]}
         if self._cpp.config["loss"] != "mse" and ds.target_dim == 0 and self._classes() >= 5:
             out["top5"] = r["top5"]
         return out
 
-    def predict(self, X: ArrayLike, batch_size: int = 256) -> np.ndarray:
+    def predict(self, X: ArrayLike, batch_size: int = 256,
+                callbacks: Optional[Sequence[Callback]] = None) -> np.ndarray:
         """The model's outputs (N, K) for images X, as a NumPy array: class probabilities for the
         categorical cross-entropy losses, each output's sigmoid for SigmoidBinaryCrossEntropy, raw
-        outputs for MeanSquaredError."""
+        outputs for MeanSquaredError. callbacks: aether.Callback objects whose on_predict_* hooks
+        run."""
         self._require_finalized("predict")
+        batch_size = integer(batch_size, "predict: batch_size", 1)
+        cbs = _callback_list(callbacks, "predict")
         images = _images(X, "predict")
         if self._cpp.config["loss"] == "mse":
             ds = _aether._dataset_from_arrays(images, images, None, np.zeros((len(images), 1), np.float32), 0,
@@ -477,7 +526,10 @@ class Model:
         else:
             ds = _aether._dataset_from_arrays(images, images, np.zeros(len(images), np.int64), None,
                                               self._classes(), "predict")
-        return np.asarray(self._cpp.predict(ds, integer(batch_size, "predict: batch_size", 1)))
+        for cb in cbs:
+            cb.set_model(self)
+            cb.set_params({"verbose": 0, "epochs": 1, "steps": -(-len(images) // batch_size)})
+        return np.asarray(self._cpp.predict(ds, batch_size, *_eval_hooks(cbs, "predict")))
 
     def __call__(self, x: Tensor) -> Tensor:
         """The network applied to a tensor batch, with autograd (for custom training loops)."""

@@ -162,73 +162,158 @@ nb::dict config_dict(const ModelConfig& c) {
   return d;
 }
 
-struct TrainArgs {
-  int64_t epochs = 1, batch_size = 32, crop_padding = 0, max_steps = 0;
-  bool shuffle = true, hflip = false, progress = false, drop_last = false;
-  uint64_t seed = 0;
-  std::vector<float> mean, std;
-  std::string checkpoint;
-  bool alternate_flips = false;
-  bool sync_batch_norm = false;
-  bool crop_reflect = false;
-  std::optional<EarlyStopping> early_stopping;
-  std::optional<ReduceLrOnPlateau> reduce_lr;
+// TrainOptions from train()'s settings {"epochs", "batch_size", "shuffle", "seed", "crop_padding",
+// "hflip", "alternate_flips", "crop_reflect", "drop_last", "mean", "std", "progress", "checkpoint",
+// "max_steps", "sync_batch_norm", "early_stopping": {"monitor", "patience", "min_delta",
+// "restore_best_weights"} or None, "reduce_lr": {"monitor", "factor", "patience", "min_delta",
+// "cooldown", "min_lr"} or None}; a key left out keeps TrainOptions' default, an unknown one is an error.
+TrainOptions train_options_from(const nb::dict& d) {
+  TrainOptions o;
+  for (auto [k, v] : d) {
+    const std::string key = nb::cast<std::string>(k);
+    if (key == "epochs")
+      o.epochs = nb::cast<int64_t>(v);
+    else if (key == "batch_size")
+      o.data.batch_size = nb::cast<int64_t>(v);
+    else if (key == "shuffle")
+      o.data.shuffle = nb::cast<bool>(v);
+    else if (key == "seed")
+      o.data.seed = nb::cast<uint64_t>(v);
+    else if (key == "crop_padding")
+      o.data.crop_padding = nb::cast<int64_t>(v);
+    else if (key == "hflip")
+      o.data.hflip = nb::cast<bool>(v);
+    else if (key == "alternate_flips")
+      o.data.alternate_flips = nb::cast<bool>(v);
+    else if (key == "crop_reflect")
+      o.data.crop_reflect = nb::cast<bool>(v);
+    else if (key == "drop_last")
+      o.data.drop_last = nb::cast<bool>(v);
+    else if (key == "mean")
+      o.data.mean = nb::cast<std::vector<float>>(v);
+    else if (key == "std")
+      o.data.std = nb::cast<std::vector<float>>(v);
+    else if (key == "progress")
+      o.progress = nb::cast<bool>(v);
+    else if (key == "checkpoint")
+      o.checkpoint_path = nb::cast<std::string>(v);
+    else if (key == "max_steps")
+      o.max_steps_per_epoch = nb::cast<int64_t>(v);
+    else if (key == "sync_batch_norm")
+      o.sync_batch_norm = nb::cast<bool>(v);
+    else if (key == "early_stopping" && !v.is_none())
+      o.early_stopping =
+          EarlyStopping{nb::cast<std::string>(v["monitor"]), nb::cast<int64_t>(v["patience"]),
+                        nb::cast<double>(v["min_delta"]), nb::cast<bool>(v["restore_best_weights"])};
+    else if (key == "reduce_lr" && !v.is_none())
+      o.reduce_lr_on_plateau =
+          ReduceLrOnPlateau{nb::cast<std::string>(v["monitor"]), nb::cast<double>(v["factor"]),
+                            nb::cast<int64_t>(v["patience"]),    nb::cast<double>(v["min_delta"]),
+                            nb::cast<int64_t>(v["cooldown"]),    nb::cast<double>(v["min_lr"])};
+    else if (key != "early_stopping" && key != "reduce_lr")
+      throw nb::value_error(("aether: train: unknown option '" + key + "'").c_str());
+  }
+  return o;
+}
+
+// train()'s Python callables, each None when not given, called with the GIL:
+//   on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step,
+//   on_batch_begin(epoch, batch), on_epoch_begin(epoch), on_epoch(epoch_dict),
+//   lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule), and the validation's
+//   on_validation_batch_begin(batch), on_validation_batch(batch, batches, seen, loss, accuracy).
+struct Hooks {
+  nb::object on_batch, on_batch_begin, on_epoch_begin, on_epoch, lr_schedule, on_validation_batch_begin,
+      on_validation_batch;
+  explicit Hooks(const nb::dict& d) {
+    const std::pair<const char*, nb::object*> named[] = {
+        {"on_batch", &on_batch},
+        {"on_batch_begin", &on_batch_begin},
+        {"on_epoch_begin", &on_epoch_begin},
+        {"on_epoch", &on_epoch},
+        {"lr_schedule", &lr_schedule},
+        {"on_validation_batch_begin", &on_validation_batch_begin},
+        {"on_validation_batch", &on_validation_batch}};
+    for (auto& [name, f] : named) *f = d.contains(name) ? nb::borrow<nb::object>(d[name]) : nb::none();
+    for (auto [k, v] : d) {
+      const std::string key = nb::cast<std::string>(k);
+      bool known = false;
+      for (auto& [name, f] : named) known = known || key == name;
+      if (!known) throw nb::value_error(("aether: train: unknown hook '" + key + "'").c_str());
+    }
+  }
+  // Sets o's functions. They refer to this object's callables (copying a Python object needs the
+  // GIL, which train() does not hold), so it must outlive o's use.
+  void set(TrainOptions& o) const {
+    // After every step, always: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees).
+    // Raising here unwinds train(); the checkpoint keeps the last epoch.
+    o.on_batch = [this](const BatchProgress& p) {
+      nb::gil_scoped_acquire gil;
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+      if (!on_batch.is_none()) on_batch(p.epoch, p.epochs, p.batch, p.batches, p.seen, p.loss, p.accuracy);
+    };
+    if (!on_batch_begin.is_none())
+      o.on_batch_begin = [this](int64_t epoch, int64_t batch) {
+        nb::gil_scoped_acquire gil;
+        on_batch_begin(epoch, batch);
+      };
+    if (!on_epoch_begin.is_none())
+      o.on_epoch_begin = [this](int64_t epoch) {
+        nb::gil_scoped_acquire gil;
+        on_epoch_begin(epoch);
+      };
+    if (!on_epoch.is_none())
+      o.on_epoch = [this](const EpochStats& e) {
+        nb::gil_scoped_acquire gil;
+        on_epoch(epoch_dict(e));
+      };
+    if (!lr_schedule.is_none())
+      o.lr_schedule = [this](int64_t epoch, double lr) {
+        nb::gil_scoped_acquire gil;
+        return nb::cast<double>(lr_schedule(epoch, lr));
+      };
+    if (!on_validation_batch_begin.is_none())
+      o.on_validation_batch_begin = [this](int64_t batch) {
+        nb::gil_scoped_acquire gil;
+        on_validation_batch_begin(batch);
+      };
+    if (!on_validation_batch.is_none())
+      o.on_validation_batch = [this](const EvalProgress& p) {
+        nb::gil_scoped_acquire gil;
+        on_validation_batch(p.batch, p.batches, p.seen, p.loss, p.accuracy);
+      };
+  }
 };
+
+// EvalOptions whose hooks call Python's on_batch_begin(batch) and on_batch(batch, batches, seen, loss,
+// accuracy) (None: no hook) with the GIL, and check for Ctrl-C after each batch. They refer to the callables,
+// which must outlive the options.
+EvalOptions eval_options(int64_t batch_size, TTA tta, const nb::object& on_batch_begin,
+                         const nb::object& on_batch) {
+  EvalOptions o;
+  o.batch_size = batch_size;
+  o.tta = tta;
+  if (!on_batch_begin.is_none())
+    o.on_batch_begin = [&on_batch_begin](int64_t batch) {
+      nb::gil_scoped_acquire gil;
+      on_batch_begin(batch);
+    };
+  // After every batch, always: Ctrl-C (as in train()) stops a long evaluation.
+  o.on_batch = [&on_batch](const EvalProgress& p) {
+    nb::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    if (!on_batch.is_none()) on_batch(p.batch, p.batches, p.seen, p.loss, p.accuracy);
+  };
+  return o;
+}
 
 // {"epochs": [epoch_dict...], "best_epoch": int (-1 without early stopping), "best": float (its
 //  monitored number), "stopped_early": bool, "restored_best": bool}
-// on_batch(epoch, epochs, batch, batches, seen, loss, accuracy) after each step, on_epoch_begin(epoch),
-// on_epoch(epoch_dict), lr_schedule(epoch, lr) -> lr (TrainOptions::lr_schedule) and
-// on_batch_begin(epoch, batch): Python callables or None, called with the GIL.
 nb::dict train(Model& model, const data::Dataset& train_set, std::shared_ptr<data::Dataset> validation,
-               const TrainArgs& a, nb::object on_batch, nb::object on_epoch_begin, nb::object on_epoch,
-               nb::object lr_schedule, nb::object on_batch_begin) {
-  TrainOptions o;
-  o.epochs = a.epochs;
-  o.data.batch_size = a.batch_size;
-  o.data.shuffle = a.shuffle;
-  o.data.seed = a.seed;
-  o.data.crop_padding = a.crop_padding;
-  o.data.hflip = a.hflip;
-  o.data.alternate_flips = a.alternate_flips;
-  o.data.crop_reflect = a.crop_reflect;
-  o.data.drop_last = a.drop_last;
-  o.data.mean = a.mean;
-  o.data.std = a.std;
-  o.progress = a.progress;
-  o.checkpoint_path = a.checkpoint;
-  o.max_steps_per_epoch = a.max_steps;
-  o.sync_batch_norm = a.sync_batch_norm;
+               const nb::dict& options, const nb::dict& hooks) {
+  TrainOptions o = train_options_from(options);
   o.validation = validation.get();
-  o.early_stopping = a.early_stopping;
-  o.reduce_lr_on_plateau = a.reduce_lr;
-  // After every step: Ctrl-C (SIGINT sets a flag that only the main thread's Python sees) and the
-  // Python-side progress display. Raising here unwinds train(); the checkpoint keeps the last epoch.
-  o.on_batch = [&on_batch](const BatchProgress& p) {
-    nb::gil_scoped_acquire gil;
-    if (PyErr_CheckSignals() != 0) throw nb::python_error();
-    if (!on_batch.is_none()) on_batch(p.epoch, p.epochs, p.batch, p.batches, p.seen, p.loss, p.accuracy);
-  };
-  if (!on_epoch_begin.is_none())
-    o.on_epoch_begin = [&on_epoch_begin](int64_t epoch) {
-      nb::gil_scoped_acquire gil;
-      on_epoch_begin(epoch);
-    };
-  if (!on_epoch.is_none())
-    o.on_epoch = [&on_epoch](const EpochStats& e) {
-      nb::gil_scoped_acquire gil;
-      on_epoch(epoch_dict(e));
-    };
-  if (!on_batch_begin.is_none())
-    o.on_batch_begin = [&on_batch_begin](int64_t epoch, int64_t batch) {
-      nb::gil_scoped_acquire gil;
-      on_batch_begin(epoch, batch);
-    };
-  if (!lr_schedule.is_none())
-    o.lr_schedule = [&lr_schedule](int64_t epoch, double lr) {
-      nb::gil_scoped_acquire gil;
-      return nb::cast<double>(lr_schedule(epoch, lr));
-    };
+  const Hooks py_hooks(hooks);
+  py_hooks.set(o);
   History h;
   {
     nb::gil_scoped_release release;
@@ -294,54 +379,8 @@ void bind_model(nb::module_& m) {
           "set_precision", [](Model& mod, const std::string& p) { mod.set_precision(p); }, arg("precision"))
       .def(
           "finalize", [](Model& mod, const Shape& s) { mod.finalize(s); }, arg("input_shape"))
-      .def(
-          "train",
-          [](Model& mod, const data::Dataset& ds, std::shared_ptr<data::Dataset> val, int64_t epochs,
-             int64_t batch_size, bool shuffle, uint64_t seed, int64_t crop_padding, bool hflip,
-             bool drop_last, std::vector<float> mean, std::vector<float> std, bool progress,
-             std::string checkpoint, int64_t max_steps, nb::object on_batch, bool alternate_flips,
-             bool sync_batch_norm, bool crop_reflect, std::optional<nb::dict> early_stopping,
-             std::optional<nb::dict> reduce_lr, nb::object on_epoch_begin, nb::object on_epoch,
-             nb::object lr_schedule, nb::object on_batch_begin) {
-            TrainArgs a;
-            a.epochs = epochs;
-            a.batch_size = batch_size;
-            a.crop_padding = crop_padding;
-            a.max_steps = max_steps;
-            a.shuffle = shuffle;
-            a.hflip = hflip;
-            a.progress = progress;
-            a.drop_last = drop_last;
-            a.seed = seed;
-            a.mean = std::move(mean);
-            a.std = std::move(std);
-            a.checkpoint = std::move(checkpoint);
-            a.alternate_flips = alternate_flips;
-            a.sync_batch_norm = sync_batch_norm;
-            a.crop_reflect = crop_reflect;
-            if (early_stopping) {  // {"monitor", "patience", "min_delta", "restore_best_weights"}
-              const nb::dict& d = *early_stopping;
-              a.early_stopping =
-                  EarlyStopping{nb::cast<std::string>(d["monitor"]), nb::cast<int64_t>(d["patience"]),
-                                nb::cast<double>(d["min_delta"]), nb::cast<bool>(d["restore_best_weights"])};
-            }
-            if (reduce_lr) {  // {"monitor", "factor", "patience", "min_delta", "cooldown", "min_lr"}
-              const nb::dict& d = *reduce_lr;
-              a.reduce_lr =
-                  ReduceLrOnPlateau{nb::cast<std::string>(d["monitor"]), nb::cast<double>(d["factor"]),
-                                    nb::cast<int64_t>(d["patience"]),    nb::cast<double>(d["min_delta"]),
-                                    nb::cast<int64_t>(d["cooldown"]),    nb::cast<double>(d["min_lr"])};
-            }
-            return train(mod, ds, std::move(val), a, on_batch, on_epoch_begin, on_epoch, lr_schedule,
-                         on_batch_begin);
-          },
-          arg("dataset"), arg("validation").none(), arg("epochs"), arg("batch_size"), arg("shuffle"),
-          arg("seed"), arg("crop_padding"), arg("hflip"), arg("drop_last"), arg("mean"), arg("std"),
-          arg("progress"), arg("checkpoint"), arg("max_steps"), arg("on_batch").none(),
-          arg("alternate_flips") = false, arg("sync_batch_norm") = false, arg("crop_reflect") = false,
-          arg("early_stopping").none() = nb::none(), arg("reduce_lr").none() = nb::none(),
-          arg("on_epoch_begin").none() = nb::none(), arg("on_epoch").none() = nb::none(),
-          arg("lr_schedule").none() = nb::none(), arg("on_batch_begin").none() = nb::none())
+      .def("train", &train, arg("dataset"), arg("validation").none(), arg("options"), arg("hooks"),
+           "trains with the options and hooks described at train_options_from and Hooks")
       .def_prop_rw(
           "stop_training", [](const Model& mod) { return mod.stop_requested(); },
           [](Model& mod, bool stop) { mod.request_stop(stop); },
@@ -351,12 +390,13 @@ void bind_model(nb::module_& m) {
                    "the base learning rate: the optimizer's lr, or what a LearningRateScheduler last set")
       .def(
           "evaluate",
-          [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta) {
-            const TTA t = tta_from_name(tta);
+          [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta,
+             nb::object on_batch_begin, nb::object on_batch) {
+            const EvalOptions o = eval_options(batch_size, tta_from_name(tta), on_batch_begin, on_batch);
             EvalResult r;
             {
               nb::gil_scoped_release release;
-              r = mod.evaluate(ds, batch_size, t);
+              r = mod.evaluate(ds, o);
             }
             nb::dict d;
             d["loss"] = r.loss;
@@ -366,14 +406,20 @@ void bind_model(nb::module_& m) {
             d["seconds"] = r.seconds;
             return d;
           },
-          arg("dataset"), arg("batch_size") = 256, arg("tta") = "none")
+          arg("dataset"), arg("batch_size") = 256, arg("tta") = "none",
+          arg("on_batch_begin").none() = nb::none(), arg("on_batch").none() = nb::none(),
+          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, loss, accuracy) after it")
       .def(
           "predict",
-          [](Model& mod, const data::Dataset& ds, int64_t batch_size) {
+          [](Model& mod, const data::Dataset& ds, int64_t batch_size, nb::object on_batch_begin,
+             nb::object on_batch) {
+            const EvalOptions o = eval_options(batch_size, TTA::none, on_batch_begin, on_batch);
             nb::gil_scoped_release release;
-            return mod.predict(ds, batch_size);
+            return mod.predict(ds, o);
           },
-          arg("dataset"), arg("batch_size") = 256)
+          arg("dataset"), arg("batch_size") = 256, arg("on_batch_begin").none() = nb::none(),
+          arg("on_batch").none() = nb::none(),
+          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, 0, 0) after it")
       .def(
           "predict_tensor",
           [](Model& mod, const Tensor& x) {

@@ -1,6 +1,7 @@
 """Model.train(callbacks=[...]): Keras' Callback hooks, in order and with the epoch's numbers;
 model.stop_training; LambdaCallback, ModelCheckpoint and CSVLogger; EarlyStopping and
-ReduceLROnPlateau in the list; LearningRateScheduler; errors."""
+ReduceLROnPlateau in the list; LearningRateScheduler; the on_test_* hooks of evaluate and of train's
+validation, and predict's on_predict_*; errors."""
 import csv
 
 import numpy as np
@@ -294,3 +295,95 @@ def test_early_stopping_continues_a_run_that_raised(fmnist):
     assert h.epoch[0] == 3
     assert (es.best_epoch, es.best, es.stopped_epoch) == (whole_es.best_epoch, whole_es.best, whole_es.stopped_epoch)
     np.testing.assert_array_equal(m.predict(xv[:50]), whole.predict(xv[:50]))
+
+
+class EvalRecorder(ae.Callback):
+    """Records the on_test_* and on_predict_* hooks."""
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def on_test_begin(self, logs=None):
+        self.calls.append(("test_begin", dict(logs)))
+
+    def on_test_batch_begin(self, batch, logs=None):
+        self.calls.append(("test_batch_begin", batch))
+
+    def on_test_batch_end(self, batch, logs=None):
+        self.calls.append(("test_batch_end", batch, dict(logs)))
+
+    def on_test_end(self, logs=None):
+        self.calls.append(("test_end", dict(logs)))
+
+    def on_predict_begin(self, logs=None):
+        self.calls.append(("predict_begin",))
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        self.calls.append(("predict_batch_begin", batch))
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self.calls.append(("predict_batch_end", batch))
+
+    def on_predict_end(self, logs=None):
+        self.calls.append(("predict_end",))
+
+
+def test_evaluate_and_predict_call_the_test_and_predict_hooks(fmnist):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    m.train(x, y, epochs=1, batch_size=100, verbose=False)
+    rec = EvalRecorder()
+    r = m.evaluate(xv, yv, batch_size=64, callbacks=[rec])  # 200 samples: batches of 64, 64, 64, 8
+    assert rec.model is m and rec.params["steps"] == 4
+    assert [c[0] for c in rec.calls] == ["test_begin"] + ["test_batch_begin", "test_batch_end"] * 4 + ["test_end"]
+    assert [c[1] for c in rec.calls if c[0].startswith("test_batch")] == [0, 0, 1, 1, 2, 2, 3, 3]
+    # A batch's logs: the running means, which are evaluate's over the samples done.
+    first_two = rec.calls[4][2]
+    part = m.evaluate(xv[:128], yv[:128], batch_size=64)
+    assert first_two["loss"] == pytest.approx(part["loss"], rel=1e-12)
+    assert first_two["accuracy"] == pytest.approx(part["accuracy"], rel=1e-12)
+    assert rec.calls[-1] == ("test_end", {"loss": r["loss"], "accuracy": r["accuracy"]})
+    assert rec.calls[-2][2] == rec.calls[-1][1]
+    assert m.evaluate(xv, yv, batch_size=64) == r  # the hooks change nothing
+
+    rec.calls.clear()
+    p = m.predict(xv, batch_size=128, callbacks=[rec])  # 128, 72
+    assert rec.calls == [("predict_begin",), ("predict_batch_begin", 0), ("predict_batch_end", 0),
+                         ("predict_batch_begin", 1), ("predict_batch_end", 1), ("predict_end",)]
+    np.testing.assert_array_equal(p, m.predict(xv, batch_size=128))
+    lam = []
+    r = m.evaluate(xv, yv, callbacks=[ae.LambdaCallback(on_test_end=lambda logs: lam.append(logs))])
+    assert lam == [{"loss": r["loss"], "accuracy": r["accuracy"]}]
+    with pytest.raises(TypeError, match=r"LambdaCallback: unknown hook\(s\) \['on_tset_end'\]"):
+        ae.LambdaCallback(on_tset_end=print)
+    with pytest.raises(TypeError, match="evaluate: callbacks must be aether.Callback objects, got function"):
+        m.evaluate(xv, yv, callbacks=[lambda: None])
+    with pytest.raises(TypeError, match="predict: callbacks must be a list of aether.Callback"):
+        m.predict(xv, callbacks=rec)
+
+
+def test_train_validation_calls_the_test_hooks_every_epoch(fmnist):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    rec = EvalRecorder()
+    h = m.train(x, y, epochs=2, batch_size=100, validation_data=(xv, yv), callbacks=[rec], verbose=False)
+    # Validation batches are max(batch size, 256): one of 200 per epoch.
+    assert [c[0] for c in rec.calls] == ["test_begin", "test_batch_begin", "test_batch_end", "test_end"] * 2
+    ends = [c[1] for c in rec.calls if c[0] == "test_end"]
+    assert [e["loss"] for e in ends] == h["val_loss"]
+    assert [e["accuracy"] for e in ends] == h["val_accuracy"]
+
+
+def test_an_exception_in_a_test_hook_ends_evaluate(fmnist):
+    x, y, xv, yv = data(fmnist)
+    m = finalized()
+    before = m.evaluate(xv, yv, batch_size=64)
+
+    class Stop(ae.Callback):
+        def on_test_batch_end(self, batch, logs=None):
+            if batch == 1:
+                raise KeyError("enough")
+
+    with pytest.raises(KeyError, match="enough"):
+        m.evaluate(xv, yv, batch_size=64, callbacks=[Stop()])
+    assert m.evaluate(xv, yv, batch_size=64) == before

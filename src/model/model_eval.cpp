@@ -48,7 +48,15 @@ Tensor Model::Impl::tta_forward(const Tensor& x, TTA tta) const {
 }
 
 EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) {
+  EvalOptions o;
+  o.batch_size = batch_size;
+  o.tta = tta;
+  return evaluate(d, o);
+}
+
+EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
   auto& m = *impl_;
+  const TTA tta = o.tta;
   m.require_finalized("evaluate");
   m.check_data(d, "evaluate");
   AETHER_CHECK(
@@ -56,13 +64,14 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) 
       "evaluate", "test-time augmentation '", tta_name(tta), "' needs image input (H, W, C) of at least ",
       "2x2, the model takes ", to_string(m.input_shape));
   const auto t0 = std::chrono::steady_clock::now();
-  data::DataLoader loader(d, m.eval_loader(batch_size));
+  data::DataLoader loader(d, m.eval_loader(o.batch_size));
   loader.begin_epoch(0);
   nn::EvalModeGuard eval_mode(*m.net);  // restores the previous mode, also on errors
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0, correct = 0, top5 = 0;
-  while (auto b = loader.next()) {
+  for (int64_t batch = 0; auto b = loader.next(); ++batch) {
+    if (o.on_batch_begin) o.on_batch_begin(batch);
     Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
     const Tensor labels = b->labels.defined() ? b->labels.to(m.device) : Tensor();
     const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
@@ -79,6 +88,9 @@ EvalResult Model::evaluate(const data::Dataset& d, int64_t batch_size, TTA tta) 
     correct += acc.item<double>() * double(b->size);
     top5 += t5.item<double>() * double(b->size);
     r.samples += b->size;
+    if (o.on_batch)
+      o.on_batch({batch + 1, loader.num_batches(), r.samples, loss_sum / double(r.samples),
+                  correct / double(r.samples)});
   }
   if (r.samples > 0) {
     r.loss = loss_sum / double(r.samples);
@@ -110,13 +122,27 @@ Tensor Model::predict(const Tensor& images) {
 }
 
 Tensor Model::predict(const data::Dataset& d, int64_t batch_size) {
+  EvalOptions o;
+  o.batch_size = batch_size;
+  return predict(d, o);
+}
+
+Tensor Model::predict(const data::Dataset& d, const EvalOptions& o) {
   auto& m = *impl_;
   m.require_finalized("predict");
+  AETHER_CHECK(o.tta == TTA::none, "predict",
+               "test-time augmentation is evaluate's; predict takes tta none, got ", tta_name(o.tta));
   m.check_data(d, "predict", /*scored=*/false);
-  data::DataLoader loader(d, m.eval_loader(batch_size));
+  data::DataLoader loader(d, m.eval_loader(o.batch_size));
   loader.begin_epoch(0);
   std::vector<Tensor> parts;
-  while (auto b = loader.next()) parts.push_back(predict(b->images));
+  int64_t seen = 0;
+  for (int64_t batch = 0; auto b = loader.next(); ++batch) {
+    if (o.on_batch_begin) o.on_batch_begin(batch);
+    parts.push_back(predict(b->images));
+    seen += b->size;
+    if (o.on_batch) o.on_batch({batch + 1, loader.num_batches(), seen, 0, 0});
+  }
   return cat(parts, 0).realize();
 }
 

@@ -305,7 +305,11 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
   if (o_.validation) {
     EvalResult r;
     try {
-      r = model_.evaluate(*o_.validation, std::max<int64_t>(o_.data.batch_size, 256));
+      EvalOptions eo;
+      eo.batch_size = std::max<int64_t>(o_.data.batch_size, 256);
+      eo.on_batch_begin = o_.on_validation_batch_begin;
+      eo.on_batch = o_.on_validation_batch;
+      r = model_.evaluate(*o_.validation, eo);
     } catch (const Error& e) {
       std::error_code ec;
       const std::string kept =

@@ -189,6 +189,23 @@ struct EvalResult {
   double seconds = 0;
 };
 
+// Where evaluate() or predict() stands after a batch (EvalOptions::on_batch).
+struct EvalProgress {
+  int64_t batch = 0, batches = 0;  // batches done, and in all
+  int64_t seen = 0;                // samples done
+  double loss = 0, accuracy = 0;   // evaluate: running means over the samples done (predict: 0)
+};
+
+// How evaluate() and predict() go over a data set.
+struct EvalOptions {
+  int64_t batch_size = 256;
+  TTA tta = TTA::none;  // evaluate only (predict refuses another)
+  // Called before each batch (0-based) and after it (Keras' on_test_batch_begin / _end and
+  // on_predict_batch_begin / _end). An exception thrown by either ends the call and propagates.
+  std::function<void(int64_t batch)> on_batch_begin;
+  std::function<void(const EvalProgress&)> on_batch;
+};
+
 // Where training stands after a step (TrainOptions::on_batch).
 struct BatchProgress {
   int64_t epoch = 0, epochs = 0;   // epoch is 0-based
@@ -248,6 +265,9 @@ struct TrainOptions {
   std::function<void(const BatchProgress&)> on_batch;
   // Called before every step, with the epoch (0-based) and the step's batch in it (0-based).
   std::function<void(int64_t epoch, int64_t batch)> on_batch_begin;
+  // The validation's EvalOptions hooks: before and after each of its batches, every epoch.
+  std::function<void(int64_t batch)> on_validation_batch_begin;
+  std::function<void(const EvalProgress&)> on_validation_batch;
   // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
   // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
   // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each
@@ -346,11 +366,13 @@ class Model {
   // flat input: not as many values) or when the outputs, loss or accuracy are not finite.
   // `tta`: test-time augmentation (image input only): the loss and metrics of averaged logits.
   EvalResult evaluate(const data::Dataset& data, int64_t batch_size = 256, TTA tta = TTA::none);
+  EvalResult evaluate(const data::Dataset& data, const EvalOptions& options);  // with hooks
   // Class probabilities (N, K) for images (N, ...) already normalised like the training data.
   // Throws for images of another shape, holding NaN/Inf, or outputs that are not finite.
   Tensor predict(const Tensor& images);
   // Probabilities for a data set (normalised with the model's own statistics); checked as above.
   Tensor predict(const data::Dataset& data, int64_t batch_size = 256);
+  Tensor predict(const data::Dataset& data, const EvalOptions& options);  // with hooks (tta none)
 
   // Writes the checkpoint atomically (docs/checkpoint-format.md). Refuses, before touching the file,
   // a parameter, buffer or optimizer slot holding NaN/Inf or a negative variance: the previous file
