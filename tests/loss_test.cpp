@@ -249,6 +249,32 @@ TEST(BinaryCrossEntropy, AgainstTheTextbookFormula) {
         {{z, {3, 4}}, {t, {3, 4}}});
 }
 
+// weights: each element's loss times its weight (broadcast), still the mean over the elements.
+TEST(BinaryCrossEntropy, WeightsScaleEachElementsLoss) {
+  const auto z = det_values(6, 23, -3, 3);
+  const std::vector<double> t = {0, 1, 1, 0, 0.3, 1}, w = {0.5, 2, 1, 0, 3, 1};
+  double want = 0;
+  for (size_t i = 0; i < z.size(); ++i) want += w[i] * ref_bce({z[i]}, {t[i]});
+  want /= 6;
+  EXPECT_NEAR(
+      binary_cross_entropy_with_logits(make(z, {2, 3}), make(t, {2, 3}), 0, make(w, {2, 3})).item<double>(),
+      want, 1e-14);
+  // A (2, 1) column: one weight per row.
+  double rows = 0;
+  for (size_t i = 0; i < z.size(); ++i) rows += (i < 3 ? 2.0 : 0.25) * ref_bce({z[i]}, {t[i]});
+  EXPECT_NEAR(binary_cross_entropy_with_logits(make(z, {2, 3}), make(t, {2, 3}), 0, make({2.0, 0.25}, {2, 1}))
+                  .item<double>(),
+              rows / 6, 1e-14);
+  expect_grad_matches_fd(
+      [&](const std::vector<Tensor>& v) { return binary_cross_entropy_with_logits(v[0], v[1], 0.1, v[2]); },
+      {{z, {2, 3}}, {t, {2, 3}}, {w, {2, 3}}});
+  expect_error(
+      [&] {
+        binary_cross_entropy_with_logits(make(z, {2, 3}), make(t, {2, 3}), 0, make({1, 2}, {2}));
+      },
+      {"binary_cross_entropy_with_logits", "weights", "(2,)", "(2, 3)"});
+}
+
 TEST(BinaryCrossEntropy, LargeLogitsStayFinite) {
   // sigmoid(+-100) rounds to 1 or 0, so the textbook formula gives inf or NaN here; the loss is
   // |z| for a wrong sign and e^-|z| (about 0) for a right one, with gradient sigmoid(z) - t.

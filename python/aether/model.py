@@ -317,6 +317,24 @@ class Model:
         labels = np.ascontiguousarray(y, dtype=np.int64)
         return _aether._dataset_from_arrays(images, images, labels, None, classes, what)
 
+    @staticmethod
+    def _class_weight(class_weight: Any, classes: int) -> List[float]:
+        """train()'s class_weight as one weight per class ([] for None); the engine checks the values."""
+        if class_weight is None:
+            return []
+        if isinstance(class_weight, dict):
+            weights = [1.0] * classes
+            for c, w in class_weight.items():
+                c = integer(c, "train: class_weight's classes", 0)
+                if c >= classes:
+                    raise ValueError(f"train: class_weight has class {c}, the model has classes 0..{classes - 1}")
+                weights[c] = float(w)
+            return weights
+        if isinstance(class_weight, (str, bytes)) or not isinstance(class_weight, (Sequence, np.ndarray)):
+            raise TypeError(f"train: class_weight must be a dict {{class: weight}} or a list of weights, "
+                            f"got {type(class_weight).__name__}")
+        return [float(w) for w in class_weight]
+
     def _require_finalized(self, what: str) -> None:
         if not self._finalized:
             raise RuntimeError(f"Model.{what}: call configure() and finalize(input_shape) first")
@@ -331,7 +349,8 @@ class Model:
               sync_batch_norm: bool = False, validation_split: Optional[float] = None,
               early_stopping: Optional[EarlyStopping] = None,
               reduce_lr: Optional[ReduceLROnPlateau] = None,
-              callbacks: Optional[Sequence[Callback]] = None) -> History:
+              callbacks: Optional[Sequence[Callback]] = None,
+              class_weight: Optional[Union[Dict[int, float], Sequence[float]]] = None) -> History:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError; targets in [0, 1], (N,) for one output or
         (N, K), for SigmoidBinaryCrossEntropy). uint8 images are scaled to [0, 1] and
@@ -357,7 +376,13 @@ class Model:
         and end of training, of each epoch and after each step (aether.callbacks.Callback says
         when and with what); an EarlyStopping or ReduceLROnPlateau among them acts as the keyword
         of that name, and a LearningRateScheduler sets each epoch's learning rate. A callback may set `model.stop_training = True` to end training after the
-        epoch in progress."""
+        epoch in progress.
+
+        `class_weight` (Keras'): {class: weight} (a class left out weighs 1) or a list of one weight
+        per class: each training sample's loss is multiplied by its class's weight, for classes that
+        are rare in X. For SigmoidBinaryCrossEntropy's 0/1 targets the classes are the targets 0
+        and 1 (each output's loss weighted by its target's). The loss is still the mean over the
+        samples; accuracy, validation and evaluate are unweighted."""
         self._require_finalized("train")
         if self._cpp.is_training:  # before anything changes (the C++ side checks too)
             raise RuntimeError("train: the model is training (called from a callback of train()?); "
@@ -384,6 +409,7 @@ class Model:
                 raise TypeError(f"train: {name} must be an aether.{cls.__name__}, got {type(arg).__name__}")
         early_stopping, reduce_lr, lr_scheduler, hooks = _sort_callbacks(callbacks, early_stopping, reduce_lr)
         ds = self._dataset(X, y, "train")
+        weights = self._class_weight(class_weight, 2 if ds.target_dim else self._classes())
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
         if validation_split is not None:
             ds, val = _aether._split_validation(ds, float(validation_split))
@@ -441,7 +467,7 @@ class Model:
             "alternate_flips": bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
             "crop_reflect": bool(d.get("crop_reflect", False)), "drop_last": bool(d.get("drop_last", False)),
             "mean": mean, "std": std, "progress": bar, "checkpoint": checkpoint or "",
-            "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm),
+            "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm), "class_weight": weights,
             "early_stopping": None if early_stopping is None else early_stopping._options(),
             "reduce_lr": None if reduce_lr is None else reduce_lr._options()}
         val_begin, val_end = _eval_hooks(hooks, "test")

@@ -667,8 +667,14 @@ void bind_tensor(nb::module_& m) {
   f.def("cross_entropy", &cross_entropy, nb::arg("logits"), nb::arg("labels"),
         nb::arg("label_smoothing") = 0.0);
   f.def("mse_loss", &mse_loss);
-  f.def("binary_cross_entropy_with_logits", &binary_cross_entropy_with_logits, nb::arg("logits"),
-        nb::arg("targets"), nb::arg("label_smoothing") = 0.0);
+  f.def(
+      "binary_cross_entropy_with_logits",
+      [](const Tensor& logits, const Tensor& targets, double label_smoothing, std::optional<Tensor> weights) {
+        return binary_cross_entropy_with_logits(logits, targets, label_smoothing, weights.value_or(Tensor()));
+      },
+      nb::arg("logits"), nb::arg("targets"), nb::arg("label_smoothing") = 0.0,
+      nb::arg("weights").none() = nb::none(),
+      "mean of -[t' ln sigmoid(z) + (1 - t') ln(1 - sigmoid(z))] (times weights, broadcast to logits)");
   f.def("accuracy", &accuracy);
   f.def("binary_accuracy", &binary_accuracy);
 }

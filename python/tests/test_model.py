@@ -177,6 +177,32 @@ def test_binary_and_multi_label_classification_with_sigmoid_binary_cross_entropy
         s.configure(loss=ae.SigmoidBinaryCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((4,))
 
 
+def test_class_weight_moves_an_imbalanced_problem_toward_the_rare_class():
+    rng = np.random.default_rng(2)
+    y = (np.arange(400) % 10 == 0).astype(np.int64)                     # 10% are class 1
+    x = (rng.normal(0, 1, (400, 2)) + np.where(y[:, None] == 1, 0.8, -0.2)).astype(np.float32)
+
+    def predicted_ones(**kw):
+        m = ae.Model(); m.manual_seed(3)
+        m.add(ae.Dense(2, 2))
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.Adam(lr=0.05)).finalize((2,))
+        m.train(x, y, epochs=20, batch_size=40, verbose=False, **kw)
+        return int((m.predict(x).argmax(1) == 1).sum())
+
+    plain = predicted_ones()
+    assert predicted_ones(class_weight={1: 9.0}) > plain + 20      # class 0 left out: weight 1
+    assert predicted_ones(class_weight=[1.0, 9.0]) == predicted_ones(class_weight={0: 1.0, 1: 9.0})
+    m = ae.Model(); m.add(ae.Dense(2, 2))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((2,))
+    with pytest.raises(ValueError, match=r"class_weight has class 2, the model has classes 0\.\.1"):
+        m.train(x, y, class_weight={2: 1.0}, verbose=False)
+    with pytest.raises(ValueError, match=r"train: class_weight\[0\] is -1; a weight must be finite and >= 0"):
+        m.train(x, y, class_weight=[-1, 1], verbose=False)
+    with pytest.raises(TypeError, match="class_weight must be a dict"):
+        m.train(x, y, class_weight="balanced", verbose=False)
+    assert m.epochs_done == 0
+
+
 def test_preset_lenet_matches_the_cli_recipe(fmnist):
     x, y, _, _ = fmnist
     ae.manual_seed(0)

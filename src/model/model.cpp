@@ -561,7 +561,7 @@ void scale_grads(const std::vector<Tensor>& params, double factor) {
 Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
   const Tensor out = forward(x);
   Step step;
-  step.loss = loss(out, labels, targets);
+  step.loss = train_loss(out, labels, targets);
   const double scale = scales_loss() ? loss_scale.scale : 1.0;
   (scale != 1.0 ? step.loss * scale : step.loss).backward();
   if (scale != 1.0) scale_grads(opt->params(), 1.0 / scale);
@@ -576,7 +576,7 @@ Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, cons
 bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
                                   Tensor* loss_out, Tensor* accuracy_out) {
   const Tensor out = forward(x);
-  const Tensor l = loss(out, labels, targets);
+  const Tensor l = train_loss(out, labels, targets);
   (l * loss_scale.scale).backward();
   // NaN when any gradient holds Inf or NaN (0 * Inf is NaN), else 0: one sum per gradient.
   Tensor flag;
@@ -613,7 +613,7 @@ bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor&
                                          const Tensor& targets, double weight, double* loss_out,
                                          double* accuracy_out) {
   const Tensor out = forward(x);
-  const Tensor l = loss(out, labels, targets);
+  const Tensor l = train_loss(out, labels, targets);
   const double scale = scales_loss() ? loss_scale.scale : 1.0;
   (scale != 1.0 ? l * scale : l).backward();
   std::vector<Tensor> first{l, metric(out.detach(), labels, targets)};

@@ -99,6 +99,19 @@ void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, cons
                to_string(m.input_shape), " (got crop_padding ", o.data.crop_padding, ", hflip ",
                o.data.hflip ? "on" : "off", ")");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
+  if (!o.class_weight.empty()) {
+    const bool binary_targets = train_set.has_targets() && m.config.loss == "binary_cross_entropy";
+    AETHER_CHECK(!train_set.has_targets() || binary_targets, "train", "class_weight needs class labels or ",
+                 "the binary_cross_entropy loss's targets; data set '", train_set.name,
+                 "' has regression targets (loss ", m.config.loss, ")");
+    const size_t want = binary_targets ? 2 : size_t(m.outputs);
+    AETHER_CHECK(o.class_weight.size() == want, "train", "class_weight has ", o.class_weight.size(),
+                 " weights, expected ", want,
+                 binary_targets ? " (for target 0 and target 1)" : " (one per class: the model's outputs)");
+    for (size_t i = 0; i < want; ++i)
+      AETHER_CHECK(std::isfinite(o.class_weight[i]) && o.class_weight[i] >= 0, "train", "class_weight[", i,
+                   "] is ", o.class_weight[i], "; a weight must be finite and >= 0");
+  }
 }
 
 Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_set, const TrainOptions& o,
@@ -173,9 +186,16 @@ History Model::TrainLoop::run() {
   m_.stop_requested = false;  // as Keras' fit() clears model.stop_training
   m_.training = true;         // until train() returns or throws
   struct TrainingFlag {
-    bool& flag;
-    ~TrainingFlag() { flag = false; }
-  } training_flag{m_.training};
+    Impl& m;
+    ~TrainingFlag() {
+      m.training = false;
+      m.class_weight = Tensor();  // train()'s alone
+    }
+  } training_flag{m_};
+  if (!o_.class_weight.empty()) {
+    const std::vector<float> w(o_.class_weight.begin(), o_.class_weight.end());
+    m_.class_weight = Tensor::from_vector<float>(w, {int64_t(w.size())}).to(m_.device).realize();
+  }
   m_.early_stopping_run.reset();  // this run's, from here on
   if (stopper_) m_.early_stopping_run = stopper_->run(false);
   for (int64_t epoch = m_.epochs_done; epoch < o_.epochs; ++epoch) {

@@ -532,7 +532,8 @@ Tensor mse_loss(const Tensor& pred, const Tensor& target) {
   return (d * d).mean();
 }
 
-Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, double label_smoothing) {
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets, double label_smoothing,
+                                        const Tensor& weights) {
   const char* op = "binary_cross_entropy_with_logits";
   check_float(logits, op);
   AETHER_CHECK_DTYPE(is_float(targets.dtype()), op, "expected float targets (probabilities in [0, 1]), got ",
@@ -541,6 +542,14 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
                " must have the same shape");
   AETHER_CHECK(label_smoothing >= 0 && label_smoothing <= 1, op, "label_smoothing must be in [0, 1], got ",
                label_smoothing);
+  if (weights.defined()) {
+    AETHER_CHECK_DTYPE(is_float(weights.dtype()), op, "expected float weights, got ", weights.str());
+    const Shape &ws = weights.shape(), &zs = logits.shape();
+    bool fits = ws.size() <= zs.size();
+    for (size_t d = 1; fits && d <= ws.size(); ++d)
+      fits = ws[ws.size() - d] == 1 || ws[ws.size() - d] == zs[zs.size() - d];
+    AETHER_CHECK(fits, op, "weights ", weights.str(), " must broadcast to the logits' shape ", to_string(zs));
+  }
   const DType t = compute_dtype(logits.dtype());
   const Tensor z = logits.cast(t);  // (...)
   Tensor target = targets.cast(t);  // (...)
@@ -548,7 +557,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
   // -[t ln s(z) + (1 - t) ln(1 - s(z))] = ln(1 + e^z) - t z, since ln s(z) = z - ln(1 + e^z) and
   // ln(1 - s(z)) = -ln(1 + e^z). softplus(z) is z itself past z = 20 and never overflows; its
   // gradient is sigmoid(z), so the loss's is sigmoid(z) - t.
-  return (softplus(z) - z * target).mean().cast(logits.dtype());
+  const Tensor loss = softplus(z) - z * target;  // (...)
+  return (weights.defined() ? loss * weights.cast(t) : loss).mean().cast(logits.dtype());
 }
 
 // ---- metrics ---------------------------------------------------------------------------------------

@@ -268,6 +268,12 @@ struct TrainOptions {
   // The validation's EvalOptions hooks: before and after each of its batches, every epoch.
   std::function<void(int64_t batch)> on_validation_batch_begin;
   std::function<void(const EvalProgress&)> on_validation_batch;
+  // Keras' class_weight: each training sample's loss times the weight of its class. With class labels,
+  // one weight per class (as many as the model's outputs); with binary_cross_entropy's targets, two,
+  // for target 0 and target 1, each output's loss weighted t w1 + (1 - t) w0. The mean stays over the
+  // samples, not over the weights (as Keras); the accuracy, validation and evaluate() are unweighted.
+  // Each weight finite and >= 0. Empty: none.
+  std::vector<double> class_weight;
   // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
   // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
   // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each

@@ -140,8 +140,11 @@ Tensor mse_loss(const Tensor& pred, const Tensor& target);
 //   logits and targets: the same shape, float; targets are probabilities in [0, 1] (not checked here:
 //   that would realize them; Model checks its data). Finite for any finite logit (softplus is
 //   evaluated without overflow). Computed in float32 for 16-bit logits; a scalar of logits' dtype.
+//   weights (PyTorch's `weight`): empty, or float and broadcastable to logits' shape: each element's
+//   loss times its weight, still averaged over the elements (Keras' class_weight: the mean over the
+//   samples, not over the weights).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets,
-                                        double label_smoothing = 0.0);
+                                        double label_smoothing = 0.0, const Tensor& weights = Tensor());
 
 // ---- metrics (no gradient; float32 scalars) --------------------------------------------------------
 // accuracy = fraction of rows where argmax(logits) == label. logits (..., K); labels int (...) or
