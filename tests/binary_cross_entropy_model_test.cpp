@@ -24,22 +24,11 @@ namespace {
 // n flat samples of 4 uint8 values (v in [0, 1] after scaling) with target_dim targets from `rule`.
 data::Dataset flat_targets(int64_t n, int64_t target_dim,
                            const std::function<std::vector<float>(const float*)>& rule) {
-  data::Dataset d;
-  d.name = "flat";
-  d.n = n;
-  d.h = 4;
-  d.w = 1;
-  d.c = 1;
+  data::Dataset d = flat_samples(n, 4, 7);
   d.target_dim = target_dim;
-  std::mt19937 gen(7);
-  std::uniform_int_distribution<int> pix(0, 255);
   for (int64_t i = 0; i < n; ++i) {
     float v[4];
-    for (float& x : v) {
-      const int p = pix(gen);
-      d.images.push_back(uint8_t(p));
-      x = float(p) / 255.0f;
-    }
+    for (int j = 0; j < 4; ++j) v[j] = float(d.images[size_t(4 * i + j)]) / 255.0f;
     for (float t : rule(v)) d.targets.push_back(t);
   }
   d.check();

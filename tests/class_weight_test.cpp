@@ -22,21 +22,10 @@ namespace {
 // n flat samples of 4 values in [0, 1]; label = argmax of (v0, v1, v2) (3 classes), and a binary
 // target t = v3 > 0.5.
 data::Dataset three_classes(int64_t n = 48) {
-  data::Dataset d;
-  d.name = "flat";
-  d.n = n;
-  d.h = 4;
-  d.w = 1;
-  d.c = 1;
+  data::Dataset d = flat_samples(n, 4, 4);
   d.num_classes = 3;
-  std::mt19937 gen(4);
-  std::uniform_int_distribution<int> pix(0, 255);
   for (int64_t i = 0; i < n; ++i) {
-    int v[4];
-    for (int& x : v) {
-      x = pix(gen);
-      d.images.push_back(uint8_t(x));
-    }
+    const uint8_t* v = &d.images[size_t(4 * i)];
     d.labels.push_back(v[0] >= v[1] && v[0] >= v[2] ? 0 : v[1] >= v[2] ? 1 : 2);
   }
   d.check();

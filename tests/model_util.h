@@ -1,6 +1,6 @@
 // Helpers for the Model tests: a tiny synthetic data set built in memory (8x8x1 images, 2 classes:
-// bright top half or bright bottom half), a small conv net for it, SGD and loader options, and
-// bitwise comparisons of tensors.
+// bright top half or bright bottom half), flat samples of random values, a small conv net, SGD and
+// loader options, and bitwise comparisons of tensors.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -46,6 +46,21 @@ inline data::Dataset tiny_dataset(int64_t n = 64, uint32_t seed = 1) {
       }
   }
   d.check();
+  return d;
+}
+
+// n flat samples (features, 1, 1) of uniform uint8 values drawn with `seed`, without labels or
+// targets (the caller adds them: a model taking (features,) sees each value / 255).
+inline data::Dataset flat_samples(int64_t n, int64_t features, uint32_t seed) {
+  data::Dataset d;
+  d.name = "flat";
+  d.n = n;
+  d.h = features;
+  d.w = 1;
+  d.c = 1;
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int> pix(0, 255);
+  for (int64_t i = 0; i < n * features; ++i) d.images.push_back(uint8_t(pix(gen)));
   return d;
 }
 

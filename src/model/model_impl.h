@@ -133,40 +133,20 @@ struct Model::Impl {
     AETHER_CHECK(!training, op, "the model is training (called from a callback of train()?); do this after ",
                  "train() returns");
   }
-  // labels (B) int64 for classes, or targets (B, K) float32 (mse: regression; binary_cross_entropy:
-  // probabilities). Evaluation's; training's is train_loss().
-  Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-    if (config.loss == "cross_entropy") return cross_entropy(out, labels, config.label_smoothing);
-    const Tensor target = targets.defined() ? targets : one_hot(labels, out.shape().back(), out.dtype());
-    if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, target);
-    if (config.loss == "binary_cross_entropy")
-      return binary_cross_entropy_with_logits(out, target, config.label_smoothing);
-    return mse_loss(out, target);
-  }
-  // The training steps' loss: loss(), or with train()'s class_weight each sample's loss weighted by
-  // its class.
-  Tensor train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-    return class_weight.defined() ? class_weighted_loss(out, labels, targets) : loss(out, labels, targets);
-  }
+  // The losses and metrics of ModelConfig::loss (model_loss.cpp). labels (B) int64 for classes, or
+  // targets (B, K) float32 (mse: regression; binary_cross_entropy: probabilities).
+  // Evaluation's loss; training's is train_loss(): with train()'s class_weight each sample's loss is
+  // weighted by its class, still averaged over the samples.
+  Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
+  Tensor train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
   // TrainOptions::class_weight on the device while train() runs, else undefined: (K) float32, one
   // weight per class, or (2) for binary_cross_entropy's targets (target 0, target 1).
   Tensor class_weight;
-  // loss() with class_weight: the losses' sum over each sample's terms times the sample's weight
-  // (binary_cross_entropy's targets: each output's), the mean over the samples as without.
-  Tensor class_weighted_loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-    const double s = config.label_smoothing;
-    if (targets.defined()) {  // binary_cross_entropy (train() checks): (B, K) targets in [0, 1]
-      const Tensor w0 = class_weight.slice(0, 0, 1), w1 = class_weight.slice(0, 1, 2);  // (1), (1)
-      return binary_cross_entropy_with_logits(out, targets, s, targets * (w1 - w0) + w0);
-    }
-    const int64_t k = out.shape().back();
-    const Tensor hot = one_hot(labels, k, DType::float32);  // (B, K)
-    const Tensor w = (hot * class_weight).sum({-1}, true);  // (B, 1): each sample's class's weight
-    if (config.loss == "cross_entropy") return cross_entropy(out, (hot * (1.0 - s) + s / double(k)) * w);
-    if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, hot * w);
-    if (config.loss == "binary_cross_entropy") return binary_cross_entropy_with_logits(out, hot, s, w);
-    return ((out - hot).square() * w).mean();  // mse on one-hot targets
-  }
+  // The accuracy of a batch: argmax == label; for targets, binary_accuracy (binary_cross_entropy) or
+  // the fraction with |out - target| < regression_precision (mse).
+  Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
+  // predict()'s outputs: softmax (cross_entropy), sigmoids (binary_cross_entropy) or `out` itself.
+  Tensor probabilities(const Tensor& out) const;
   // One training step recorded, not computed (Model::record_train_step without the names, which
   // train() does not need): step.tensors are the loss, accuracy, buffers, then record_step's. With
   // loss scaling, backward runs on the scaled loss and the update on the unscaled gradients.
@@ -184,17 +164,6 @@ struct Model::Impl {
   std::atomic<bool> stop_requested{false};  // Model::request_stop(), read after each epoch
   bool run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
                               const Tensor& targets, double weight, double* loss, double* accuracy);
-  // The accuracy of a batch: argmax == label; for targets, binary_accuracy (binary_cross_entropy) or
-  // the fraction with |out - target| < regression_precision (mse).
-  Tensor metric(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-    if (!targets.defined()) return accuracy(out, labels);
-    if (config.loss == "binary_cross_entropy") return binary_accuracy(out, targets);
-    return ((out - targets).abs() < config.regression_precision).cast(DType::float32).mean();
-  }
-  Tensor probabilities(const Tensor& out) const {
-    if (config.loss == "cross_entropy") return softmax(out, -1);
-    return config.loss == "binary_cross_entropy" ? out.sigmoid() : out;
-  }
   std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
     return make_schedule(config, total_steps);
   }
