@@ -19,6 +19,8 @@
 #include <utility>
 
 #include "aether/backend/cuda.h"
+#include "aether/core/random.h"
+#include "aether/data/readers.h"
 #include "aether/model/model.h"
 #include "aether/model/presets.h"
 #include "cli_util.h"
@@ -815,4 +817,42 @@ TEST(CliArgs, EvaluateAndPredictRefuseNonFiniteOutputsAndWrongShapes) {
       run("predict --checkpoint '" + ck + "' '" + tmp.file("data/t10k-images-idx3-ubyte") + "' --limit 0");
   EXPECT_EQ(okp.code, 0) << okp.out;
   EXPECT_NE(okp.out.find("7\tclass "), std::string::npos) << okp.out;  // --limit 0: all 8 images
+}
+
+// predict with a model of one sigmoid output (binary_cross_entropy): class 1 when the sigmoid is over
+// 0.5, with the chosen class's probability (before, argmax of one output: always class 0).
+TEST(CliPredict, OneSigmoidOutputIsABinaryDecision) {
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string images = tmp.file("data/t10k-images-idx3-ubyte"), ck = tmp.file("bce.aether");
+  aether::manual_seed(6);
+  aether::Model m;
+  m.add(std::make_shared<aether::nn::Flatten>()).add(std::make_shared<aether::nn::Linear>(784, 1));
+  aether::ModelConfig c;
+  c.loss = "binary_cross_entropy";
+  m.configure(c).finalize({28, 28, 1});
+  m.save(ck);
+  const CliResult r = run("predict --checkpoint '" + ck + "' '" + images + "' --limit 0");
+  ASSERT_EQ(r.code, 0) << r.out;
+  // The same images in-process: their sigmoids.
+  const aether::data::IdxImages idx = aether::data::read_idx_images(images);
+  aether::data::Dataset d;
+  d.name = "t10k";
+  d.n = idx.n, d.h = idx.rows, d.w = idx.cols, d.c = 1;
+  d.images = idx.pixels;
+  d.labels.assign(size_t(d.n), 0);
+  d.num_classes = 1;
+  const std::vector<float> s = m.predict(d).to_vector<float>();
+  std::string want;
+  int64_t ones = 0;
+  for (int64_t i = 0; i < d.n; ++i) {
+    const bool one = s[size_t(i)] > 0.5f;
+    ones += one;
+    char line[64];
+    std::snprintf(line, sizeof line, "%lld\tclass %d\tp=%.3f\n", static_cast<long long>(i), int(one),
+                  one ? s[size_t(i)] : 1 - s[size_t(i)]);
+    want += line;
+  }
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out << "\nexpected:\n" << want;
+  EXPECT_GT(ones, 0) << "every image got class 0: the test would not tell the decision from argmax";
 }

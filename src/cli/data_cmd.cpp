@@ -93,9 +93,13 @@ int run_predict(const PredictArgs& a) {
   for (size_t i = 0; i < p.size(); ++i)
     AETHER_CHECK(std::isfinite(p[i]), "predict", a.checkpoint, " gives a probability of ", p[i],
                  " for image ", int64_t(i) / k, " of ", a.input, ": its outputs are not finite");
-  for (int64_t i = 0; i < d.n; ++i)
-    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i),
-                static_cast<long long>(classes[size_t(i)]), p[size_t(i * k + classes[size_t(i)])]);
+  // One sigmoid output (binary_cross_entropy): class 1 when its probability is over 0.5.
+  const bool binary = k == 1 && model.config().loss == "binary_cross_entropy";
+  for (int64_t i = 0; i < d.n; ++i) {
+    const int64_t c = binary ? int64_t(p[size_t(i)] > 0.5f) : classes[size_t(i)];
+    const float pc = binary ? (c == 1 ? p[size_t(i)] : 1 - p[size_t(i)]) : p[size_t(i * k + c)];
+    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i), static_cast<long long>(c), pc);
+  }
   return 0;
 }
 }  // namespace
