@@ -213,6 +213,18 @@ TEST(cuda_ops, SoftmaxCrossEntropy) {
       1e-5, 1e-6);
 }
 
+TEST(cuda_ops, BinaryCrossEntropyWithLogits) {
+  REQUIRE_GPU();
+  expect_matches_cpu(
+      {leaf({8, 3}, 25, -30, 30), input({8, 3}, 26, 0, 1), input({8, 1}, 27, 0, 2)},
+      [](std::vector<Tensor>& in) {
+        const Tensor loss = binary_cross_entropy_with_logits(in[0], in[1], 0.1, in[2]);
+        const auto g = gradients(loss, {in[0]});
+        return std::vector<Tensor>{in[0].sigmoid(), loss, g[0], binary_accuracy(in[0], in[1])};
+      },
+      1e-5, 1e-6);
+}
+
 // A few SGD (momentum) steps of a small cifarnet-like net, the same weights and batches on both
 // devices: the losses and the final weights agree.
 TEST(cuda_ops, CifarnetLikeTrainingStepsMatchCpu) {
