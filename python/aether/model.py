@@ -350,7 +350,8 @@ class Model:
               early_stopping: Optional[EarlyStopping] = None,
               reduce_lr: Optional[ReduceLROnPlateau] = None,
               callbacks: Optional[Sequence[Callback]] = None,
-              class_weight: Optional[Union[Dict[int, float], Sequence[float]]] = None) -> History:
+              class_weight: Optional[Union[Dict[int, float], Sequence[float]]] = None,
+              sample_weight: Optional[ArrayLike] = None) -> History:
         """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
         (N, K) (or float targets for MeanSquaredError; targets in [0, 1], (N,) for one output or
         (N, K), for SigmoidBinaryCrossEntropy). uint8 images are scaled to [0, 1] and
@@ -382,7 +383,9 @@ class Model:
         per class: each training sample's loss is multiplied by its class's weight, for classes that
         are rare in X. For SigmoidBinaryCrossEntropy's 0/1 targets the classes are the targets 0
         and 1 (each output's loss weighted by its target's). The loss is still the mean over the
-        samples; accuracy, validation and evaluate are unweighted."""
+        samples; accuracy, validation and evaluate are unweighted. `sample_weight` (Keras'): one
+        weight (N,) per sample of X, multiplying its loss (and its class's weight), unweighted as
+        class_weight; with validation_split, the weights of the held-out samples are not used."""
         self._require_finalized("train")
         if self._cpp.is_training:  # before anything changes (the C++ side checks too)
             raise RuntimeError("train: the model is training (called from a callback of train()?); "
@@ -411,8 +414,16 @@ class Model:
         ds = self._dataset(X, y, "train")
         weights = self._class_weight(class_weight, 2 if ds.target_dim else self._classes())
         val = None if validation_data is None else self._dataset(*validation_data, "validation")
+        sample_weights: List[float] = []
+        if sample_weight is not None:
+            sw = np.asarray(sample_weight.numpy() if isinstance(sample_weight, Tensor) else sample_weight)
+            if sw.dtype.kind not in "biuf" or sw.ndim != 1 or len(sw) != len(ds):
+                raise ValueError(f"train: sample_weight must be numbers of shape ({len(ds)},) (one per sample), "
+                                 f"got {sw.dtype} of shape {sw.shape}")
+            sample_weights = sw.astype(np.float64).tolist()
         if validation_split is not None:
             ds, val = _aether._split_validation(ds, float(validation_split))
+            sample_weights = sample_weights[:len(ds)]  # the held-out samples are the last ones
         mean: List[float] = list(self._cpp.norm_mean)
         std: List[float] = list(self._cpp.norm_std)
         if np.asarray(X).dtype == np.uint8 and (not mean or self._cpp.epochs_done == 0):
@@ -467,7 +478,9 @@ class Model:
             "alternate_flips": bool(d.get("alternate_flips", False) if alternate_flips is None else alternate_flips),
             "crop_reflect": bool(d.get("crop_reflect", False)), "drop_last": bool(d.get("drop_last", False)),
             "mean": mean, "std": std, "progress": bar, "checkpoint": checkpoint or "",
-            "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm), "class_weight": weights,
+            "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm),
+            "class_weight": weights,
+            "sample_weight": sample_weights,
             "early_stopping": None if early_stopping is None else early_stopping._options(),
             "reduce_lr": None if reduce_lr is None else reduce_lr._options()}
         val_begin, val_end = _eval_hooks(hooks, "test")

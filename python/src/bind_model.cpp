@@ -164,9 +164,10 @@ nb::dict config_dict(const ModelConfig& c) {
 
 // TrainOptions from train()'s settings {"epochs", "batch_size", "shuffle", "seed", "crop_padding",
 // "hflip", "alternate_flips", "crop_reflect", "drop_last", "mean", "std", "progress", "checkpoint",
-// "max_steps", "sync_batch_norm", "class_weight": [float], "early_stopping": {"monitor", "patience",
-// "min_delta", "restore_best_weights"} or None, "reduce_lr": {"monitor", "factor", "patience", "min_delta",
-// "cooldown", "min_lr"} or None}; a key left out keeps TrainOptions' default, an unknown one is an error.
+// "max_steps", "sync_batch_norm", "class_weight": [float], "sample_weight": [float], "early_stopping":
+// {"monitor", "patience", "min_delta", "restore_best_weights"} or None, "reduce_lr": {"monitor", "factor",
+// "patience", "min_delta", "cooldown", "min_lr"} or None}; a key left out keeps TrainOptions' default, an
+// unknown one is an error.
 TrainOptions train_options_from(const nb::dict& d) {
   TrainOptions o;
   for (auto [k, v] : d) {
@@ -203,6 +204,8 @@ TrainOptions train_options_from(const nb::dict& d) {
       o.sync_batch_norm = nb::cast<bool>(v);
     else if (key == "class_weight")
       o.class_weight = nb::cast<std::vector<double>>(v);
+    else if (key == "sample_weight")
+      o.sample_weight = nb::cast<std::vector<double>>(v);
     else if (key == "early_stopping" && !v.is_none())
       o.early_stopping =
           EarlyStopping{nb::cast<std::string>(v["monitor"]), nb::cast<int64_t>(v["patience"]),

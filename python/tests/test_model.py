@@ -177,7 +177,7 @@ def test_binary_and_multi_label_classification_with_sigmoid_binary_cross_entropy
         s.configure(loss=ae.SigmoidBinaryCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((4,))
 
 
-def test_class_weight_moves_an_imbalanced_problem_toward_the_rare_class():
+def test_class_and_sample_weights_move_an_imbalanced_problem_toward_the_rare_class():
     rng = np.random.default_rng(2)
     y = (np.arange(400) % 10 == 0).astype(np.int64)                     # 10% are class 1
     x = (rng.normal(0, 1, (400, 2)) + np.where(y[:, None] == 1, 0.8, -0.2)).astype(np.float32)
@@ -190,8 +190,13 @@ def test_class_weight_moves_an_imbalanced_problem_toward_the_rare_class():
         return int((m.predict(x).argmax(1) == 1).sum())
 
     plain = predicted_ones()
-    assert predicted_ones(class_weight={1: 9.0}) > plain + 20      # class 0 left out: weight 1
+    weighted = predicted_ones(class_weight={1: 9.0})                # class 0 left out: weight 1
+    assert weighted > plain + 20
     assert predicted_ones(class_weight=[1.0, 9.0]) == predicted_ones(class_weight={0: 1.0, 1: 9.0})
+    # sample_weight: each sample's own weight; the class's weight for each sample is the same loss.
+    assert predicted_ones(sample_weight=np.where(y == 1, 9.0, 1.0)) == weighted
+    # With validation_split the held-out (last) samples' weights go unused.
+    predicted_ones(sample_weight=np.ones(400), validation_split=0.25)
     m = ae.Model(); m.add(ae.Dense(2, 2))
     m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((2,))
     with pytest.raises(ValueError, match=r"class_weight has class 2, the model has classes 0\.\.1"):
@@ -200,6 +205,10 @@ def test_class_weight_moves_an_imbalanced_problem_toward_the_rare_class():
         m.train(x, y, class_weight=[-1, 1], verbose=False)
     with pytest.raises(TypeError, match="class_weight must be a dict"):
         m.train(x, y, class_weight="balanced", verbose=False)
+    with pytest.raises(ValueError, match=r"train: sample_weight must be numbers of shape \(400,\)"):
+        m.train(x, y, sample_weight=np.ones(10), verbose=False)
+    with pytest.raises(ValueError, match=r"train: sample_weight\[3\] is nan"):
+        m.train(x, y, sample_weight=np.where(np.arange(400) == 3, np.nan, 1.0), verbose=False)
     assert m.epochs_done == 0
 
 

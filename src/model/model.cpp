@@ -558,10 +558,11 @@ void scale_grads(const std::vector<Tensor>& params, double factor) {
 }
 }  // namespace
 
-Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, const Tensor& targets) {
+Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
+                                     const Tensor& sample_weight) {
   const Tensor out = forward(x);
   Step step;
-  step.loss = train_loss(out, labels, targets);
+  step.loss = train_loss(out, labels, targets, sample_weight);
   const double scale = scales_loss() ? loss_scale.scale : 1.0;
   (scale != 1.0 ? step.loss * scale : step.loss).backward();
   if (scale != 1.0) scale_grads(opt->params(), 1.0 / scale);
@@ -574,9 +575,9 @@ Model::Step Model::Impl::record_step(const Tensor& x, const Tensor& labels, cons
 }
 
 bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
-                                  Tensor* loss_out, Tensor* accuracy_out) {
+                                  const Tensor& sample_weight, Tensor* loss_out, Tensor* accuracy_out) {
   const Tensor out = forward(x);
-  const Tensor l = train_loss(out, labels, targets);
+  const Tensor l = train_loss(out, labels, targets, sample_weight);
   (l * loss_scale.scale).backward();
   // NaN when any gradient holds Inf or NaN (0 * Inf is NaN), else 0: one sum per gradient.
   Tensor flag;
@@ -610,10 +611,10 @@ bool Model::Impl::run_scaled_step(const Tensor& x, const Tensor& labels, const T
 }
 
 bool Model::Impl::run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
-                                         const Tensor& targets, double weight, double* loss_out,
-                                         double* accuracy_out) {
+                                         const Tensor& targets, const Tensor& sample_weight, double weight,
+                                         double* loss_out, double* accuracy_out) {
   const Tensor out = forward(x);
-  const Tensor l = train_loss(out, labels, targets);
+  const Tensor l = train_loss(out, labels, targets, sample_weight);
   const double scale = scales_loss() ? loss_scale.scale : 1.0;
   (scale != 1.0 ? l * scale : l).backward();
   std::vector<Tensor> first{l, metric(out.detach(), labels, targets)};
@@ -644,7 +645,7 @@ std::pair<double, double> Model::train_step(dist::Communicator& comm, const Tens
                "weight (this rank's share of the global batch) must be in (0, 1], got ", weight);
   double loss = 0, accuracy = 0;
   m.net->train();
-  m.run_data_parallel_step(comm, x, labels, Tensor(), weight, &loss, &accuracy);
+  m.run_data_parallel_step(comm, x, labels, Tensor(), Tensor(), weight, &loss, &accuracy);
   m.opt->zero_grad();
   ++m.steps_done;
   return {loss, accuracy};

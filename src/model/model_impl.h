@@ -138,7 +138,10 @@ struct Model::Impl {
   // Evaluation's loss; training's is train_loss(): with train()'s class_weight each sample's loss is
   // weighted by its class, still averaged over the samples.
   Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
-  Tensor train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
+  // sample_weight: (B) float32, train()'s TrainOptions::sample_weight of the batch's samples, or
+  // undefined.
+  Tensor train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets,
+                    const Tensor& sample_weight) const;
   // TrainOptions::class_weight on the device while train() runs, else undefined: (K) float32, one
   // weight per class, or (2) for binary_cross_entropy's targets (target 0, target 1).
   Tensor class_weight;
@@ -150,12 +153,13 @@ struct Model::Impl {
   // One training step recorded, not computed (Model::record_train_step without the names, which
   // train() does not need): step.tensors are the loss, accuracy, buffers, then record_step's. With
   // loss scaling, backward runs on the scaled loss and the update on the unscaled gradients.
-  Step record_step(const Tensor& x, const Tensor& labels, const Tensor& targets);
+  Step record_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
+                   const Tensor& sample_weight = Tensor());
   // train()'s step with loss scaling: forward and backward realized first, with a flag that is NaN
   // when any gradient is not finite; the update is then recorded and realized only for a finite one.
   // Returns false for a skipped step.
-  bool run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets, Tensor* loss,
-                       Tensor* accuracy);
+  bool run_scaled_step(const Tensor& x, const Tensor& labels, const Tensor& targets,
+                       const Tensor& sample_weight, Tensor* loss, Tensor* accuracy);
   // train()'s step on one of several ranks: forward and backward, the gradients averaged over the
   // ranks (data_parallel.h; `weight` = this rank's batch / the global batch), then the update, which
   // float16 skips when a gradient overflowed. *loss and *accuracy are the global batch's. Returns
@@ -163,7 +167,8 @@ struct Model::Impl {
   double comm_wait = 0;  // seconds run_data_parallel_step waited for all-reduces (this process)
   std::atomic<bool> stop_requested{false};  // Model::request_stop(), read after each epoch
   bool run_data_parallel_step(dist::Communicator& comm, const Tensor& x, const Tensor& labels,
-                              const Tensor& targets, double weight, double* loss, double* accuracy);
+                              const Tensor& targets, const Tensor& sample_weight, double weight, double* loss,
+                              double* accuracy);
   std::unique_ptr<optim::LRSchedule> schedule(int64_t total_steps) const {
     return make_schedule(config, total_steps);
   }

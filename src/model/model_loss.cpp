@@ -1,6 +1,6 @@
 // Model's losses and metrics, one per ModelConfig::loss: cross_entropy (softmax on the logits),
 // categorical_cross_entropy (probabilities), binary_cross_entropy (a sigmoid per logit) and mse;
-// training's class-weighted loss (TrainOptions::class_weight), the batch accuracy and predict()'s
+// training's weighted loss (TrainOptions::class_weight and sample_weight), the batch accuracy and predict()'s
 // probabilities.
 #include "model_impl.h"
 
@@ -15,18 +15,27 @@ Tensor Model::Impl::loss(const Tensor& out, const Tensor& labels, const Tensor& 
   return mse_loss(out, target);
 }
 
-// loss() with each sample's terms times its class's weight (binary_cross_entropy's targets: each
-// output's, t w1 + (1 - t) w0); the mean stays over the samples.
-Tensor Model::Impl::train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const {
-  if (!class_weight.defined()) return loss(out, labels, targets);
+// loss() with each sample's terms times its weight: its class's (class_weight; for
+// binary_cross_entropy's targets each output's, t w1 + (1 - t) w0) times its own (sample_weight). The
+// mean stays over the samples.
+Tensor Model::Impl::train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets,
+                               const Tensor& sample_weight) const {
+  if (!class_weight.defined() && !sample_weight.defined()) return loss(out, labels, targets);
   const double s = config.label_smoothing;
-  if (targets.defined()) {  // binary_cross_entropy (train() checks): (B, K) targets in [0, 1]
-    const Tensor w0 = class_weight.slice(0, 0, 1), w1 = class_weight.slice(0, 1, 2);  // (1), (1)
-    return binary_cross_entropy_with_logits(out, targets, s, targets * (w1 - w0) + w0);
+  const Tensor own = sample_weight.defined() ? sample_weight.reshape({-1, 1}) : Tensor();  // (B, 1)
+  auto times_own = [&](const Tensor& w) { return !own.defined() ? w : w.defined() ? w * own : own; };
+  if (targets.defined()) {  // (B, K): binary_cross_entropy's probabilities or mse's regression targets
+    Tensor w;               // (B, K) with class_weight (binary_cross_entropy only: train() checks)
+    if (class_weight.defined())
+      w = targets * (class_weight.slice(0, 1, 2) - class_weight.slice(0, 0, 1)) + class_weight.slice(0, 0, 1);
+    w = times_own(w);
+    if (config.loss == "binary_cross_entropy") return binary_cross_entropy_with_logits(out, targets, s, w);
+    return ((out - targets).square() * w).mean();
   }
   const int64_t k = out.shape().back();
   const Tensor hot = one_hot(labels, k, DType::float32);  // (B, K)
-  const Tensor w = (hot * class_weight).sum({-1}, true);  // (B, 1): each sample's class's weight
+  // (B, 1): each sample's class's weight, times its own
+  const Tensor w = times_own(class_weight.defined() ? (hot * class_weight).sum({-1}, true) : Tensor());
   if (config.loss == "cross_entropy") return cross_entropy(out, (hot * (1.0 - s) + s / double(k)) * w);
   if (config.loss == "categorical_cross_entropy") return categorical_cross_entropy(out, hot * w);
   if (config.loss == "binary_cross_entropy") return binary_cross_entropy_with_logits(out, hot, s, w);

@@ -112,6 +112,14 @@ void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, cons
       AETHER_CHECK(std::isfinite(o.class_weight[i]) && o.class_weight[i] >= 0, "train", "class_weight[", i,
                    "] is ", o.class_weight[i], "; a weight must be finite and >= 0");
   }
+  if (!o.sample_weight.empty()) {
+    AETHER_CHECK(int64_t(o.sample_weight.size()) == train_set.n, "train", "sample_weight has ",
+                 o.sample_weight.size(), " weights, data set '", train_set.name, "' has ", train_set.n,
+                 " samples");
+    for (size_t i = 0; i < o.sample_weight.size(); ++i)
+      AETHER_CHECK(std::isfinite(o.sample_weight[i]) && o.sample_weight[i] >= 0, "train", "sample_weight[", i,
+                   "] is ", o.sample_weight[i], "; a weight must be finite and >= 0");
+  }
 }
 
 Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_set, const TrainOptions& o,
@@ -245,18 +253,24 @@ std::pair<double, double> Model::TrainLoop::step(const data::Batch& b, double lr
   Tensor x = b.images.to(m_.device);  // (B, H, W, C): batches come from the loader in host memory
   const Tensor labels = b.labels.defined() ? b.labels.to(m_.device) : Tensor();     // (B) int64
   const Tensor targets = b.targets.defined() ? b.targets.to(m_.device) : Tensor();  // (B, K)
+  Tensor weights;                                                                   // (B): sample_weight's
+  if (!o_.sample_weight.empty()) {
+    std::vector<float> w;
+    for (const int64_t i : b.samples) w.push_back(float(o_.sample_weight[size_t(i)]));
+    weights = Tensor::from_vector<float>(w, {b.size}).to(m_.device);
+  }
   if (m_.input_shape.size() == 1) x = x.flatten(1);
   double loss = 0, accuracy = 0;
   if (comm_ != nullptr) {  // averaged over the ranks; the loss and accuracy are the global batch's
     dist::fault_point(comm_->rank(), m_.steps_done);
-    m_.run_data_parallel_step(*comm_, x, labels, targets, double(b.size) / double(b.global_size), &loss,
-                              &accuracy);
+    m_.run_data_parallel_step(*comm_, x, labels, targets, weights, double(b.size) / double(b.global_size),
+                              &loss, &accuracy);
   } else {
     Tensor l, a;
     if (m_.scales_loss()) {  // float16: forward and backward, then the update unless it overflowed
-      m_.run_scaled_step(x, labels, targets, &l, &a);
+      m_.run_scaled_step(x, labels, targets, weights, &l, &a);
     } else {  // parameters, optimizer state, buffers, loss and accuracy: one realize
-      const Model::Step s = m_.record_step(x, labels, targets);
+      const Model::Step s = m_.record_step(x, labels, targets, weights);
       if (graph_step_)
         graph_step_->run([&] { realize(s.tensors); });
       else

@@ -274,6 +274,10 @@ struct TrainOptions {
   // samples, not over the weights (as Keras); the accuracy, validation and evaluate() are unweighted.
   // Each weight finite and >= 0. Empty: none.
   std::vector<double> class_weight;
+  // Keras' sample_weight: one weight per training sample (the data set's order; shuffling keeps each
+  // with its sample), multiplying that sample's loss, times its class's weight with class_weight.
+  // Unweighted as class_weight. Each finite and >= 0. Empty: none.
+  std::vector<double> sample_weight;
   // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
   // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
   // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each

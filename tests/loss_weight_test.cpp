@@ -1,7 +1,8 @@
-// TrainOptions::class_weight (Keras'): the training loss of every loss kind equals the textbook
-// formula with each sample's loss times its class's weight, averaged over the samples; the weights
-// move an imbalanced problem's predictions toward the rare class; validation and evaluate stay
-// unweighted; bad weights are errors that change nothing.
+// TrainOptions::class_weight and sample_weight (Keras'): the training loss of every loss kind equals
+// the textbook formula with each sample's loss times its class's weight and its own, averaged over
+// the samples; a sample's weight stays with it when the data is shuffled; class weights move an
+// imbalanced problem's predictions toward the rare class; validation and evaluate stay unweighted;
+// bad weights are errors that change nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -56,14 +57,23 @@ Model mlp(const std::string& loss, int64_t outputs, double label_smoothing = 0) 
 
 // One step on the whole data set in order: the history's training loss is the loss of the
 // untrained model.
-TrainOptions one_step(std::vector<double> class_weight, int64_t n) {
+TrainOptions one_step(std::vector<double> class_weight, int64_t n, std::vector<double> sample_weight = {}) {
   TrainOptions o;
   o.epochs = 1;
   o.data.batch_size = n;
   o.data.shuffle = false;
   o.progress = false;
   o.class_weight = std::move(class_weight);
+  o.sample_weight = std::move(sample_weight);
   return o;
+}
+
+// Sample i's own weight in these tests.
+double own_weight(int64_t i) { return 0.25 + 0.5 * double(i % 5); }
+std::vector<double> own_weights(int64_t n) {
+  std::vector<double> w;
+  for (int64_t i = 0; i < n; ++i) w.push_back(own_weight(i));
+  return w;
 }
 
 TEST(ClassWeight, EachLossIsTheWeightedMeanOfTheSamplesLosses) {
@@ -71,39 +81,70 @@ TEST(ClassWeight, EachLossIsTheWeightedMeanOfTheSamplesLosses) {
   const std::vector<double> w = {0.5, 2.0, 3.0};
   for (const std::string loss :
        {"cross_entropy", "categorical_cross_entropy", "binary_cross_entropy", "mse"}) {
-    for (const bool targets : {false, true}) {
-      if (targets && loss != "binary_cross_entropy") continue;
-      SCOPED_TRACE(loss + (targets ? " (targets)" : " (labels)"));
-      const double s = loss == "cross_entropy" || loss == "binary_cross_entropy" ? 0.1 : 0.0;
-      Model m = mlp(loss, targets ? 1 : 3, s);
-      const std::vector<float> p = floats(m.predict(targets ? bin : d));  // before the step
-      // The textbook per-sample losses from predict's outputs, in double.
-      double want = 0;
-      for (int64_t i = 0; i < d.n; ++i) {
-        const int64_t label = d.labels[size_t(i)];
-        double l = 0, wi = w[size_t(label)];
-        if (targets) {
-          const double t = bin.targets[size_t(i)], ts = t * (1 - s) + s / 2, q = p[size_t(i)];
-          l = -(ts * std::log(q) + (1 - ts) * std::log(1 - q));
-          wi = t * 2.0 + (1 - t) * 0.5;  // class_weight {0.5, 2.0}: target 0 and target 1
-        } else {
-          for (int64_t k = 0; k < 3; ++k) {
-            const double q = p[size_t(3 * i + k)], hot = k == label, t = hot * (1 - s) + s / 3;
-            if (loss == "cross_entropy" || loss == "categorical_cross_entropy") l -= t * std::log(q);
-            if (loss == "binary_cross_entropy")
-              l -= (hot * (1 - s) + s / 2) * std::log(q) + (1 - (hot * (1 - s) + s / 2)) * std::log(1 - q);
-            if (loss == "mse") l += (q - hot) * (q - hot) / 3;  // mse: the mean over the 3 outputs
+    for (const bool targets : {false, true})
+      for (const bool own : {false, true}) {
+        if (targets && loss != "binary_cross_entropy") continue;
+        SCOPED_TRACE(loss + (targets ? " (targets)" : " (labels)") + (own ? ", sample weights" : ""));
+        const double s = loss == "cross_entropy" || loss == "binary_cross_entropy" ? 0.1 : 0.0;
+        Model m = mlp(loss, targets ? 1 : 3, s);
+        const std::vector<float> p = floats(m.predict(targets ? bin : d));  // before the step
+        // The textbook per-sample losses from predict's outputs, in double.
+        double want = 0;
+        for (int64_t i = 0; i < d.n; ++i) {
+          const int64_t label = d.labels[size_t(i)];
+          double l = 0, wi = w[size_t(label)];
+          if (targets) {
+            const double t = bin.targets[size_t(i)], ts = t * (1 - s) + s / 2, q = p[size_t(i)];
+            l = -(ts * std::log(q) + (1 - ts) * std::log(1 - q));
+            wi = t * 2.0 + (1 - t) * 0.5;  // class_weight {0.5, 2.0}: target 0 and target 1
+          } else {
+            for (int64_t k = 0; k < 3; ++k) {
+              const double q = p[size_t(3 * i + k)], hot = k == label, t = hot * (1 - s) + s / 3;
+              if (loss == "cross_entropy" || loss == "categorical_cross_entropy") l -= t * std::log(q);
+              if (loss == "binary_cross_entropy")
+                l -= (hot * (1 - s) + s / 2) * std::log(q) + (1 - (hot * (1 - s) + s / 2)) * std::log(1 - q);
+              if (loss == "mse") l += (q - hot) * (q - hot) / 3;  // mse: the mean over the 3 outputs
+            }
+            if (loss == "binary_cross_entropy") l /= 3;  // the mean over the outputs
           }
-          if (loss == "binary_cross_entropy") l /= 3;  // the mean over the outputs
+          want += wi * (own ? own_weight(i) : 1.0) * l;
         }
-        want += wi * l;
+        want /= double(d.n);
+        const History h =
+            m.train(targets ? bin : d, one_step(targets ? std::vector<double>{0.5, 2.0} : w, d.n,
+                                                own ? own_weights(d.n) : std::vector<double>{}));
+        EXPECT_NEAR(h.epochs[0].train_loss, want, 1e-5 * want);
       }
-      want /= double(d.n);
-      const History h =
-          m.train(targets ? bin : d, one_step(targets ? std::vector<double>{0.5, 2.0} : w, d.n));
-      EXPECT_NEAR(h.epochs[0].train_loss, want, 1e-5 * want);
-    }
   }
+}
+
+// Regression targets take sample weights (not class weights): the weighted mean squared error. And
+// shuffled batches: each weight stays with its sample, so an epoch of equal batches at a negligible
+// learning rate has the full batch's weighted loss in any order.
+TEST(SampleWeight, RegressionAndShuffledBatches) {
+  const data::Dataset d = three_classes(), bin = binary_targets(d);
+  Model r = mlp("mse", 1);
+  const std::vector<float> p = floats(r.predict(bin));
+  double want = 0;
+  for (int64_t i = 0; i < d.n; ++i) {
+    const double e = p[size_t(i)] - bin.targets[size_t(i)];
+    want += own_weight(i) * e * e;
+  }
+  want /= double(d.n);
+  EXPECT_NEAR(r.train(bin, one_step({}, d.n, own_weights(d.n))).epochs[0].train_loss, want, 1e-5 * want);
+
+  Model m = mlp("cross_entropy", 3);
+  ModelConfig c;
+  c.lr = 1e-9;  // the weights barely move: each batch's loss is the untrained model's
+  m.configure(c);
+  const std::vector<float> q = floats(m.predict(d));
+  double full = 0;
+  for (int64_t i = 0; i < d.n; ++i) full -= own_weight(i) * std::log(q[size_t(3 * i + d.labels[size_t(i)])]);
+  full /= double(d.n);
+  TrainOptions o = one_step({}, 8, own_weights(d.n));  // 6 batches of 8, shuffled
+  o.data.shuffle = true;
+  o.data.seed = 5;
+  EXPECT_NEAR(m.train(d, o).epochs[0].train_loss, full, 1e-5 * full);
 }
 
 // 10% of the samples are class 1, and the classes overlap: weighting class 1 by 9 makes the model
@@ -190,6 +231,19 @@ TEST(ClassWeight, BadWeightsAreErrorsThatChangeNothing) {
         b.train(binary_targets(d), one_step({1, 2, 3}, 16));
       },
       {"train: class_weight has 3 weights, expected 2 (for target 0 and target 1)"});
+  Model s = mlp("cross_entropy", 3);
+  expect_error(
+      [&] {
+        s.train(d, one_step({}, 16, {1, 2}));
+      },
+      {"train: sample_weight has 2 weights, data set 'flat' has 48 samples"});
+  std::vector<double> bad = own_weights(d.n);
+  bad[7] = -1;
+  expect_error([&] { s.train(d, one_step({}, 16, bad)); },
+               {"train: sample_weight[7] is -1; a weight must be finite and >= 0"});
+  bad[7] = std::numeric_limits<double>::infinity();
+  expect_error([&] { s.train(d, one_step({}, 16, bad)); }, {"train: sample_weight[7] is inf"});
+  EXPECT_EQ(s.steps_done(), 0);
   data::Dataset regression = binary_targets(d);
   Model r = mlp("mse", 1);
   expect_error(
