@@ -100,8 +100,8 @@ def _eval_hooks(callbacks: Sequence[Callback], kind: str) -> Tuple[Any, Any]:
         return None, None
 
     def on_batch_begin(batch: int) -> None:
-        for cb in active:
-            if batch == 0:
+        if batch == 0:
+            for cb in active:
                 getattr(cb, names[0])({})
         for cb in active:
             getattr(cb, names[1])(batch, {})

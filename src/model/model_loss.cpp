@@ -1,7 +1,7 @@
 // Model's losses and metrics, one per ModelConfig::loss: cross_entropy (softmax on the logits),
 // categorical_cross_entropy (probabilities), binary_cross_entropy (a sigmoid per logit) and mse;
-// training's weighted loss (TrainOptions::class_weight and sample_weight), the batch accuracy and predict()'s
-// probabilities.
+// training's weighted loss (TrainOptions::class_weight and sample_weight), the batch accuracy and
+// predict()'s probabilities.
 #include "model_impl.h"
 
 namespace aether {

@@ -43,6 +43,8 @@ class Model::TrainLoop {
  public:
   // What train() checks of its arguments before anything changes.
   static void check(const Impl& m, const data::Dataset& train_set, const TrainOptions& o);
+  // ... of them, class_weight and sample_weight: their counts, each finite and >= 0.
+  static void check_loss_weights(const Impl& m, const data::Dataset& train_set, const TrainOptions& o);
   TrainLoop(Model& model, Impl& m, const data::Dataset& train_set, const TrainOptions& o,
             dist::Communicator* comm);
   History run();
@@ -99,6 +101,16 @@ void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, cons
                to_string(m.input_shape), " (got crop_padding ", o.data.crop_padding, ", hflip ",
                o.data.hflip ? "on" : "off", ")");
   if (o.validation) m.check_data(*o.validation, "train (validation)");
+  check_loss_weights(m, train_set, o);
+}
+
+void Model::TrainLoop::check_loss_weights(const Impl& m, const data::Dataset& train_set,
+                                          const TrainOptions& o) {
+  auto check_values = [](const char* what, const std::vector<double>& w) {
+    for (size_t i = 0; i < w.size(); ++i)
+      AETHER_CHECK(std::isfinite(w[i]) && w[i] >= 0, "train", what, "[", i, "] is ", w[i],
+                   "; a weight must be finite and >= 0");
+  };
   if (!o.class_weight.empty()) {
     const bool binary_targets = train_set.has_targets() && m.config.loss == "binary_cross_entropy";
     AETHER_CHECK(!train_set.has_targets() || binary_targets, "train", "class_weight needs class labels or ",
@@ -108,18 +120,12 @@ void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, cons
     AETHER_CHECK(o.class_weight.size() == want, "train", "class_weight has ", o.class_weight.size(),
                  " weights, expected ", want,
                  binary_targets ? " (for target 0 and target 1)" : " (one per class: the model's outputs)");
-    for (size_t i = 0; i < want; ++i)
-      AETHER_CHECK(std::isfinite(o.class_weight[i]) && o.class_weight[i] >= 0, "train", "class_weight[", i,
-                   "] is ", o.class_weight[i], "; a weight must be finite and >= 0");
+    check_values("class_weight", o.class_weight);
   }
-  if (!o.sample_weight.empty()) {
-    AETHER_CHECK(int64_t(o.sample_weight.size()) == train_set.n, "train", "sample_weight has ",
-                 o.sample_weight.size(), " weights, data set '", train_set.name, "' has ", train_set.n,
-                 " samples");
-    for (size_t i = 0; i < o.sample_weight.size(); ++i)
-      AETHER_CHECK(std::isfinite(o.sample_weight[i]) && o.sample_weight[i] >= 0, "train", "sample_weight[", i,
-                   "] is ", o.sample_weight[i], "; a weight must be finite and >= 0");
-  }
+  AETHER_CHECK(o.sample_weight.empty() || int64_t(o.sample_weight.size()) == train_set.n, "train",
+               "sample_weight has ", o.sample_weight.size(), " weights, data set '", train_set.name, "' has ",
+               train_set.n, " samples");
+  check_values("sample_weight", o.sample_weight);
 }
 
 Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_set, const TrainOptions& o,

@@ -115,8 +115,8 @@ struct ModelConfig {
   double lr_start_factor = 0, lr_end_factor = 0;
   std::vector<std::string> metrics = {"accuracy"};  // accuracy | top5
   double clip_grad_norm = 0;                        // 0: no clipping
-  // Data sets with targets and the mse loss (regression): the accuracy is the fraction of outputs within this
-  // distance of their targets; 0: std(training targets) / 250, set by the first train().
+  // Data sets with targets and the mse loss (regression): the accuracy is the fraction of outputs
+  // within this distance of their targets; 0: std(training targets) / 250, set by the first train().
   double regression_precision = 0;
   // Per-parameter learning rates, weight decays and frozen parameters (finalize() applies them and
   // throws for a group that matches no parameter).
