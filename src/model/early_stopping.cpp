@@ -6,11 +6,6 @@
 
 namespace aether::model_internal {
 
-bool same_options(const EarlyStopping& a, const EarlyStopping& b) {
-  return a.monitor == b.monitor && a.patience == b.patience && a.min_delta == b.min_delta &&
-         a.restore_best_weights == b.restore_best_weights;
-}
-
 EarlyStopper::EarlyStopper(const EarlyStopping& options, bool has_validation, const EarlyStoppingRun* resume)
     : o_(options), plateau_(options.monitor, options.min_delta, has_validation, "early_stopping") {
   AETHER_CHECK(o_.patience >= 0, "train", "early_stopping: patience must be >= 0, got ", o_.patience);

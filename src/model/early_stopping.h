@@ -25,7 +25,6 @@ struct EarlyStoppingRun {
   std::vector<Tensor> best;  // parameters_and_buffers() order; empty without restore_best_weights
   bool ended = false;
 };
-bool same_options(const EarlyStopping& a, const EarlyStopping& b);
 
 class EarlyStopper {
  public:

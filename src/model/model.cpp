@@ -236,12 +236,17 @@ bool non_negative_entry(const std::string& name) {
   return ends_with(name, ".running_var") || ends_with(name, ".exp_avg_sq");
 }
 
+std::string invalid_values(const std::string& name, const Tensor& t, const char* variance_note) {
+  const std::string bad = non_finite(t);
+  if (!bad.empty()) return bad;
+  const double negative = non_negative_entry(name) ? first_negative(t) : 0;
+  return negative == 0 ? "" : detail::cat("the negative value ", negative, variance_note);
+}
+
 void check_writable(const char* op, const std::string& what, const std::string& name, const Tensor& t,
                     const std::string& tail) {
-  const std::string bad = non_finite(t);
+  const std::string bad = invalid_values(name, t);
   AETHER_CHECK_RUNTIME(bad.empty(), op, what, " holds ", bad, tail);
-  const double negative = non_negative_entry(name) ? first_negative(t) : 0;
-  AETHER_CHECK_RUNTIME(negative == 0, op, what, " holds the negative value ", negative, tail);
 }
 
 std::vector<std::string> optimizer_slots(const ModelConfig& c, const std::string& optimizer,
@@ -697,10 +702,8 @@ void assign_weights(const nn::NamedTensors& weights, const std::vector<Tensor>& 
                  ", expected floating-point values");
     Tensor c = v.detach().cast(w->dtype()).to(w->device()).clone();  // its own memory
     realize({c});
-    const std::string bad = non_finite(c);
+    const std::string bad = invalid_values(name, c, " (a variance)");
     AETHER_CHECK(bad.empty(), op, what, " holds ", bad);
-    const double negative = non_negative_entry(name) ? first_negative(c) : 0;
-    AETHER_CHECK(negative == 0, op, what, " holds the negative value ", negative, " (a variance)");
     cast.push_back(c);
   }
   std::vector<Tensor> assigned;  // everything checked: assign

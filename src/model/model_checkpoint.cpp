@@ -165,10 +165,8 @@ class ManifestReader {
 // A tensor's values: finite, and >= 0 for a variance.
 void check_tensor_values(const ManifestReader& r, const std::string& entry, const std::string& name,
                          const Tensor& t) {
-  const std::string bad = non_finite(t);
+  const std::string bad = invalid_values(name, t, " (a variance)");
   if (!bad.empty()) r.fail(entry, "holds " + bad);
-  const double negative = non_negative_entry(name) ? first_negative(t) : 0;
-  if (negative != 0) r.fail(entry, detail::cat("holds the negative value ", negative, " (a variance)"));
 }
 
 // training_state.lr_plateau: reduce_lr_on_plateau's state (files from before it have none: factor

@@ -30,9 +30,12 @@ std::string non_finite(const Tensor& t);
 double first_negative(const Tensor& t);
 // State slots that must hold values >= 0 (a negative variance gives NaN outputs).
 bool non_negative_entry(const std::string& name);
-// Refuses to write what loading would reject: throws aether::Error (runtime, naming `op`) for a
-// tensor holding NaN/Inf, or a negative value in a variance (non_negative_entry(name)). The message
-// is "<op>: <what> holds <value><tail>" (tail: "; not writing <path>...").
+// What makes weight or state values unusable, "" when nothing: "NaN", "Inf" or "-Inf" (the first
+// value that is not finite), or "the negative value v" + `variance_note` in a variance
+// (non_negative_entry(name)). Saving, loading and set_weights all check with it.
+std::string invalid_values(const std::string& name, const Tensor& t, const char* variance_note = "");
+// Refuses to write what loading would reject (invalid_values): throws aether::Error (runtime, naming
+// `op`), "<op>: <what> holds <value><tail>" (tail: "; not writing <path>...").
 void check_writable(const char* op, const std::string& what, const std::string& name, const Tensor& t,
                     const std::string& tail);
 // The tensors of `stored` named `names`, in that order: `missing(name)` is called for a name it

@@ -167,8 +167,7 @@ Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_se
     graph_step_ = std::make_unique<cuda::GraphStep>(m.device.index);
   // Early stopping continues the model's run when it did not end and has the same options.
   const auto& run = m.early_stopping_run;
-  const bool continues =
-      o.early_stopping && run && !run->ended && same_options(run->options, *o.early_stopping);
+  const bool continues = o.early_stopping && run && !run->ended && run->options == *o.early_stopping;
   if (comm != nullptr) {  // the same job on every rank, from rank 0's parameters and buffers
     const int64_t stopping = o.early_stopping ? o.early_stopping->patience + 1 : 0;  // 0: none
     const int64_t reducing = o.reduce_lr_on_plateau ? o.reduce_lr_on_plateau->patience + 1 : 0;

@@ -231,6 +231,7 @@ struct EarlyStopping {
   int64_t patience = 0;              // >= 0
   double min_delta = 0;              // >= 0
   bool restore_best_weights = true;
+  bool operator==(const EarlyStopping&) const = default;
 };
 
 // Multiplies the learning rate by `factor` once a number measured after each epoch has stopped
