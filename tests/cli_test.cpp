@@ -856,3 +856,37 @@ TEST(CliPredict, OneSigmoidOutputIsABinaryDecision) {
   EXPECT_NE(r.out.find(want), std::string::npos) << r.out << "\nexpected:\n" << want;
   EXPECT_GT(ones, 0) << "every image got class 0: the test would not tell the decision from argmax";
 }
+
+// predict with an mse model prints each image's outputs (before: an argmax of them, called a class).
+TEST(CliPredict, RegressionPrintsTheOutputs) {
+  TempDir tmp;
+  write_tiny_fashion(tmp.path / "data", 28, 28);
+  const std::string images = tmp.file("data/t10k-images-idx3-ubyte"), ck = tmp.file("mse.aether");
+  aether::manual_seed(7);
+  aether::Model m;
+  m.add(std::make_shared<aether::nn::Flatten>()).add(std::make_shared<aether::nn::Linear>(784, 3));
+  aether::ModelConfig c;
+  c.loss = "mse";
+  m.configure(c).finalize({28, 28, 1});
+  m.save(ck);
+  const CliResult r = run("predict --checkpoint '" + ck + "' '" + images + "' --limit 3");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("class"), std::string::npos) << r.out;
+  const aether::data::IdxImages idx = aether::data::read_idx_images(images);
+  aether::data::Dataset d;
+  d.name = "t10k";
+  d.n = 3, d.h = idx.rows, d.w = idx.cols, d.c = 1;
+  d.images.assign(idx.pixels.begin(), idx.pixels.begin() + 3 * 28 * 28);
+  d.labels.assign(3, 0);
+  d.num_classes = 1;
+  const std::vector<float> v = m.predict(d).to_vector<float>();  // (3, 3)
+  std::string want;
+  for (int64_t i = 0; i < 3; ++i) {
+    char line[128];
+    std::snprintf(line, sizeof line, "%lld\tvalues %.6g %.6g %.6g\n", static_cast<long long>(i),
+                  double(v[size_t(3 * i)]), double(v[size_t(3 * i + 1)]), double(v[size_t(3 * i + 2)]));
+    want += line;
+  }
+  EXPECT_NE(r.out.find(want), std::string::npos) << r.out << "\nexpected:\n" << want;
+  EXPECT_EQ(r.out.find("3\tvalues"), std::string::npos) << "--limit 3: " << r.out;
+}

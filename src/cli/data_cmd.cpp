@@ -85,14 +85,24 @@ int run_predict(const PredictArgs& a) {
     d.images.resize(size_t(d.n * d.image_bytes()));
     d.labels.resize(size_t(d.n));
   }
-  const Tensor probs = model.predict(d);
-  const auto classes = probs.argmax(1).to_vector<int64_t>();
+  const Tensor probs = model.predict(d);  // (n, k): probabilities, or mse's values
   const auto p = probs.to_vector<float>();
   const int64_t k = probs.shape()[1];
-  // Every probability is checked before any line is printed.
+  const bool regression = model.config().loss == "mse";
+  // Every output is checked before any line is printed.
   for (size_t i = 0; i < p.size(); ++i)
-    AETHER_CHECK(std::isfinite(p[i]), "predict", a.checkpoint, " gives a probability of ", p[i],
-                 " for image ", int64_t(i) / k, " of ", a.input, ": its outputs are not finite");
+    AETHER_CHECK(std::isfinite(p[i]), "predict", a.checkpoint, " gives ",
+                 regression ? "an output" : "a probability", " of ", p[i], " for image ", int64_t(i) / k,
+                 " of ", a.input, ": its outputs are not finite");
+  if (regression) {  // mse: the k values themselves; an argmax of them would mean nothing
+    for (int64_t i = 0; i < d.n; ++i) {
+      std::printf("%lld\tvalues", static_cast<long long>(i));
+      for (int64_t j = 0; j < k; ++j) std::printf(" %.6g", double(p[size_t(i * k + j)]));
+      std::printf("\n");
+    }
+    return 0;
+  }
+  const auto classes = probs.argmax(1).to_vector<int64_t>();
   // One sigmoid output (binary_cross_entropy): class 1 when its probability is over 0.5.
   const bool binary = k == 1 && model.config().loss == "binary_cross_entropy";
   for (int64_t i = 0; i < d.n; ++i) {
@@ -120,7 +130,8 @@ void register_data(CLI::App& app) {
   verify->callback([] { exit_code() = run_verify(d); });
 
   static PredictArgs p;
-  auto* pr = app.add_subcommand("predict", "Classify images with a checkpoint");
+  auto* pr =
+      app.add_subcommand("predict", "Classify images with a checkpoint (an mse model: print its outputs)");
   pr->add_option("--checkpoint", p.checkpoint, "a .aether file")->required();
   pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
   add_text_option(*pr, "--limit", p.limit, "at most this many images (default 10; 0: all)", "INT");
