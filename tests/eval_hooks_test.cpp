@@ -1,10 +1,12 @@
 // EvalOptions' hooks (Keras' on_test_batch_* and on_predict_batch_*): evaluate() and predict() call
 // on_batch_begin before each batch and on_batch after it with the batches and samples done and, for
-// evaluate, the running loss and accuracy, which are evaluate's own over the samples done; the last
-// equals the result. train() calls TrainOptions' validation hooks in each epoch's validation. An
-// exception from a hook ends the call; the model computes as before afterwards.
+// evaluate, the running loss and accuracy, which are evaluate's own over the samples done (the last
+// equals the result), for predict, the batch's rows of the result. train() calls TrainOptions'
+// validation hooks in each epoch's validation. An exception from a hook ends the call; the model
+// computes as before afterwards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <vector>
 
@@ -77,6 +79,16 @@ TEST(EvalHooks, PredictReportsEachBatch) {
   EXPECT_EQ(c.done.back().seen, 40);
   EXPECT_EQ(c.done.back().batches, 3);
   EXPECT_EQ(floats(p), floats(m.predict(d, 16)));
+  // Each batch's outputs are its rows of the result (Keras' on_predict_batch_end logs["outputs"]).
+  for (size_t i = 0; i < c.done.size(); ++i) {
+    const int64_t lo = int64_t(i) * 16, hi = std::min<int64_t>(lo + 16, 40);
+    ASSERT_TRUE(c.done[i].outputs.defined()) << "batch " << i;
+    EXPECT_EQ(c.done[i].outputs.shape(), Shape({hi - lo, p.shape()[1]}));
+    EXPECT_EQ(floats(c.done[i].outputs), floats(p.slice(0, lo, hi))) << "batch " << i;
+  }
+  const EvalResult e = m.evaluate(d, c.options(16));  // evaluate's batches carry no outputs
+  EXPECT_EQ(e.samples, 40);
+  EXPECT_FALSE(c.done.back().outputs.defined());
   EvalOptions tta;
   tta.tta = TTA::flip;
   EXPECT_EQ(error_of([&] { m.predict(d, tta); }),

@@ -52,7 +52,8 @@ class Callback:
     logs)` and `on_test_batch_end(batch, logs)` around each batch (`logs`: the running "loss" and
     "accuracy" so far), then `on_test_end(logs)` with the evaluation's "loss" and "accuracy".
     Model.predict(callbacks=[...]) calls `on_predict_begin`, `on_predict_batch_begin`,
-    `on_predict_batch_end` (`logs` {"seen": samples done}) and `on_predict_end`.
+    `on_predict_batch_end` (`logs` {"outputs": the batch's predictions, a NumPy array (B, K)}, as
+    Keras') and `on_predict_end`.
     """
 
     def __init__(self) -> None:

@@ -90,10 +90,11 @@ def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Opt
 
 def _eval_hooks(callbacks: Sequence[Callback], kind: str) -> Tuple[Any, Any]:
     """The engine's evaluate/predict hooks, on_batch_begin(batch) and on_batch(batch (from 1), batches,
-    seen, loss, accuracy), that call the callbacks' on_<kind>_begin before the first batch,
-    on_<kind>_batch_begin and _end around each, and on_<kind>_end after the last (kind "test": logs
-    the running loss and accuracy; "predict": logs empty). (None, None) when no callback overrides any
-    of these hooks."""
+    seen, loss, accuracy, outputs=None), that call the callbacks' on_<kind>_begin before the first
+    batch, on_<kind>_batch_begin and _end around each, and on_<kind>_end after the last (kind "test":
+    logs the running loss and accuracy; "predict": on_predict_batch_end's logs {"outputs": the batch's
+    predictions as a NumPy array (B, K)}, as Keras', the others' empty). (None, None) when no callback
+    overrides any of these hooks."""
     names = (f"on_{kind}_begin", f"on_{kind}_batch_begin", f"on_{kind}_batch_end", f"on_{kind}_end")
     active = [cb for cb in callbacks if any(cb._overrides(n) for n in names)]
     if not active:
@@ -106,10 +107,12 @@ def _eval_hooks(callbacks: Sequence[Callback], kind: str) -> Tuple[Any, Any]:
         for cb in active:
             getattr(cb, names[1])(batch, {})
 
-    def on_batch(batch: int, batches: int, seen: int, loss: float, accuracy: float) -> None:
-        logs = {"loss": loss, "accuracy": accuracy} if kind == "test" else {}
+    def on_batch(batch: int, batches: int, seen: int, loss: float, accuracy: float,
+                 outputs: Any = None) -> None:
+        logs: Dict[str, Any] = {"loss": loss, "accuracy": accuracy} if kind == "test" else {}
+        batch_logs = dict(logs) if outputs is None else {"outputs": np.asarray(outputs)}
         for cb in active:
-            getattr(cb, names[2])(batch - 1, dict(logs))
+            getattr(cb, names[2])(batch - 1, dict(batch_logs))
         if batch == batches:
             for cb in active:
                 getattr(cb, names[3])(dict(logs))

@@ -290,8 +290,8 @@ struct Hooks {
 };
 
 // EvalOptions whose hooks call Python's on_batch_begin(batch) and on_batch(batch, batches, seen, loss,
-// accuracy) (None: no hook) with the GIL, and check for Ctrl-C after each batch. They refer to the callables,
-// which must outlive the options.
+// accuracy, outputs) (outputs: predict's batch (B, K) as a Tensor, evaluate's None; None: no hook) with the
+// GIL, and check for Ctrl-C after each batch. They refer to the callables, which must outlive the options.
 EvalOptions eval_options(int64_t batch_size, TTA tta, const nb::object& on_batch_begin,
                          const nb::object& on_batch) {
   EvalOptions o;
@@ -306,7 +306,11 @@ EvalOptions eval_options(int64_t batch_size, TTA tta, const nb::object& on_batch
   o.on_batch = [&on_batch](const EvalProgress& p) {
     nb::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
-    if (!on_batch.is_none()) on_batch(p.batch, p.batches, p.seen, p.loss, p.accuracy);
+    if (on_batch.is_none()) return;
+    if (p.outputs.defined())
+      on_batch(p.batch, p.batches, p.seen, p.loss, p.accuracy, p.outputs);
+    else
+      on_batch(p.batch, p.batches, p.seen, p.loss, p.accuracy, nb::none());
   };
   return o;
 }
@@ -413,7 +417,8 @@ void bind_model(nb::module_& m) {
           },
           arg("dataset"), arg("batch_size") = 256, arg("tta") = "none",
           arg("on_batch_begin").none() = nb::none(), arg("on_batch").none() = nb::none(),
-          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, loss, accuracy) after it")
+          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, loss, accuracy, None) "
+          "after it")
       .def(
           "predict",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, nb::object on_batch_begin,
@@ -424,7 +429,8 @@ void bind_model(nb::module_& m) {
           },
           arg("dataset"), arg("batch_size") = 256, arg("on_batch_begin").none() = nb::none(),
           arg("on_batch").none() = nb::none(),
-          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, 0, 0) after it")
+          "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, 0, 0, outputs) after it, "
+          "outputs the batch's rows of the result (B, K)")
       .def(
           "predict_tensor",
           [](Model& mod, const Tensor& x) {

@@ -302,6 +302,7 @@ class EvalRecorder(ae.Callback):
     def __init__(self):
         super().__init__()
         self.calls = []
+        self.outputs = []  # on_predict_batch_end's logs["outputs"]
 
     def on_test_begin(self, logs=None):
         self.calls.append(("test_begin", dict(logs)))
@@ -323,6 +324,7 @@ class EvalRecorder(ae.Callback):
 
     def on_predict_batch_end(self, batch, logs=None):
         self.calls.append(("predict_batch_end", batch))
+        self.outputs.append(logs["outputs"])
 
     def on_predict_end(self, logs=None):
         self.calls.append(("predict_end",))
@@ -351,6 +353,10 @@ def test_evaluate_and_predict_call_the_test_and_predict_hooks(fmnist):
     assert rec.calls == [("predict_begin",), ("predict_batch_begin", 0), ("predict_batch_end", 0),
                          ("predict_batch_begin", 1), ("predict_batch_end", 1), ("predict_end",)]
     np.testing.assert_array_equal(p, m.predict(xv, batch_size=128))
+    # Each batch's logs["outputs"] (Keras'): its rows of the result, a NumPy array.
+    assert [type(o) for o in rec.outputs] == [np.ndarray, np.ndarray]
+    np.testing.assert_array_equal(rec.outputs[0], p[:128])
+    np.testing.assert_array_equal(rec.outputs[1], p[128:])
     lam = []
     r = m.evaluate(xv, yv, callbacks=[ae.LambdaCallback(on_test_end=lambda logs: lam.append(logs))])
     assert lam == [{"loss": r["loss"], "accuracy": r["accuracy"]}]

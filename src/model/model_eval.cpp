@@ -90,7 +90,7 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
     r.samples += b->size;
     if (o.on_batch)
       o.on_batch({batch + 1, loader.num_batches(), r.samples, loss_sum / double(r.samples),
-                  correct / double(r.samples)});
+                  correct / double(r.samples), Tensor()});
   }
   if (r.samples > 0) {
     r.loss = loss_sum / double(r.samples);
@@ -139,9 +139,9 @@ Tensor Model::predict(const data::Dataset& d, const EvalOptions& o) {
   int64_t seen = 0;
   for (int64_t batch = 0; auto b = loader.next(); ++batch) {
     if (o.on_batch_begin) o.on_batch_begin(batch);
-    parts.push_back(predict(b->images));
+    parts.push_back(predict(b->images));  // (B, K)
     seen += b->size;
-    if (o.on_batch) o.on_batch({batch + 1, loader.num_batches(), seen, 0, 0});
+    if (o.on_batch) o.on_batch({batch + 1, loader.num_batches(), seen, 0, 0, parts.back()});
   }
   return cat(parts, 0).realize();
 }

@@ -194,6 +194,7 @@ struct EvalProgress {
   int64_t batch = 0, batches = 0;  // batches done, and in all
   int64_t seen = 0;                // samples done
   double loss = 0, accuracy = 0;   // evaluate: running means over the samples done (predict: 0)
+  Tensor outputs;                  // predict: this batch's rows of its result (B, K); evaluate: none
 };
 
 // How evaluate() and predict() go over a data set.
