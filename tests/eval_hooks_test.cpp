@@ -18,16 +18,6 @@ using namespace model_test;
 
 namespace {
 
-// The first n samples of a labelled data set.
-data::Dataset first(const data::Dataset& d, int64_t n) {
-  data::Dataset out = d;
-  out.n = n;
-  out.images.resize(size_t(n * d.h * d.w * d.c));
-  out.labels.resize(size_t(n));
-  out.check();
-  return out;
-}
-
 struct Calls {
   std::vector<int64_t> begun;
   std::vector<EvalProgress> done;
@@ -57,7 +47,7 @@ TEST(EvalHooks, EvaluateReportsEachBatchWithItsRunningMeans) {
     EXPECT_EQ(p.batches, 4);
     EXPECT_EQ(p.seen, std::min<int64_t>(16 * (int64_t(i) + 1), 60));
     // The running means are evaluate's over the samples done.
-    const EvalResult part = m.evaluate(first(d, p.seen), 16);
+    const EvalResult part = m.evaluate(first_samples(d, p.seen), 16);
     EXPECT_DOUBLE_EQ(p.loss, part.loss) << "after batch " << p.batch;
     EXPECT_DOUBLE_EQ(p.accuracy, part.accuracy) << "after batch " << p.batch;
   }

@@ -1,8 +1,10 @@
 // TrainOptions::class_weight and sample_weight (Keras'): the training loss of every loss kind equals
 // the textbook formula with each sample's loss times its class's weight and its own, averaged over
 // the samples; a sample's weight stays with it when the data is shuffled; class weights move an
-// imbalanced problem's predictions toward the rare class; validation and evaluate stay unweighted;
-// bad weights are errors that change nothing.
+// imbalanced problem's predictions toward the rare class; validation and evaluate ignore train()'s
+// weights and take their own sample weights (EvalOptions::sample_weight,
+// TrainOptions::validation_sample_weight), which weigh the loss and not the accuracy; bad weights are
+// errors that change nothing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -205,6 +207,68 @@ TEST(ClassWeight, ValidationAndEvaluateAreUnweighted) {
     return a.evaluate(d).loss;
   };
   EXPECT_NEAR(second_epoch({}), second_epoch({1.0, 1.0, 1.0}), 1e-5);
+}
+
+// evaluate(sample_weight): the mean over the samples of each one's loss times its weight, in any
+// batches; the accuracy unweighted. train()'s validation_sample_weight gives the same val_loss.
+TEST(SampleWeight, EvaluateWeighsTheLossNotTheAccuracy) {
+  const data::Dataset d = three_classes(), bin = binary_targets(d);
+  for (const bool targets : {false, true}) {
+    SCOPED_TRACE(targets ? "mse on regression targets" : "cross_entropy");
+    Model m = mlp(targets ? "mse" : "cross_entropy", targets ? 1 : 3);
+    const data::Dataset& data = targets ? bin : d;
+    const std::vector<float> p = floats(m.predict(data));
+    double want = 0;
+    for (int64_t i = 0; i < d.n; ++i) {
+      const double l = targets ? std::pow(p[size_t(i)] - bin.targets[size_t(i)], 2)
+                               : -std::log(p[size_t(3 * i + d.labels[size_t(i)])]);
+      want += own_weight(i) * l;
+    }
+    want /= double(d.n);
+    for (const int64_t batch : {16, 20, 256}) {
+      const EvalResult plain = m.evaluate(data, batch);
+      EvalOptions o;
+      o.batch_size = batch;
+      o.sample_weight = own_weights(d.n);
+      const EvalResult r = m.evaluate(data, o);
+      EXPECT_NEAR(r.loss, want, 1e-6 * want) << "batch " << batch;
+      EXPECT_NE(r.loss, plain.loss);
+      EXPECT_DOUBLE_EQ(r.accuracy, plain.accuracy) << "batch " << batch;
+    }
+  }
+  Model m = mlp("cross_entropy", 3);
+  TrainOptions o = one_step({}, 16);
+  o.validation = &d;
+  o.validation_sample_weight = own_weights(d.n);
+  const History h = m.train(d, o);
+  EvalOptions e;
+  e.sample_weight = own_weights(d.n);
+  EXPECT_DOUBLE_EQ(*h.epochs[0].val_loss, m.evaluate(d, e).loss);
+  EXPECT_NE(*h.epochs[0].val_loss, m.evaluate(d).loss);
+}
+
+TEST(SampleWeight, EvaluationWeightErrors) {
+  const data::Dataset d = three_classes();
+  Model m = mlp("cross_entropy", 3);
+  EvalOptions e;
+  e.sample_weight = {1, 2};
+  expect_error([&] { m.evaluate(d, e); },
+               {"evaluate: sample_weight has 2 weights, data set 'flat' has 48 samples"});
+  e.sample_weight = own_weights(d.n);
+  e.sample_weight[3] = std::numeric_limits<double>::quiet_NaN();
+  expect_error([&] { m.evaluate(d, e); },
+               {"evaluate: sample_weight[3] is nan; a weight must be finite and >= 0"});
+  e.sample_weight = own_weights(d.n);
+  expect_error([&] { m.predict(d, e); }, {"predict: sample_weight is evaluate's; predict scores nothing"});
+  TrainOptions o = one_step({}, 16);
+  o.validation_sample_weight = own_weights(d.n);
+  expect_error([&] { m.train(d, o); },
+               {"train: validation_sample_weight is given without a validation data set"});
+  const data::Dataset half = first_samples(d, 24);
+  o.validation = &half;
+  expect_error([&] { m.train(d, o); },
+               {"train: validation_sample_weight has 48 weights, data set 'flat' has 24 samples"});
+  EXPECT_EQ(m.steps_done(), 0);
 }
 
 TEST(ClassWeight, BadWeightsAreErrorsThatChangeNothing) {

@@ -97,6 +97,16 @@ inline TrainOptions train_options(int64_t epochs) {
 
 inline std::vector<float> floats(const Tensor& t) { return t.to_vector<float>(); }
 
+// The first n samples of a labelled data set.
+inline data::Dataset first_samples(const data::Dataset& d, int64_t n) {
+  data::Dataset out = d;
+  out.n = n;
+  out.images.resize(size_t(n * d.h * d.w * d.c));
+  out.labels.resize(size_t(n));
+  out.check();
+  return out;
+}
+
 inline bool bit_equal(const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape() || a.dtype() != b.dtype()) return false;
   const auto va = floats(a), vb = floats(b);

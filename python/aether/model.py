@@ -88,6 +88,17 @@ def _sort_callbacks(callbacks: Optional[Sequence[Callback]], early_stopping: Opt
     return _Callbacks(early_stopping, reduce_lr, lr_scheduler, hooks)
 
 
+def _sample_weights(sample_weight: Optional[ArrayLike], n: int, what: str) -> List[float]:
+    """Keras' sample_weight as the engine takes it: one number per sample (n), or [] for None."""
+    if sample_weight is None:
+        return []
+    sw = np.asarray(sample_weight.numpy() if isinstance(sample_weight, Tensor) else sample_weight)
+    if sw.dtype.kind not in "biuf" or sw.ndim != 1 or len(sw) != n:
+        raise ValueError(f"{what} must be numbers of shape ({n},) (one per sample), got {sw.dtype} of shape "
+                         f"{sw.shape}")
+    return sw.astype(np.float64).tolist()
+
+
 def _eval_hooks(callbacks: Sequence[Callback], kind: str) -> Tuple[Any, Any]:
     """The engine's evaluate/predict hooks, on_batch_begin(batch) and on_batch(batch (from 1), batches,
     seen, loss, accuracy, outputs=None), that call the callbacks' on_<kind>_begin before the first
@@ -344,7 +355,7 @@ class Model:
 
     # ---- training and use -----------------------------------------------------------------------
     def train(self, X: ArrayLike, y: ArrayLike, epochs: int = 1, batch_size: Optional[int] = None,
-              shuffle: bool = True, validation_data: Optional[Tuple[ArrayLike, ArrayLike]] = None,
+              shuffle: bool = True, validation_data: Optional[Tuple[ArrayLike, ...]] = None,
               verbose: bool = True, seed: Optional[int] = None, crop_padding: Optional[int] = None,
               hflip: Optional[bool] = None, checkpoint: Optional[str] = None, max_steps_per_epoch: int = 0,
               callback: Optional[Callable[..., None]] = None,
@@ -368,9 +379,10 @@ class Model:
         several ranks, `sync_batch_norm` normalises with the statistics of the global batch (every
         rank's samples) instead of each rank's own.
 
-        `validation_split` (0 < f < 1) holds out the last f of X and y (before shuffling, as
-        Keras does) to validate on after each epoch, instead of `validation_data`; the
-        normalisation statistics come from the rest. `early_stopping` (aether.EarlyStopping) stops
+        `validation_data`: (X, y), or (X, y, sample_weight) to weigh the validation loss as
+        evaluate(sample_weight=) does. `validation_split` (0 < f < 1) holds out the last f of X and y
+        (and of sample_weight; before shuffling, as Keras does) to validate on after each epoch,
+        instead of `validation_data`; the normalisation statistics come from the rest. `early_stopping` (aether.EarlyStopping) stops
         once its monitored number stops improving and restores the best epoch's weights; the
         history then has fewer epochs, and the EarlyStopping object records the best and the
         stopping epoch. `reduce_lr` (aether.ReduceLROnPlateau) multiplies the learning rate by its
@@ -386,9 +398,9 @@ class Model:
         per class: each training sample's loss is multiplied by its class's weight, for classes that
         are rare in X. For SigmoidBinaryCrossEntropy's 0/1 targets the classes are the targets 0
         and 1 (each output's loss weighted by its target's). The loss is still the mean over the
-        samples; accuracy, validation and evaluate are unweighted. `sample_weight` (Keras'): one
-        weight (N,) per sample of X, multiplying its loss (and its class's weight), unweighted as
-        class_weight; with validation_split, the weights of the held-out samples are not used."""
+        samples; accuracy is unweighted, and validation and evaluate do not use them. `sample_weight`
+        (Keras'): one weight (N,) per sample of X, multiplying its loss (and its class's weight);
+        with validation_split, the held-out samples' weights weigh the validation loss."""
         self._require_finalized("train")
         if self._cpp.is_training:  # before anything changes (the C++ side checks too)
             raise RuntimeError("train: the model is training (called from a callback of train()?); "
@@ -400,10 +412,11 @@ class Model:
         seed = integer(seed if seed is not None else self._seed or 0, "train: seed", 0)
         if crop_padding is not None:
             crop_padding = integer(crop_padding, "train: crop_padding", 0)
-        if validation_data is not None and not (isinstance(validation_data, (tuple, list)) and len(validation_data) == 2):
+        if validation_data is not None and not (isinstance(validation_data, (tuple, list))
+                                                and len(validation_data) in (2, 3)):
             got = type(validation_data).__name__
             got += f" of {len(validation_data)}" if isinstance(validation_data, (tuple, list)) else ""
-            raise TypeError(f"train: validation_data must be a pair (X, y), got {got}")
+            raise TypeError(f"train: validation_data must be (X, y) or (X, y, sample_weight), got {got}")
         if validation_split is not None:
             if validation_data is not None:
                 raise ValueError("train: pass validation_data or validation_split, not both")
@@ -416,17 +429,16 @@ class Model:
         early_stopping, reduce_lr, lr_scheduler, hooks = _sort_callbacks(callbacks, early_stopping, reduce_lr)
         ds = self._dataset(X, y, "train")
         weights = self._class_weight(class_weight, 2 if ds.target_dim else self._classes())
-        val = None if validation_data is None else self._dataset(*validation_data, "validation")
-        sample_weights: List[float] = []
-        if sample_weight is not None:
-            sw = np.asarray(sample_weight.numpy() if isinstance(sample_weight, Tensor) else sample_weight)
-            if sw.dtype.kind not in "biuf" or sw.ndim != 1 or len(sw) != len(ds):
-                raise ValueError(f"train: sample_weight must be numbers of shape ({len(ds)},) (one per sample), "
-                                 f"got {sw.dtype} of shape {sw.shape}")
-            sample_weights = sw.astype(np.float64).tolist()
+        sample_weights = _sample_weights(sample_weight, len(ds), "train: sample_weight")
+        val, val_weights = None, []
+        if validation_data is not None:
+            val = self._dataset(validation_data[0], validation_data[1], "validation")
+            if len(validation_data) == 3:
+                val_weights = _sample_weights(validation_data[2], len(val), "train: validation_data's sample_weight")
         if validation_split is not None:
             ds, val = _aether._split_validation(ds, float(validation_split))
-            sample_weights = sample_weights[:len(ds)]  # the held-out samples are the last ones
+            if sample_weights:  # the held-out samples are the last ones
+                sample_weights, val_weights = sample_weights[:len(ds)], sample_weights[len(ds):]
         mean: List[float] = list(self._cpp.norm_mean)
         std: List[float] = list(self._cpp.norm_std)
         if np.asarray(X).dtype == np.uint8 and (not mean or self._cpp.epochs_done == 0):
@@ -483,7 +495,7 @@ class Model:
             "mean": mean, "std": std, "progress": bar, "checkpoint": checkpoint or "",
             "max_steps": max_steps_per_epoch, "sync_batch_norm": bool(sync_batch_norm),
             "class_weight": weights,
-            "sample_weight": sample_weights,
+            "sample_weight": sample_weights, "validation_sample_weight": val_weights,
             "early_stopping": None if early_stopping is None else early_stopping._options(),
             "reduce_lr": None if reduce_lr is None else reduce_lr._options()}
         val_begin, val_end = _eval_hooks(hooks, "test")
@@ -534,19 +546,23 @@ class Model:
         self._cpp.stop_training = bool(stop)
 
     def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none",
-                 callbacks: Optional[Sequence[Callback]] = None) -> Dict[str, float]:
+                 callbacks: Optional[Sequence[Callback]] = None,
+                 sample_weight: Optional[ArrayLike] = None) -> Dict[str, float]:
         """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode.
         tta: test-time augmentation of image input, "none", "flip" (the mean logits of each image and
         its mirror image) or "flip_translate" (airbench's: also one-pixel shifts). callbacks:
-        aether.Callback objects whose on_test_* hooks run (aether.callbacks.Callback says when)."""
+        aether.Callback objects whose on_test_* hooks run (aether.callbacks.Callback says when).
+        sample_weight (Keras'): one weight (N,) per sample, multiplying its loss (the mean still over
+        the samples); the accuracy stays unweighted."""
         self._require_finalized("evaluate")
         batch_size = integer(batch_size, "evaluate: batch_size", 1)
         cbs = _callback_list(callbacks, "evaluate")
         ds = self._dataset(X, y, "evaluate")
+        weights = _sample_weights(sample_weight, len(ds), "evaluate: sample_weight")
         for cb in cbs:
             cb.set_model(self)
             cb.set_params({"verbose": 0, "epochs": 1, "steps": -(-len(ds) // batch_size)})
-        r = self._cpp.evaluate(ds, batch_size, str(tta), *_eval_hooks(cbs, "test"))
+        r = self._cpp.evaluate(ds, batch_size, str(tta), *_eval_hooks(cbs, "test"), weights)
         out = {"loss": r["loss"], "accuracy": r["accuracy"]}
         if self._cpp.config["loss"] != "mse" and ds.target_dim == 0 and self._classes() >= 5:
             out["top5"] = r["top5"]

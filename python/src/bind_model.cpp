@@ -164,7 +164,8 @@ nb::dict config_dict(const ModelConfig& c) {
 
 // TrainOptions from train()'s settings {"epochs", "batch_size", "shuffle", "seed", "crop_padding",
 // "hflip", "alternate_flips", "crop_reflect", "drop_last", "mean", "std", "progress", "checkpoint",
-// "max_steps", "sync_batch_norm", "class_weight": [float], "sample_weight": [float], "early_stopping":
+// "max_steps", "sync_batch_norm", "class_weight": [float], "sample_weight": [float],
+// "validation_sample_weight": [float], "early_stopping":
 // {"monitor", "patience", "min_delta", "restore_best_weights"} or None, "reduce_lr": {"monitor", "factor",
 // "patience", "min_delta", "cooldown", "min_lr"} or None}; a key left out keeps TrainOptions' default, an
 // unknown one is an error.
@@ -206,6 +207,8 @@ TrainOptions train_options_from(const nb::dict& d) {
       o.class_weight = nb::cast<std::vector<double>>(v);
     else if (key == "sample_weight")
       o.sample_weight = nb::cast<std::vector<double>>(v);
+    else if (key == "validation_sample_weight")
+      o.validation_sample_weight = nb::cast<std::vector<double>>(v);
     else if (key == "early_stopping" && !v.is_none())
       o.early_stopping =
           EarlyStopping{nb::cast<std::string>(v["monitor"]), nb::cast<int64_t>(v["patience"]),
@@ -400,8 +403,9 @@ void bind_model(nb::module_& m) {
       .def(
           "evaluate",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, const std::string& tta,
-             nb::object on_batch_begin, nb::object on_batch) {
-            const EvalOptions o = eval_options(batch_size, tta_from_name(tta), on_batch_begin, on_batch);
+             nb::object on_batch_begin, nb::object on_batch, std::vector<double> sample_weight) {
+            EvalOptions o = eval_options(batch_size, tta_from_name(tta), on_batch_begin, on_batch);
+            o.sample_weight = std::move(sample_weight);
             EvalResult r;
             {
               nb::gil_scoped_release release;
@@ -417,8 +421,9 @@ void bind_model(nb::module_& m) {
           },
           arg("dataset"), arg("batch_size") = 256, arg("tta") = "none",
           arg("on_batch_begin").none() = nb::none(), arg("on_batch").none() = nb::none(),
+          arg("sample_weight") = std::vector<double>{},
           "on_batch_begin(batch) before each batch, on_batch(batch, batches, seen, loss, accuracy, None) "
-          "after it")
+          "after it; sample_weight: one per sample (EvalOptions::sample_weight), or empty")
       .def(
           "predict",
           [](Model& mod, const data::Dataset& ds, int64_t batch_size, nb::object on_batch_begin,

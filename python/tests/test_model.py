@@ -195,7 +195,7 @@ def test_class_and_sample_weights_move_an_imbalanced_problem_toward_the_rare_cla
     assert predicted_ones(class_weight=[1.0, 9.0]) == predicted_ones(class_weight={0: 1.0, 1: 9.0})
     # sample_weight: each sample's own weight; the class's weight for each sample is the same loss.
     assert predicted_ones(sample_weight=np.where(y == 1, 9.0, 1.0)) == weighted
-    # With validation_split the held-out (last) samples' weights go unused.
+    # With validation_split the held-out (last) samples' weights weigh the validation loss.
     predicted_ones(sample_weight=np.ones(400), validation_split=0.25)
     m = ae.Model(); m.add(ae.Dense(2, 2))
     m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((2,))
@@ -210,6 +210,48 @@ def test_class_and_sample_weights_move_an_imbalanced_problem_toward_the_rare_cla
     with pytest.raises(ValueError, match=r"train: sample_weight\[3\] is nan"):
         m.train(x, y, sample_weight=np.where(np.arange(400) == 3, np.nan, 1.0), verbose=False)
     assert m.epochs_done == 0
+
+
+def test_evaluate_and_validation_take_sample_weights():
+    """evaluate(sample_weight=w): the mean over the samples of w_i times sample i's loss, computed here
+    from predict's probabilities; the accuracy unweighted. train()'s validation_data=(X, y, w) and
+    validation_split with sample_weight give that val_loss."""
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 1, (300, 5)).astype(np.float32)
+    y = (x[:, 0] + x[:, 1] > 0).astype(np.int64) + (x[:, 2] > 0.5)     # classes 0..2
+    w = rng.uniform(0, 3, 300)
+
+    def model():
+        m = ae.Model(); m.manual_seed(5)
+        m.add(ae.Dense(5, 3))
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((5,))
+        return m
+
+    m = model()
+    p = m.predict(x).astype(np.float64)
+    want = np.mean(w * -np.log(p[np.arange(300), y]))
+    for batch in (32, 300):
+        r = m.evaluate(x, y, batch_size=batch, sample_weight=w)
+        assert r["loss"] == pytest.approx(want, rel=1e-5)
+        assert r["accuracy"] == m.evaluate(x, y, batch_size=batch)["accuracy"]
+    assert m.evaluate(x, y, sample_weight=ae.tensor(w))["loss"] == \
+        pytest.approx(want, rel=1e-5)
+    h = m.train(x[:200], y[:200], epochs=1, batch_size=50, shuffle=False, verbose=False,
+                validation_data=(x[200:], y[200:], w[200:]))
+    assert h["val_loss"][0] == pytest.approx(m.evaluate(x[200:], y[200:], sample_weight=w[200:])["loss"], rel=1e-12)
+    assert h["val_loss"][0] != pytest.approx(m.evaluate(x[200:], y[200:])["loss"], rel=1e-3)
+    # validation_split: the held-out samples' weights go with them.
+    split = model().train(x, y, epochs=2, batch_size=50, shuffle=False, verbose=False, validation_split=1 / 3,
+                          sample_weight=w)
+    given = model().train(x[:200], y[:200], epochs=2, batch_size=50, shuffle=False, verbose=False,
+                          sample_weight=w[:200], validation_data=(x[200:], y[200:], w[200:]))
+    assert split["val_loss"] == given["val_loss"] and split["loss"] == given["loss"]
+    with pytest.raises(ValueError, match=r"evaluate: sample_weight must be numbers of shape \(300,\)"):
+        m.evaluate(x, y, sample_weight=w[:10])
+    with pytest.raises(ValueError, match=r"evaluate: sample_weight\[1\] is -1; a weight must be finite"):
+        m.evaluate(x, y, sample_weight=np.where(np.arange(300) == 1, -1.0, 1.0))
+    with pytest.raises(ValueError, match=r"train: validation_data's sample_weight must be numbers of shape \(100,\)"):
+        m.train(x[:200], y[:200], validation_data=(x[200:], y[200:], w), verbose=False)
 
 
 def test_preset_lenet_matches_the_cli_recipe(fmnist):
@@ -389,10 +431,10 @@ def test_data_and_settings_that_cannot_work_are_errors(fmnist):
         m.train(x[:10], y[:10], epochs=2.5, verbose=False)
     with pytest.raises(ValueError, match="train: seed must be >= 0, got -1"):
         m.train(x[:10], y[:10], seed=-1, verbose=False)
-    with pytest.raises(TypeError, match=r"validation_data must be a pair \(X, y\), got ndarray"):
+    with pytest.raises(TypeError, match=r"validation_data must be \(X, y\) or \(X, y, sample_weight\), got ndarray"):
         m.train(x[:10], y[:10], validation_data=x[:10], verbose=False)
-    with pytest.raises(TypeError, match=r"validation_data must be a pair \(X, y\), got tuple of 3"):
-        m.train(x[:10], y[:10], validation_data=(x[:10], y[:10], y[:10]), verbose=False)
+    with pytest.raises(TypeError, match=r"validation_data must be .*, got tuple of 4"):
+        m.train(x[:10], y[:10], validation_data=(x[:10], y[:10], y[:10], y[:10]), verbose=False)
     with pytest.raises(ValueError, match="evaluate: batch_size must be >= 1, got 0"):
         m.evaluate(x[:10], y[:10], batch_size=0)
     # A checkpoint that cannot be written is an error before the first epoch, not after it.

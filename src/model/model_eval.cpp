@@ -59,6 +59,7 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
   const TTA tta = o.tta;
   m.require_finalized("evaluate");
   m.check_data(d, "evaluate");
+  Impl::check_sample_weight(o.sample_weight, d, "evaluate", "sample_weight");
   AETHER_CHECK(
       tta == TTA::none || (m.input_shape.size() == 3 && m.input_shape[0] >= 2 && m.input_shape[1] >= 2),
       "evaluate", "test-time augmentation '", tta_name(tta), "' needs image input (H, W, C) of at least ",
@@ -77,7 +78,9 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
     const Tensor targets = b->targets.defined() ? b->targets.to(m.device) : Tensor();
     if (m.input_shape.size() == 1) x = x.flatten(1);
     const Tensor out = m.tta_forward(x, tta);
-    const Tensor loss = m.loss(out, labels, targets), acc = m.metric(out, labels, targets);
+    const Tensor weights = m.batch_weights(o.sample_weight, *b);  // (B) or undefined
+    const Tensor loss = m.weighted_loss(out, labels, targets, Tensor(), weights),
+                 acc = m.metric(out, labels, targets);
     const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
     realize({out, loss, acc, t5});
@@ -132,6 +135,7 @@ Tensor Model::predict(const data::Dataset& d, const EvalOptions& o) {
   m.require_finalized("predict");
   AETHER_CHECK(o.tta == TTA::none, "predict",
                "test-time augmentation is evaluate's; predict takes tta none, got ", tta_name(o.tta));
+  AETHER_CHECK(o.sample_weight.empty(), "predict", "sample_weight is evaluate's; predict scores nothing");
   m.check_data(d, "predict", /*scored=*/false);
   data::DataLoader loader(d, m.eval_loader(o.batch_size));
   loader.begin_epoch(0);

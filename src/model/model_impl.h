@@ -138,13 +138,24 @@ struct Model::Impl {
   }
   // The losses and metrics of ModelConfig::loss (model_loss.cpp). labels (B) int64 for classes, or
   // targets (B, K) float32 (mse: regression; binary_cross_entropy: probabilities).
-  // Evaluation's loss; training's is train_loss(): with train()'s class_weight each sample's loss is
-  // weighted by its class, still averaged over the samples.
+  // The unweighted loss; weighted_loss() multiplies each sample's by its class's weight (class_weight:
+  // (K) float32, or (2) for binary_cross_entropy's targets: target 0, target 1) and its own
+  // (sample_weight: (B) float32), either undefined for none, still averaged over the samples.
   Tensor loss(const Tensor& out, const Tensor& labels, const Tensor& targets) const;
-  // sample_weight: (B) float32, train()'s TrainOptions::sample_weight of the batch's samples, or
-  // undefined.
+  Tensor weighted_loss(const Tensor& out, const Tensor& labels, const Tensor& targets,
+                       const Tensor& class_weight, const Tensor& sample_weight) const;
+  // Training's: weighted_loss() with train()'s class_weight (below).
   Tensor train_loss(const Tensor& out, const Tensor& labels, const Tensor& targets,
-                    const Tensor& sample_weight) const;
+                    const Tensor& sample_weight) const {
+    return weighted_loss(out, labels, targets, class_weight, sample_weight);
+  }
+  // A sample_weight option (TrainOptions' or EvalOptions'): empty, or one finite weight >= 0 per
+  // sample of `d`; `op` and `what` name it in the error.
+  static void check_sample_weight(const std::vector<double>& w, const data::Dataset& d, const char* op,
+                                  const char* what);
+  // The weights (B) float32 on the device of batch `b`'s samples (by their data set indices); undefined
+  // for an empty w.
+  Tensor batch_weights(const std::vector<double>& w, const data::Batch& b) const;
   // TrainOptions::class_weight on the device while train() runs, else undefined: (K) float32, one
   // weight per class, or (2) for binary_cross_entropy's targets (target 0, target 1).
   Tensor class_weight;

@@ -106,11 +106,6 @@ void Model::TrainLoop::check(const Impl& m, const data::Dataset& train_set, cons
 
 void Model::TrainLoop::check_loss_weights(const Impl& m, const data::Dataset& train_set,
                                           const TrainOptions& o) {
-  auto check_values = [](const char* what, const std::vector<double>& w) {
-    for (size_t i = 0; i < w.size(); ++i)
-      AETHER_CHECK(std::isfinite(w[i]) && w[i] >= 0, "train", what, "[", i, "] is ", w[i],
-                   "; a weight must be finite and >= 0");
-  };
   if (!o.class_weight.empty()) {
     const bool binary_targets = train_set.has_targets() && m.config.loss == "binary_cross_entropy";
     AETHER_CHECK(!train_set.has_targets() || binary_targets, "train", "class_weight needs class labels or ",
@@ -120,12 +115,15 @@ void Model::TrainLoop::check_loss_weights(const Impl& m, const data::Dataset& tr
     AETHER_CHECK(o.class_weight.size() == want, "train", "class_weight has ", o.class_weight.size(),
                  " weights, expected ", want,
                  binary_targets ? " (for target 0 and target 1)" : " (one per class: the model's outputs)");
-    check_values("class_weight", o.class_weight);
+    for (size_t i = 0; i < o.class_weight.size(); ++i)
+      AETHER_CHECK(std::isfinite(o.class_weight[i]) && o.class_weight[i] >= 0, "train", "class_weight[", i,
+                   "] is ", o.class_weight[i], "; a weight must be finite and >= 0");
   }
-  AETHER_CHECK(o.sample_weight.empty() || int64_t(o.sample_weight.size()) == train_set.n, "train",
-               "sample_weight has ", o.sample_weight.size(), " weights, data set '", train_set.name, "' has ",
-               train_set.n, " samples");
-  check_values("sample_weight", o.sample_weight);
+  Impl::check_sample_weight(o.sample_weight, train_set, "train", "sample_weight");
+  AETHER_CHECK(o.validation_sample_weight.empty() || o.validation, "train",
+               "validation_sample_weight is given without a validation data set");
+  if (o.validation)
+    Impl::check_sample_weight(o.validation_sample_weight, *o.validation, "train", "validation_sample_weight");
 }
 
 Model::TrainLoop::TrainLoop(Model& model, Impl& m, const data::Dataset& train_set, const TrainOptions& o,
@@ -258,12 +256,7 @@ std::pair<double, double> Model::TrainLoop::step(const data::Batch& b, double lr
   Tensor x = b.images.to(m_.device);  // (B, H, W, C): batches come from the loader in host memory
   const Tensor labels = b.labels.defined() ? b.labels.to(m_.device) : Tensor();     // (B) int64
   const Tensor targets = b.targets.defined() ? b.targets.to(m_.device) : Tensor();  // (B, K)
-  Tensor weights;                                                                   // (B): sample_weight's
-  if (!o_.sample_weight.empty()) {
-    std::vector<float> w;
-    for (const int64_t i : b.samples) w.push_back(float(o_.sample_weight[size_t(i)]));
-    weights = Tensor::from_vector<float>(w, {b.size}).to(m_.device);
-  }
+  const Tensor weights = m_.batch_weights(o_.sample_weight, b);                     // (B) or undefined
   if (m_.input_shape.size() == 1) x = x.flatten(1);
   double loss = 0, accuracy = 0;
   if (comm_ != nullptr) {  // averaged over the ranks; the loss and accuracy are the global batch's
@@ -348,6 +341,7 @@ bool Model::TrainLoop::end_epoch(EpochStats& st, ProgressBar& bar) {
       eo.batch_size = std::max<int64_t>(o_.data.batch_size, 256);
       eo.on_batch_begin = o_.on_validation_batch_begin;
       eo.on_batch = o_.on_validation_batch;
+      eo.sample_weight = o_.validation_sample_weight;
       r = model_.evaluate(*o_.validation, eo);
     } catch (const Error& e) {
       std::error_code ec;

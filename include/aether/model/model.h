@@ -205,6 +205,10 @@ struct EvalOptions {
   // on_predict_batch_begin / _end). An exception thrown by either ends the call and propagates.
   std::function<void(int64_t batch)> on_batch_begin;
   std::function<void(const EvalProgress&)> on_batch;
+  // Keras' evaluate(sample_weight=): one weight per sample (the data set's order), multiplying its
+  // loss, the mean still over the samples (as TrainOptions::sample_weight); the accuracy stays
+  // unweighted. Each finite and >= 0. Empty: none. evaluate only.
+  std::vector<double> sample_weight;
 };
 
 // Where training stands after a step (TrainOptions::on_batch).
@@ -280,6 +284,9 @@ struct TrainOptions {
   // with its sample), multiplying that sample's loss, times its class's weight with class_weight.
   // Unweighted as class_weight. Each finite and >= 0. Empty: none.
   std::vector<double> sample_weight;
+  // Keras' validation_data=(x, y, sample_weight): the validation's EvalOptions::sample_weight, one per
+  // sample of `validation` (its val_loss, and what early stopping and ReduceLROnPlateau watch).
+  std::vector<double> validation_sample_weight;
   // Data-parallel training (docs/distributed.md): the ranks' communicator; nullptr: dist::world(),
   // which the launcher's environment sets up (aether launch, torchrun, mpirun, srun) and which is
   // nullptr in a world of one. With several ranks: parameters and buffers start as rank 0's; each
