@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -317,6 +318,20 @@ TEST(ActivationLayers, ForwardValues) {
   for (double v : x) sig.push_back(1 / (1 + std::exp(-v))), th.push_back(std::tanh(v));
   expect_close(nn::Sigmoid()(xt).to_vector<double>(), sig, 1e-15, 1e-15, "sigmoid");
   expect_close(nn::Tanh()(xt).to_vector<double>(), th, 1e-15, 1e-15, "tanh");
+  // ELU, SiLU and Softplus against their textbook formulas (Softplus's linear part past beta x > 3).
+  std::vector<double> elu, silu, softplus;
+  for (double v : x) {
+    elu.push_back(v > 0 ? v : 0.5 * (std::exp(v) - 1));
+    silu.push_back(v / (1 + std::exp(-v)));
+    softplus.push_back(2 * v > 3 ? v : std::log(1 + std::exp(2 * v)) / 2);
+  }
+  expect_close(nn::ELU(0.5)(xt).to_vector<double>(), elu, 1e-15, 1e-14, "elu");
+  expect_close(nn::SiLU()(xt).to_vector<double>(), silu, 1e-15, 1e-14, "silu");
+  expect_close(nn::Softplus(2, 3)(xt).to_vector<double>(), softplus, 1e-15, 1e-14, "softplus");
+  expect_error([] { nn::ELU(std::nan("")); }, {"ELU: alpha must be finite, got nan"});
+  expect_error([] { nn::Softplus(0); }, {"Softplus: beta must be finite and > 0, got 0"});
+  expect_error([] { nn::Softplus(1, std::numeric_limits<double>::infinity()); },
+               {"Softplus: threshold must be finite, got inf"});
 }
 
 // LayerNorm: each row (each pixel of an NHWC image) by its own mean and population variance, then
@@ -615,6 +630,9 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
       mk<nn::LeakyReLU>(0.3),
       mk<nn::GELU>(true),
       mk<nn::GELU>(),
+      mk<nn::ELU>(0.7),
+      mk<nn::SiLU>(),
+      mk<nn::Softplus>(2, 15),
       mk<nn::Softmax>(1),
       mk<nn::MaxPool2d>(Size2{3, 2}, Size2{2, 1}, Size2{1, 0}),
       mk<nn::AvgPool2d>(3, 2, 1, true),
@@ -641,10 +659,10 @@ TEST(ModuleBookkeeping, ConfigRoundTripEveryLayer) {
     EXPECT_EQ(back->named_buffers().size(), l->named_buffers().size());
     types.insert(l->type_name());
   }
-  EXPECT_EQ(types.size(), 21u);  // every layer type (and Sequential) is covered
+  EXPECT_EQ(types.size(), 24u);  // every layer type (and Sequential) is covered
   // Behaviour survives too: a rebuilt norm / pool / activation gives the same output.
   const Tensor x = Tensor::from_vector<double>(det_values(2 * 6 * 5 * 4, 3), {2, 6, 5, 4});
-  for (size_t i : {7u, 9u, 10u, 11u, 12u, 15u, 16u, 21u}) {
+  for (size_t i : {7u, 9u, 10u, 11u, 12u, 14u, 15u, 16u, 18u, 19u, 24u}) {
     const auto back = nn::module_from_config(layers[i]->config());
     EXPECT_EQ((*back)(x).to_vector<double>(), (*layers[i])(x).to_vector<double>()) << layers[i]->describe();
   }

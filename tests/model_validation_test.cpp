@@ -741,6 +741,9 @@ TEST(ModelConfigure, CategoricalCrossEntropyNeedsProbabilities) {
                {"finalize: the loss categorical_cross_entropy takes probabilities, but the model ends with "
                 "Linear (layer 1), which gives unnormalised scores: end the model with a Softmax layer"});
   expect_error([&] { with_end({mk<nn::ReLU>(), mk<nn::Dropout>(0.1)}); }, {"ends with ReLU (layer 2)"});
+  expect_error([&] { with_end({mk<nn::SiLU>()}); }, {"ends with SiLU (layer 2)"});
+  expect_error([&] { with_end({mk<nn::ELU>()}); }, {"ends with ELU (layer 2)"});
+  expect_error([&] { with_end({mk<nn::Softplus>()}); }, {"ends with Softplus (layer 2)"});
   EXPECT_TRUE(with_end({mk<nn::Softmax>()}));
   EXPECT_TRUE(with_end({mk<nn::Softmax>(), mk<nn::Dropout>(0.1)}));
   EXPECT_TRUE(

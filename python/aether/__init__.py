@@ -43,6 +43,7 @@ from .layers import (
     Conv2d,
     Dense,
     Dropout,
+    ELU,
     Flatten,
     GELU,
     GlobalAvgPool,
@@ -55,7 +56,9 @@ from .layers import (
     Residual,
     Scale,
     Sigmoid,
+    SiLU,
     SoftMax,
+    Softplus,
     SpatialDropout,
     Tanh,
 )
@@ -72,9 +75,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CSVLogger", "Callback", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
-    "Conv2d", "Dense", "Dropout", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LearningRateScheduler", "LayerNorm", "LeakyReLU",
+    "Conv2d", "Dense", "Dropout", "ELU", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LearningRateScheduler", "LayerNorm", "LeakyReLU",
     "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
-    "SGD", "Scale", "Sigmoid", "SigmoidBinaryCrossEntropy", "SoftMax", "SoftmaxCategoricalCrossEntropy", "SpatialDropout", "StandardScaler", "Tanh",
+    "SGD", "Scale", "SiLU", "Sigmoid", "SigmoidBinaryCrossEntropy", "SoftMax", "SoftmaxCategoricalCrossEntropy", "Softplus", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
     "ToTensor", "arange", "callbacks", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",
     "functional", "grad_enabled", "linspace", "manual_seed", "matmul", "no_grad", "ones", "ones_like", "rand",

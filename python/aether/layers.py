@@ -241,6 +241,39 @@ class GELU(_Builtin):
         return _aether._GELU(self.tanh_approx)
 
 
+class ELU(_Builtin):
+    """x for x > 0, alpha (e^x - 1) below."""
+
+    def __init__(self, alpha: float = 1.0):
+        if not math.isfinite(alpha):
+            raise ValueError(f"ELU: alpha must be finite, got {alpha}")
+        self.alpha = float(alpha)
+
+    def build(self, shape):
+        return _aether._ELU(self.alpha)
+
+
+class SiLU(_Builtin):
+    """x * sigmoid(x) (swish)."""
+
+    def build(self, shape):
+        return _aether._SiLU()
+
+
+class Softplus(_Builtin):
+    """(1/beta) log(1 + e^(beta x)); x itself where beta x > threshold (as PyTorch)."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        if not (math.isfinite(beta) and beta > 0):
+            raise ValueError(f"Softplus: beta must be finite and > 0, got {beta}")
+        if not math.isfinite(threshold):
+            raise ValueError(f"Softplus: threshold must be finite, got {threshold}")
+        self.beta, self.threshold = float(beta), float(threshold)
+
+    def build(self, shape):
+        return _aether._Softplus(self.beta, self.threshold)
+
+
 class SoftMax(_Builtin):
     """Softmax over the last axis (use CategoricalCrossEntropy after it)."""
 

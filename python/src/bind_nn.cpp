@@ -214,6 +214,10 @@ void bind_nn(nb::module_& m) {
   nb::class_<nn::Tanh, nn::Module>(m, "_Tanh").def(nb::init<>());
   nb::class_<nn::LeakyReLU, nn::Module>(m, "_LeakyReLU").def(nb::init<double>(), arg("slope") = 0.01);
   nb::class_<nn::GELU, nn::Module>(m, "_GELU").def(nb::init<bool>(), arg("tanh_approx") = false);
+  nb::class_<nn::ELU, nn::Module>(m, "_ELU").def(nb::init<double>(), arg("alpha") = 1.0);
+  nb::class_<nn::SiLU, nn::Module>(m, "_SiLU").def(nb::init<>());
+  nb::class_<nn::Softplus, nn::Module>(m, "_Softplus")
+      .def(nb::init<double, double>(), arg("beta") = 1.0, arg("threshold") = 20.0);
   nb::class_<nn::Softmax, nn::Module>(m, "_Softmax").def(nb::init<int64_t>(), arg("axis") = -1);
   nb::class_<nn::MaxPool2d, nn::Module>(m, "_MaxPool2d")
       .def(

@@ -214,3 +214,34 @@ def test_layer_norm_matches_numpy_and_survives_save_and_load(tmp_path):
     np.testing.assert_allclose(np.asarray(ae.Model.load(str(tmp_path / "ln.aether")).predict(xs)), before, rtol=1e-6)
     with pytest.raises(ValueError, match="epsilon must be finite and > 0"):
         ae.LayerNorm(0)
+
+
+def test_elu_silu_softplus_layers_match_numpy_and_survive_save_and_load(tmp_path):
+    """ae.ELU, ae.SiLU and ae.Softplus give NumPy's formulas inside a model (each after a Dense layer
+    whose weight is the identity), and a model with them trains, saves and loads to the same
+    predictions."""
+    x = np.linspace(-6, 6, 40, dtype=np.float32).reshape(10, 4)
+    refs = {"elu": (ae.ELU(0.5), np.where(x > 0, x, 0.5 * np.expm1(np.minimum(x, 0)))),
+            "silu": (ae.SiLU(), x / (1 + np.exp(-x))),
+            "softplus": (ae.Softplus(2.0, 5.0), np.where(2 * x > 5, x, np.log1p(np.exp(2 * x)) / 2))}
+    for name, (layer, want) in refs.items():
+        m = ae.Model()
+        m.add(ae.Dense(4, 4)); m.add(layer)
+        m.configure(loss=ae.MeanSquaredError(), optimizer=ae.SGD()).finalize((4,))
+        m.set_weights([np.eye(4, dtype=np.float32), np.zeros(4, np.float32)])
+        np.testing.assert_allclose(m.predict(x), want, rtol=1e-5, atol=1e-6, err_msg=name)
+    rng = np.random.default_rng(4)
+    xs = rng.standard_normal((32, 6)).astype(np.float32)
+    m = ae.Model(); m.manual_seed(3)
+    for layer in (ae.Dense(6, 8), ae.ELU(), ae.Dense(8, 8), ae.SiLU(), ae.Dense(8, 8), ae.Softplus(), ae.Dense(8, 3)):
+        m.add(layer)
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.Adam(lr=0.01)).finalize((6,))
+    h = m.train(xs, (xs[:, 0] > 0).astype(np.int64) + (xs[:, 1] > 0), epochs=5, batch_size=8, verbose=False)
+    assert h["loss"][-1] < h["loss"][0]
+    assert "SiLU" in m.summary(print_fn=None) and "Softplus(1)" in m.summary(print_fn=None)
+    m.save(str(tmp_path / "act.aether"))
+    np.testing.assert_array_equal(ae.Model.load(str(tmp_path / "act.aether")).predict(xs), m.predict(xs))
+    with pytest.raises(ValueError, match="ELU: alpha must be finite, got nan"):
+        ae.ELU(float("nan"))
+    with pytest.raises(ValueError, match="Softplus: beta must be finite and > 0, got 0"):
+        ae.Softplus(0)

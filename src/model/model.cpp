@@ -366,10 +366,11 @@ namespace {
 void check_loss_input(const nn::Sequential& net, const std::string& loss, const char* op) {
   if (loss != "categorical_cross_entropy" && loss != "binary_cross_entropy") return;
   static const std::set<std::string> passes_through = {"Flatten", "Dropout", "SpatialDropout"};
-  static const std::set<std::string> scores = {
-      "Linear",          "Conv2d",   "BatchNorm1d", "BatchNorm2d", "LayerNorm", "ReLU",
-      "LeakyReLU",       "GELU",     "Tanh",        "MaxPool2d",   "AvgPool2d", "GlobalAvgPool2d",
-      "GlobalMaxPool2d", "Residual", "Scale"};
+  static const std::set<std::string> scores = {"Linear",    "Conv2d",    "BatchNorm1d",     "BatchNorm2d",
+                                               "LayerNorm", "ReLU",      "LeakyReLU",       "GELU",
+                                               "ELU",       "SiLU",      "Softplus",        "Tanh",
+                                               "MaxPool2d", "AvgPool2d", "GlobalAvgPool2d", "GlobalMaxPool2d",
+                                               "Residual",  "Scale"};
   for (size_t i = net.size(); i-- > 0;) {
     const std::string type = net[i]->type_name();
     if (passes_through.count(type)) continue;

@@ -178,6 +178,18 @@ std::string LayerNorm::config() const {
 // ---- parameter-free layers -------------------------------------------------------------------------------
 Tensor LeakyReLU::forward(const Tensor& x) { return leaky_relu(x, slope_); }
 Tensor GELU::forward(const Tensor& x) { return gelu(x, tanh_); }
+ELU::ELU(double alpha) : alpha_(alpha) {
+  AETHER_CHECK(std::isfinite(alpha), "ELU", "alpha must be finite, got ", alpha);
+}
+Tensor ELU::forward(const Tensor& x) { return elu(x, alpha_); }
+std::string ELU::describe() const { return detail::cat("ELU(", alpha_, ")"); }
+Tensor SiLU::forward(const Tensor& x) { return silu(x); }
+Softplus::Softplus(double beta, double threshold) : beta_(beta), threshold_(threshold) {
+  AETHER_CHECK(beta > 0 && std::isfinite(beta), "Softplus", "beta must be finite and > 0, got ", beta);
+  AETHER_CHECK(std::isfinite(threshold), "Softplus", "threshold must be finite, got ", threshold);
+}
+Tensor Softplus::forward(const Tensor& x) { return softplus(x, beta_, threshold_); }
+std::string Softplus::describe() const { return detail::cat("Softplus(", beta_, ")"); }
 // Exempt from mixed precision: computed and returned in float32.
 Tensor Softmax::forward(const Tensor& x) {
   return softmax(is_16bit_float(x.dtype()) ? x.cast(DType::float32) : x, axis_);
@@ -233,6 +245,11 @@ std::string LeakyReLU::config() const {
   return nlohmann::json{{"type", "LeakyReLU"}, {"slope", slope_}}.dump();
 }
 std::string GELU::config() const { return nlohmann::json{{"type", "GELU"}, {"tanh_approx", tanh_}}.dump(); }
+std::string ELU::config() const { return nlohmann::json{{"type", "ELU"}, {"alpha", alpha_}}.dump(); }
+std::string SiLU::config() const { return nlohmann::json{{"type", "SiLU"}}.dump(); }
+std::string Softplus::config() const {
+  return nlohmann::json{{"type", "Softplus"}, {"beta", beta_}, {"threshold", threshold_}}.dump();
+}
 std::string Softmax::config() const { return nlohmann::json{{"type", "Softmax"}, {"axis", axis_}}.dump(); }
 std::string GlobalAvgPool2d::config() const { return nlohmann::json{{"type", "GlobalAvgPool2d"}}.dump(); }
 std::string GlobalMaxPool2d::config() const { return nlohmann::json{{"type", "GlobalMaxPool2d"}}.dump(); }
@@ -376,6 +393,9 @@ ModulePtr module_from_json(const nlohmann::json& c) {
     if (t == "Tanh") return std::make_shared<Tanh>();
     if (t == "LeakyReLU") return std::make_shared<LeakyReLU>(number_at(c, "slope"));
     if (t == "GELU") return std::make_shared<GELU>(bool_value(c, "tanh_approx", false));
+    if (t == "ELU") return std::make_shared<ELU>(number_at(c, "alpha"));
+    if (t == "SiLU") return std::make_shared<SiLU>();
+    if (t == "Softplus") return std::make_shared<Softplus>(number_at(c, "beta"), number_at(c, "threshold"));
     if (t == "Softmax") {
       const nlohmann::json axis = c.value("axis", nlohmann::json(-1));
       AETHER_CHECK(axis.is_number_integer() && axis.get<int64_t>() >= -8 && axis.get<int64_t>() < 8,

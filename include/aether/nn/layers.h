@@ -137,6 +137,37 @@ class GELU : public Module {
  private:
   bool tanh_;
 };
+// ELU (alpha finite): x > 0 ? x : alpha (e^x - 1).
+class ELU : public Module {
+ public:
+  explicit ELU(double alpha = 1.0);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "ELU"; }
+  std::string describe() const override;
+  std::string config() const override;
+
+ private:
+  double alpha_;
+};
+// SiLU (swish): x * sigmoid(x).
+class SiLU : public Module {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "SiLU"; }
+  std::string config() const override;
+};
+// Softplus (beta > 0, threshold finite): (1/beta) log(1 + e^(beta x)), x itself where beta x > threshold.
+class Softplus : public Module {
+ public:
+  explicit Softplus(double beta = 1.0, double threshold = 20.0);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Softplus"; }
+  std::string describe() const override;
+  std::string config() const override;
+
+ private:
+  double beta_, threshold_;
+};
 class Softmax : public Module {
  public:
   explicit Softmax(int64_t axis = -1) : axis_(axis) {}
