@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <set>
 #include <string>
 #include <tuple>
@@ -297,6 +298,22 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   EXPECT_EQ(ej.at("samples"), 10000);
   // The same model on the same test set: the same accuracy the training run reported.
   EXPECT_NEAR(ej.at("test_accuracy").get<double>(), j.at("test_accuracy").get<double>(), 1e-9);
+  // Each class's accuracy and the confusion matrix ([label][predicted]): its rows hold each class's
+  // 1,000 test images, its diagonal the accuracy.
+  EXPECT_NE(e.out.find("per class: T-shirt/top "), std::string::npos) << e.out;
+  ASSERT_EQ(ej.at("class_names").size(), 10u);
+  EXPECT_EQ(ej.at("class_names")[9], "Ankle boot");
+  const auto confusion = ej.at("confusion_matrix").get<std::vector<std::vector<int64_t>>>();
+  ASSERT_EQ(confusion.size(), 10u);
+  int64_t diagonal = 0;
+  for (size_t c = 0; c < 10; ++c) {
+    ASSERT_EQ(confusion[c].size(), 10u);
+    EXPECT_EQ(std::accumulate(confusion[c].begin(), confusion[c].end(), int64_t(0)), 1000) << "class " << c;
+    diagonal += confusion[c][c];
+    EXPECT_NEAR(ej.at("class_accuracy").at(ej.at("class_names")[c].get<std::string>()).get<double>(),
+                double(confusion[c][c]) / 1000, 1e-12);
+  }
+  EXPECT_NEAR(double(diagonal) / 10000, ej.at("test_accuracy").get<double>(), 1e-6);
 
   const CliResult p = run("predict --checkpoint '" + ck + "' " + std::string(kFashionDir) +
                           "/t10k-images-idx3-ubyte.gz --limit 3");

@@ -391,13 +391,36 @@ int run_evaluate(const EvalArgs& a) {
               a.checkpoint.c_str(), ds_name.c_str(),
               tta == TTA::none ? "" : (std::string(" with TTA ") + tta_name(tta)).c_str(), 100 * r.accuracy,
               100 * r.top5, r.loss, static_cast<long long>(r.samples), r.seconds);
-  if (a.metrics_json.given())
-    write_metrics(a.metrics_json.text, {{"test_accuracy", r.accuracy},
-                                        {"test_loss", r.loss},
-                                        {"top5", r.top5},
-                                        {"samples", r.samples},
-                                        {"seconds", r.seconds},
-                                        {"tta", tta_name(tta)}});
+  // Each class's accuracy, by the data set's class names (the model's outputs past them by number).
+  const std::vector<double> per_class = r.class_accuracy();
+  const auto k = int64_t(per_class.size());
+  std::vector<std::string> names;
+  for (int64_t c = 0; c < k; ++c)
+    names.push_back(c < int64_t(test.class_names.size()) ? test.class_names[size_t(c)] : std::to_string(c));
+  std::string line = "per class:";
+  for (int64_t c = 0; c < k; ++c) {
+    char pct[32] = "-";  // a class without test samples
+    if (!std::isnan(per_class[size_t(c)]))
+      std::snprintf(pct, sizeof pct, "%.1f%%", 100 * per_class[size_t(c)]);
+    line += detail::cat(c == 0 ? " " : ", ", names[size_t(c)], " ", pct);
+  }
+  if (k > 0) std::printf("%s\n", line.c_str());
+  if (a.metrics_json.given()) {
+    nlohmann::json j = {{"test_accuracy", r.accuracy}, {"test_loss", r.loss},  {"top5", r.top5},
+                        {"samples", r.samples},        {"seconds", r.seconds}, {"tta", tta_name(tta)}};
+    if (k > 0) {
+      nlohmann::json confusion = nlohmann::json::array(), accuracy = nlohmann::json::object();
+      for (int64_t c = 0; c < k; ++c) {
+        confusion.push_back(
+            std::vector<int64_t>(r.confusion.begin() + c * k, r.confusion.begin() + (c + 1) * k));
+        accuracy[names[size_t(c)]] = per_class[size_t(c)];  // NaN (no samples) is written as null
+      }
+      j["class_names"] = names;
+      j["class_accuracy"] = accuracy;
+      j["confusion_matrix"] = confusion;  // [label][predicted]
+    }
+    write_metrics(a.metrics_json.text, j);
+  }
   return 0;
 }
 

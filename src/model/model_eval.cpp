@@ -2,6 +2,7 @@
 // checked finite, and evaluate's test-time augmentation (TTA).
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include "aether/model/model.h"
 #include "model_impl.h"
@@ -71,6 +72,8 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
   NoGradGuard no_grad;
   EvalResult r;
   double loss_sum = 0, correct = 0, top5 = 0;
+  const int64_t k = m.outputs;
+  if (!d.has_targets()) r.confusion.assign(size_t(k * k), 0);
   for (int64_t batch = 0; auto b = loader.next(); ++batch) {
     if (o.on_batch_begin) o.on_batch_begin(batch);
     Tensor x = b->images.to(m.device);  // batches come from the loader in host memory
@@ -83,13 +86,19 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
                  acc = m.metric(out, labels, targets);
     const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
-    realize({out, loss, acc, t5});
+    const Tensor predicted = labels.defined() ? out.argmax(1) : Tensor();  // (B) int64
+    realize(predicted.defined() ? std::vector<Tensor>{out, loss, acc, t5, predicted}
+                                : std::vector<Tensor>{out, loss, acc, t5});
     const std::string bad = non_finite(out);
     AETHER_CHECK_RUNTIME(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
                          "); the weights are corrupt or diverged");
     loss_sum += loss.item<double>() * double(b->size);
     correct += acc.item<double>() * double(b->size);
     top5 += t5.item<double>() * double(b->size);
+    if (predicted.defined()) {
+      const std::vector<int64_t> p = predicted.to_vector<int64_t>(), l = b->labels.to_vector<int64_t>();
+      for (size_t i = 0; i < p.size(); ++i) ++r.confusion[size_t(l[i] * k + p[i])];
+    }
     r.samples += b->size;
     if (o.on_batch)
       o.on_batch({batch + 1, loader.num_batches(), r.samples, loss_sum / double(r.samples),
@@ -105,6 +114,17 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
                        r.loss, ", accuracy ", r.accuracy, "); the weights are corrupt or diverged");
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+std::vector<double> EvalResult::class_accuracy() const {
+  const auto k = int64_t(std::llround(std::sqrt(double(confusion.size()))));
+  std::vector<double> acc(size_t(k), std::numeric_limits<double>::quiet_NaN());
+  for (int64_t c = 0; c < k; ++c) {
+    int64_t row = 0;
+    for (int64_t j = 0; j < k; ++j) row += confusion[size_t(c * k + j)];
+    if (row > 0) acc[size_t(c)] = double(confusion[size_t(c * k + c)]) / double(row);
+  }
+  return acc;
 }
 
 Tensor Model::predict(const Tensor& images) {

@@ -187,6 +187,13 @@ struct EvalResult {
   double loss = 0, accuracy = 0, top5 = 0;
   int64_t samples = 0;
   double seconds = 0;
+  // With class labels: the confusion matrix (K, K) row-major, confusion[label * K + predicted] the
+  // samples of class `label` whose largest output is `predicted` (the first maximum); K = the model's
+  // outputs. Its diagonal over `samples` is the accuracy; a row's diagonal over the row's sum, that
+  // class's accuracy (recall). Empty for targets.
+  std::vector<int64_t> confusion;
+  // Each class's accuracy from `confusion` (K); NaN for a class without samples. Empty for targets.
+  std::vector<double> class_accuracy() const;
 };
 
 // Where evaluate() or predict() stands after a batch (EvalOptions::on_batch).
