@@ -836,33 +836,45 @@ TEST(CliArgs, EvaluateAndPredictRefuseNonFiniteOutputsAndWrongShapes) {
   EXPECT_NE(okp.out.find("7\tclass "), std::string::npos) << okp.out;  // --limit 0: all 8 images
 }
 
+namespace {
+// A saved model Flatten -> Linear(784, outputs) with `loss`, for predict on 28x28 images.
+void save_linear_model(const std::string& path, int64_t outputs, const std::string& loss, uint64_t seed) {
+  aether::manual_seed(seed);
+  aether::Model m;
+  m.add(std::make_shared<aether::nn::Flatten>()).add(std::make_shared<aether::nn::Linear>(784, outputs));
+  aether::ModelConfig c;
+  c.loss = loss;
+  m.configure(c).finalize({28, 28, 1});
+  m.save(path);
+}
+
+// The first n images of an IDX image file as a data set, and the outputs of model `checkpoint`
+// for them in-process (predict()): (n, K) row-major.
+std::vector<float> predicted(const std::string& checkpoint, const std::string& images, int64_t n) {
+  const aether::data::IdxImages idx = aether::data::read_idx_images(images);
+  aether::data::Dataset d;
+  d.name = "t10k";
+  d.n = n, d.h = idx.rows, d.w = idx.cols, d.c = 1;
+  d.images.assign(idx.pixels.begin(), idx.pixels.begin() + n * idx.rows * idx.cols);
+  d.labels.assign(size_t(n), 0);
+  d.num_classes = 1;
+  return aether::Model::load(checkpoint).predict(d).to_vector<float>();
+}
+}  // namespace
+
 // predict with a model of one sigmoid output (binary_cross_entropy): class 1 when the sigmoid is over
 // 0.5, with the chosen class's probability (before, argmax of one output: always class 0).
 TEST(CliPredict, OneSigmoidOutputIsABinaryDecision) {
   TempDir tmp;
   write_tiny_fashion(tmp.path / "data", 28, 28);
   const std::string images = tmp.file("data/t10k-images-idx3-ubyte"), ck = tmp.file("bce.aether");
-  aether::manual_seed(6);
-  aether::Model m;
-  m.add(std::make_shared<aether::nn::Flatten>()).add(std::make_shared<aether::nn::Linear>(784, 1));
-  aether::ModelConfig c;
-  c.loss = "binary_cross_entropy";
-  m.configure(c).finalize({28, 28, 1});
-  m.save(ck);
+  save_linear_model(ck, 1, "binary_cross_entropy", 6);
   const CliResult r = run("predict --checkpoint '" + ck + "' '" + images + "' --limit 0");
   ASSERT_EQ(r.code, 0) << r.out;
-  // The same images in-process: their sigmoids.
-  const aether::data::IdxImages idx = aether::data::read_idx_images(images);
-  aether::data::Dataset d;
-  d.name = "t10k";
-  d.n = idx.n, d.h = idx.rows, d.w = idx.cols, d.c = 1;
-  d.images = idx.pixels;
-  d.labels.assign(size_t(d.n), 0);
-  d.num_classes = 1;
-  const std::vector<float> s = m.predict(d).to_vector<float>();
+  const std::vector<float> s = predicted(ck, images, 8);  // the 8 images' sigmoids
   std::string want;
   int64_t ones = 0;
-  for (int64_t i = 0; i < d.n; ++i) {
+  for (int64_t i = 0; i < 8; ++i) {
     const bool one = s[size_t(i)] > 0.5f;
     ones += one;
     char line[64];
@@ -879,24 +891,11 @@ TEST(CliPredict, RegressionPrintsTheOutputs) {
   TempDir tmp;
   write_tiny_fashion(tmp.path / "data", 28, 28);
   const std::string images = tmp.file("data/t10k-images-idx3-ubyte"), ck = tmp.file("mse.aether");
-  aether::manual_seed(7);
-  aether::Model m;
-  m.add(std::make_shared<aether::nn::Flatten>()).add(std::make_shared<aether::nn::Linear>(784, 3));
-  aether::ModelConfig c;
-  c.loss = "mse";
-  m.configure(c).finalize({28, 28, 1});
-  m.save(ck);
+  save_linear_model(ck, 3, "mse", 7);
   const CliResult r = run("predict --checkpoint '" + ck + "' '" + images + "' --limit 3");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("class"), std::string::npos) << r.out;
-  const aether::data::IdxImages idx = aether::data::read_idx_images(images);
-  aether::data::Dataset d;
-  d.name = "t10k";
-  d.n = 3, d.h = idx.rows, d.w = idx.cols, d.c = 1;
-  d.images.assign(idx.pixels.begin(), idx.pixels.begin() + 3 * 28 * 28);
-  d.labels.assign(3, 0);
-  d.num_classes = 1;
-  const std::vector<float> v = m.predict(d).to_vector<float>();  // (3, 3)
+  const std::vector<float> v = predicted(ck, images, 3);  // (3, 3)
   std::string want;
   for (int64_t i = 0; i < 3; ++i) {
     char line[128];
