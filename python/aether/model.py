@@ -382,10 +382,10 @@ class Model:
         `validation_data`: (X, y), or (X, y, sample_weight) to weigh the validation loss as
         evaluate(sample_weight=) does. `validation_split` (0 < f < 1) holds out the last f of X and y
         (and of sample_weight; before shuffling, as Keras does) to validate on after each epoch,
-        instead of `validation_data`; the normalisation statistics come from the rest. `early_stopping` (aether.EarlyStopping) stops
-        once its monitored number stops improving and restores the best epoch's weights; the
-        history then has fewer epochs, and the EarlyStopping object records the best and the
-        stopping epoch. `reduce_lr` (aether.ReduceLROnPlateau) multiplies the learning rate by its
+        instead of `validation_data`; the normalisation statistics come from the rest.
+        `early_stopping` (aether.EarlyStopping) stops once its monitored number stops improving and
+        restores the best epoch's weights; the history then has fewer epochs, and the EarlyStopping
+        object records the best and the stopping epoch. `reduce_lr` (aether.ReduceLROnPlateau) multiplies the learning rate by its
         factor once its monitored number stops improving (history["lr"] shows it).
 
         `callbacks`: aether.Callback objects (Keras' callbacks=[...]) whose hooks run at the start

@@ -86,9 +86,10 @@ EvalResult Model::evaluate(const data::Dataset& d, const EvalOptions& o) {
                  acc = m.metric(out, labels, targets);
     const bool k5 = !targets.defined() && out.shape().back() >= 5;
     const Tensor t5 = k5 ? top_k_accuracy(out, labels, 5) : acc;
-    const Tensor predicted = labels.defined() ? out.argmax(1) : Tensor();  // (B) int64
-    realize(predicted.defined() ? std::vector<Tensor>{out, loss, acc, t5, predicted}
-                                : std::vector<Tensor>{out, loss, acc, t5});
+    std::vector<Tensor> results{out, loss, acc, t5};
+    const Tensor predicted = labels.defined() ? out.argmax(1) : Tensor();  // (B) int64: the confusion's
+    if (predicted.defined()) results.push_back(predicted);
+    realize(results);
     const std::string bad = non_finite(out);
     AETHER_CHECK_RUNTIME(bad.empty(), "evaluate", "the model's outputs are not finite (", bad,
                          "); the weights are corrupt or diverged");

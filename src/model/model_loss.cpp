@@ -1,8 +1,7 @@
 // Model's losses and metrics, one per ModelConfig::loss: cross_entropy (softmax on the logits),
 // categorical_cross_entropy (probabilities), binary_cross_entropy (a sigmoid per logit) and mse;
 // the weighted loss (TrainOptions::class_weight and sample_weight, EvalOptions::sample_weight), the
-// sample_weight options' checks and batches, the batch accuracy and
-// predict()'s probabilities.
+// sample_weight options' checks and batches, the batch accuracy and predict()'s probabilities.
 #include <cmath>
 
 #include "model_impl.h"
