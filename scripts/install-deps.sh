@@ -16,6 +16,8 @@ packages=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
   # LAPACK's symmetric eigen-decomposition (nn::init::patch_whitening)
   liblapacke-dev
+  # stb_image: PNG/JPEG/... decoding for image-folder data sets (aether/data/image_folder.h)
+  libstb-dev
   # Gloo: the collectives of data-parallel training (src/dist, docs/distributed.md)
   libgloo-dev
   python3 xz-utils

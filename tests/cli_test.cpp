@@ -14,6 +14,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <random>
 #include <set>
 #include <string>
 #include <tuple>
@@ -905,4 +906,41 @@ TEST(CliPredict, RegressionPrintsTheOutputs) {
   }
   EXPECT_NE(r.out.find(want), std::string::npos) << r.out << "\nexpected:\n" << want;
   EXPECT_EQ(r.out.find("3\tvalues"), std::string::npos) << "--limit 3: " << r.out;
+}
+
+// --dataset image-folder: one's own images, a folder per class; train, evaluate (per class, by the
+// folders' names), data verify, and the error without --data-dir.
+TEST(CliImageFolder, TrainEvaluateAndVerify) {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "shapes";
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> noise(0, 50);
+  for (const std::string split : {"train", "test"})
+    for (int i = 0; i < (split == "train" ? 30 : 10); ++i)
+      for (const std::string cls : {"dark", "light"}) {
+        fs::create_directories(dir / split / cls);
+        std::ofstream f(dir / split / cls / (std::to_string(i) + ".pgm"), std::ios::binary);
+        f << "P5\n8 8\n255\n";
+        for (int p = 0; p < 64; ++p) f.put(char((cls == "light" ? 160 : 30) + noise(gen)));
+      }
+  const std::string ck = tmp.file("f.aether"), js = tmp.file("e.json"), d = "'" + dir.string() + "'";
+  const CliResult t = run("train --dataset image-folder --data-dir " + d +
+                          " --model mlp --epochs 3 --batch-size 10 --quiet --save '" + ck + "'");
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_NE(t.out.find("image-folder"), std::string::npos) << t.out;
+  const CliResult e =
+      run("evaluate --checkpoint '" + ck + "' --data-dir " + d + " --metrics-json '" + js + "'");
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_NE(e.out.find("per class: dark "), std::string::npos) << e.out;
+  nlohmann::json j;
+  std::ifstream(js) >> j;
+  EXPECT_EQ(j.at("class_names"), nlohmann::json({"dark", "light"}));
+  EXPECT_EQ(j.at("samples"), 20);
+  EXPECT_GE(j.at("test_accuracy").get<double>(), 0.9) << e.out;  // dark and light images are easy
+  const CliResult v = run("data verify image-folder --data-dir " + d);
+  EXPECT_EQ(v.code, 0) << v.out;
+  EXPECT_NE(v.out.find("train: 60 images (8, 8, 1), 2 classes: dark 30, light 30"), std::string::npos)
+      << v.out;
+  expect_one_line_error(run("train --dataset image-folder --model mlp"),
+                        {"image-folder has no default folder", "--data-dir"});
 }

@@ -1,5 +1,5 @@
 """The data sets aether's CLI trains on, as NumPy arrays: images (N, H, W, C) uint8 and labels (N,)
-int64. The arrays view the loaded data (no copy). Files are found like `aether train` finds them
+int64 (Fashion-MNIST, CIFAR-10, and a folder of one's own images). The arrays view the loaded data (no copy). Files are found like `aether train` finds them
 (data_dir, then $AETHER_DATA, then the defaults: Debian's dataset-fashion-mnist package, a
 shared/data/cifar-10 folder, or what `aether data fetch` downloaded)."""
 
@@ -33,3 +33,15 @@ def fashion_mnist(split: Optional[str] = None, data_dir: Optional[str] = None):
 def cifar10(split: Optional[str] = None, data_dir: Optional[str] = None):
     """CIFAR-10: (50000, 32, 32, 3) / (10000, 32, 32, 3) uint8 images, 10 classes."""
     return load("cifar-10", split, data_dir)
+
+
+def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None):
+    """One's own images: data_dir/train/<class>/<image> and data_dir/test/<class>/<image> (PNG, JPEG,
+    BMP, GIF, TGA, PNM; all of one size). Labels index image_folder_classes(data_dir): the train
+    folder's sub-folders, sorted. Images are (N, H, W, 1) when all are grey, else (N, H, W, 3)."""
+    return load("image-folder", split, data_dir)
+
+
+def image_folder_classes(data_dir: Union[str, os.PathLike]) -> list:
+    """The class names of an image folder, in label order."""
+    return list(_aether._image_folder_classes(os.fspath(data_dir)))

@@ -103,6 +103,9 @@ void bind_data(nb::module_& m) {
       },
       nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "");
   m.def(
+      "_image_folder_classes", [](const std::string& dir) { return data::image_folder_classes(dir); },
+      nb::arg("data_dir"));
+  m.def(
       "_split_validation",
       [](const data::Dataset& d, double fraction) {
         auto [train, val] = data::split_validation(d, fraction);

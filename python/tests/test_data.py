@@ -41,6 +41,35 @@ def test_missing_data_set_errors():
         ae.datasets.fashion_mnist("train", data_dir=pathlib.Path("/nonexistent/dir"))  # a PathLike is a path
 
 
+def test_image_folder_arrays(tmp_path):
+    """ae.datasets.image_folder: a folder per class of PGM images; labels index the sorted class
+    folders, pixels as written, and a model trains on the arrays."""
+    rng = np.random.default_rng(0)
+    written = {}
+    for split, n in (("train", 6), ("test", 2)):
+        for cls in ("ant", "bee"):
+            (tmp_path / split / cls).mkdir(parents=True)
+            for i in range(n):
+                px = rng.integers(0, 256, (4, 3), dtype=np.uint8)
+                (tmp_path / split / cls / f"{i}.pgm").write_bytes(b"P5\n3 4\n255\n" + px.tobytes())
+                written[(split, cls, i)] = px
+    assert ae.datasets.image_folder_classes(tmp_path) == ["ant", "bee"]
+    (x, y), (xt, yt) = ae.datasets.image_folder(tmp_path)
+    assert x.shape == (12, 4, 3, 1) and x.dtype == np.uint8 and xt.shape == (4, 4, 3, 1)
+    np.testing.assert_array_equal(y, [0] * 6 + [1] * 6)
+    np.testing.assert_array_equal(x[7, :, :, 0], written[("train", "bee", 1)])
+    np.testing.assert_array_equal(xt[1, :, :, 0], written[("test", "ant", 1)])
+    m = ae.Model()
+    m.add(ae.Flatten()); m.add(ae.Dense(12, 2))
+    m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD(lr=0.1)).finalize((4, 3, 1))
+    assert len(m.train(x, y, epochs=2, batch_size=4, verbose=False)["loss"]) == 2
+    with pytest.raises(RuntimeError, match="image-folder has no default folder"):
+        ae.datasets.load("image-folder", "train")
+    (tmp_path / "train" / "bee" / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(RuntimeError, match=r"bad\.png: not a readable image"):
+        ae.datasets.image_folder(tmp_path, "train")
+
+
 def test_preprocessing():
     x = np.arange(2 * 2 * 2 * 3, dtype=np.uint8).reshape(2, 2, 2, 3)
     r = ae.Rescale(1 / 255)(x)

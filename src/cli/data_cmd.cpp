@@ -7,6 +7,7 @@
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
+#include "aether/data/image_folder.h"
 #include "aether/data/readers.h"
 #include "aether/model/model.h"
 #include "args.h"
@@ -42,6 +43,20 @@ int run_fetch(const DataArgs& a) {
 int run_verify(const DataArgs& a) {
   const std::string name = data::canonical_dataset_name(a.dataset);
   const auto dir = data::resolve_data_dir(name, a.data_dir);
+  if (name == "image-folder") {  // no reference checksums: read every image of both splits
+    for (const data::Split split : {data::Split::train, data::Split::test}) {
+      const data::Dataset d = data::load_image_folder(dir, split);
+      std::vector<int64_t> per_class(size_t(d.num_classes), 0);
+      for (const int64_t l : d.labels) ++per_class[size_t(l)];
+      std::string counts;
+      for (int c = 0; c < d.num_classes; ++c)
+        counts += detail::cat(c == 0 ? "" : ", ", d.class_names[size_t(c)], " ", per_class[size_t(c)]);
+      std::printf("%s: %lld images (%lld, %lld, %lld), %d classes: %s\n", data::split_name(split),
+                  static_cast<long long>(d.n), static_cast<long long>(d.h), static_cast<long long>(d.w),
+                  static_cast<long long>(d.c), d.num_classes, counts.c_str());
+    }
+    return 0;
+  }
   const auto rep = name == "cifar-10" ? data::verify_cifar10(dir) : data::verify_fashion_mnist(dir);
   std::printf("%s", rep.summary().c_str());
   return rep.ok ? 0 : 1;
@@ -125,7 +140,8 @@ void register_data(CLI::App& app) {
   fetch->add_option("--md5", d.md5, "expected md5 of the archive")->capture_default_str();
   fetch->callback([] { exit_code() = run_fetch(d); });
   auto* verify = cmd->add_subcommand("verify", "Check a data set's files (sizes, structure, md5)");
-  verify->add_option("dataset", d.dataset, "cifar10 or fashion-mnist")->capture_default_str();
+  verify->add_option("dataset", d.dataset, "cifar10, fashion-mnist or image-folder (reads every image)")
+      ->capture_default_str();
   verify->add_option("--data-dir", d.data_dir, "where the data set is");
   verify->callback([] { exit_code() = run_verify(d); });
 

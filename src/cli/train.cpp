@@ -430,6 +430,8 @@ struct SummaryArgs {
 int run_summary(const SummaryArgs& a) {
   const std::string ds =
       data::canonical_dataset_name(a.dataset.empty() ? preset_dataset(a.model) : a.dataset);
+  AETHER_CHECK(ds != "image-folder", "summary",
+               "--dataset image-folder has no fixed image shape; give fashion-mnist or cifar10");
   const Shape s = ds == "cifar-10" ? Shape{32, 32, 3} : Shape{28, 28, 1};
   Preset p = make_preset(a.model, s, 10);
   Model model;
@@ -444,10 +446,12 @@ int run_summary(const SummaryArgs& a) {
 void register_train(CLI::App& app) {
   static TrainArgs t;
   auto* cmd = app.add_subcommand("train", "Train a preset model on a real data set");
-  add_text_option(*cmd, "--dataset", t.dataset,
-                  "fashion-mnist or cifar10 (default: the --resume checkpoint's, else the --model preset's: "
-                  "cifar10 for cifarnet, resnet20 and airbench*, else fashion-mnist)",
-                  "NAME");
+  add_text_option(
+      *cmd, "--dataset", t.dataset,
+      "fashion-mnist, cifar10 or image-folder (one's own images in --data-dir: train/<class>/<image>, "
+      "test/<class>/<image>; default: the --resume checkpoint's, else the --model preset's: "
+      "cifar10 for cifarnet, resnet20 and airbench*, else fashion-mnist)",
+      "NAME");
   add_text_option(*cmd, "--model", t.model, "preset: " + preset_list() + " (default: lenet / cifarnet)",
                   "NAME");
   add_text_option(*cmd, "--epochs", t.epochs, "epochs, 1..1000000 (default: the preset's)", "INT");
@@ -491,7 +495,8 @@ void register_train(CLI::App& app) {
   static EvalArgs e;
   auto* ev = app.add_subcommand("evaluate", "Evaluate a checkpoint on a data set's test split");
   ev->add_option("--checkpoint", e.checkpoint, "a .aether file")->required();
-  ev->add_option("--dataset", e.dataset, "fashion-mnist or cifar10 (default: the one it was trained on)");
+  ev->add_option("--dataset", e.dataset,
+                 "fashion-mnist, cifar10 or image-folder (default: the one it was trained on)");
   ev->add_option("--data-dir", e.data_dir, "where the data set is");
   add_text_option(*ev, "--metrics-json", e.metrics_json, "write metrics here as JSON", "FILE");
   ev->add_option("--device", e.device, "cpu, cuda or cuda:N")->capture_default_str();

@@ -43,12 +43,16 @@ std::string canonical_dataset_name(const std::string& dataset_name) {
   }
   if (s == "fashionmnist") return "fashion-mnist";
   if (s == "cifar10") return "cifar-10";
-  throw Error(
-      detail::cat("data set: unknown name \"", dataset_name, "\", expected fashion-mnist or cifar-10"));
+  if (s == "imagefolder" || s == "folder") return "image-folder";
+  throw Error(detail::cat("data set: unknown name \"", dataset_name,
+                          "\", expected fashion-mnist, cifar-10 or image-folder"));
 }
 
 bool has_dataset_files(const std::string& dataset_name, const fs::path& dir) {
   const std::string name = canonical_dataset_name(dataset_name);
+  std::error_code ec;
+  if (name == "image-folder")
+    return fs::is_directory(dir / "train", ec) || fs::is_directory(dir / "test", ec);
   if (name == "fashion-mnist") {
     return any_file(dir, {"train-images-idx3-ubyte.gz", "train-images-idx3-ubyte",
                           "t10k-images-idx3-ubyte.gz", "t10k-images-idx3-ubyte"});
@@ -75,6 +79,7 @@ std::vector<fs::path> data_dir_candidates(const std::string& dataset_name, const
     add_unique(out, fs::path(chosen) / name);
     return out;
   }
+  if (name == "image-folder") return out;  // one's own images: only where --data-dir / AETHER_DATA say
   if (name == "fashion-mnist") add_unique(out, "/usr/share/datasets/fashion-mnist");
   std::error_code ec;
   const fs::path cwd = fs::current_path(ec);
@@ -100,8 +105,15 @@ fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cl
                     : !config().data.get().empty() ? " (from AETHER_DATA)"
                                                    : "";
   const std::string name = canonical_dataset_name(dataset_name);
+  if (candidates.empty())  // image-folder without --data-dir or AETHER_DATA: one line
+    throw Error(
+        detail::cat("resolve_data_dir: ", name, " has no default folder: pass --data-dir DIR (or set ",
+                    "AETHER_DATA=DIR), a folder holding train/<class>/<image> and test/<class>/<image>"),
+        ErrorKind::runtime);
   std::string hint = "\nPass --data-dir DIR or set AETHER_DATA=DIR";
-  if (name == "cifar-10") {
+  if (name == "image-folder") {
+    hint += ": a folder holding train/<class>/<image> and test/<class>/<image>";
+  } else if (name == "cifar-10") {
     try {
       hint += detail::cat(", or download it with `aether data fetch` (to ",
                           default_download_dir(name).string(), ")");

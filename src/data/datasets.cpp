@@ -6,6 +6,7 @@
 
 #include "aether/core/error.h"
 #include "aether/data/dataset.h"
+#include "aether/data/image_folder.h"
 
 namespace aether::data {
 namespace fs = std::filesystem;
@@ -202,6 +203,7 @@ Dataset load_cifar10(const fs::path& dir, Split split, int64_t records_per_batch
 Dataset load_dataset(const std::string& dataset_name, const fs::path& dir, Split split) {
   const std::string name = canonical_dataset_name(dataset_name);
   if (name == "fashion-mnist") return load_fashion_mnist(dir, split);
+  if (name == "image-folder") return load_image_folder(dir, split);
   return load_cifar10(dir, split);
 }
 

@@ -4,6 +4,7 @@
 #include "aether/data/byte_reader.h"
 #include "aether/data/checksum.h"
 #include "aether/data/dataset.h"
+#include "aether/data/image_folder.h"
 #include "aether/data/loader.h"
 #include "aether/data/readers.h"
 #include "aether/data/verify.h"

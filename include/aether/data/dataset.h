@@ -67,12 +67,13 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
 Dataset load_cifar10(const std::filesystem::path& dir, Split split,
                      int64_t records_per_batch = kCifarRecordsPerBatch);
 
-// Loads "fashion-mnist" or "cifar-10" by name.
+// Loads "fashion-mnist", "cifar-10" or "image-folder" (aether/data/image_folder.h) by name.
 Dataset load_dataset(const std::string& dataset_name, const std::filesystem::path& dir, Split split);
 
 // ---- where data lives ------------------------------------------------------------------------------
-// Canonical data set name for "fashion-mnist" / "fashion_mnist" / "fashionmnist" and "cifar-10" /
-// "cifar10"; throws aether::Error for an unknown name.
+// Canonical data set name for "fashion-mnist" / "fashion_mnist" / "fashionmnist", "cifar-10" /
+// "cifar10" and "image-folder" / "image_folder" / "folder"; throws aether::Error for an unknown name.
+// An image folder has no default directory: --data-dir or AETHER_DATA names it.
 std::string canonical_dataset_name(const std::string& dataset_name);
 
 // True when `dir` holds at least one split of the data set (by file names, not contents).

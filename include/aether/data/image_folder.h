@@ -1,0 +1,34 @@
+// aether/data/image_folder.h - a data set of one's own images, one sub-folder per class (the layout
+// of torchvision's ImageFolder, one tree per split):
+//
+//   DIR/train/<class>/<image>...     DIR/test/<class>/<image>...
+//
+//   aether::data::Dataset train = aether::data::load_image_folder(dir, aether::data::Split::train);
+//   // train.images (N,H,W,C) uint8, train.labels (N) int64, train.class_names the class folders
+//
+// The CLI takes it as `--dataset image-folder --data-dir DIR`.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "aether/data/dataset.h"
+
+namespace aether::data {
+
+// The classes: the sub-folders of DIR/train, sorted by name (byte order); of DIR/test when there is
+// no DIR/train. Label i is class_names[i] in both splits. Hidden folders (".name") are not classes.
+std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
+
+// The images of one split: PNG, JPEG, BMP, GIF (its first frame), TGA and PNM/PGM/PPM files (by
+// extension, in any case; stb_image decodes them), in class then file-name order; other files and
+// hidden ones are skipped. Every image must have the same height and width (no resizing: an error
+// names the first image of another size). C is 1 when every image is grey (with or without alpha),
+// else 3 (RGB; alpha is dropped, grey images are repeated over the three channels). Throws
+// aether::Error naming the folder or file for: a missing split folder, fewer than 2 classes, a class
+// folder of the split without images (train) or a test class that train does not have, an image
+// that does not decode (stb_image's reason), and a size mismatch.
+Dataset load_image_folder(const std::filesystem::path& dir, Split split);
+
+}  // namespace aether::data

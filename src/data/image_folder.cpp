@@ -1,0 +1,124 @@
+// Data sets of image files, one folder per class (aether/data/image_folder.h), decoded by stb_image
+// (Debian's libstb).
+#include "aether/data/image_folder.h"
+
+#include <stb_image.h>
+
+#include <algorithm>
+#include <cctype>
+#include <memory>
+#include <set>
+
+#include "aether/core/error.h"
+
+namespace aether::data {
+namespace fs = std::filesystem;
+namespace {
+
+bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
+
+bool image_extension(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  static const std::set<std::string> known = {".png", ".jpg", ".jpeg", ".bmp", ".gif",
+                                              ".tga", ".pnm", ".pgm",  ".ppm"};
+  return known.count(e) > 0;
+}
+
+// The sorted entries of `dir` that pass `keep` (directories or regular files, not hidden).
+std::vector<fs::path> listed(const fs::path& dir, bool directories) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& p = it->path();
+    if (hidden(p)) continue;
+    if (directories ? it->is_directory(ec) : (it->is_regular_file(ec) && image_extension(p)))
+      out.push_back(p);
+  }
+  AETHER_CHECK_RUNTIME(!ec, "load_image_folder", dir.string(), ": cannot list: ", ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+struct ImageFile {
+  fs::path path;
+  int64_t label = 0;
+  int h = 0, w = 0, comp = 0;  // comp: stb_image's channels (1 grey, 2 grey + alpha, 3 RGB, 4 RGBA)
+};
+
+}  // namespace
+
+std::vector<std::string> image_folder_classes(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path from = fs::is_directory(dir / "train", ec) ? dir / "train" : dir / "test";
+  AETHER_CHECK_RUNTIME(fs::is_directory(from, ec), "load_image_folder", dir.string(),
+                       " has neither a train nor a test folder (expected DIR/train/<class>/<image> and "
+                       "DIR/test/<class>/<image>)");
+  std::vector<std::string> names;
+  for (const fs::path& p : listed(from, /*directories=*/true)) names.push_back(p.filename().string());
+  AETHER_CHECK_RUNTIME(names.size() >= 2, "load_image_folder", from.string(), " has ", names.size(),
+                       " class folder(s); a classifier needs at least 2");
+  return names;
+}
+
+Dataset load_image_folder(const fs::path& dir, Split split) {
+  const std::vector<std::string> classes = image_folder_classes(dir);
+  const fs::path root = dir / split_name(split);
+  std::error_code ec;
+  AETHER_CHECK_RUNTIME(fs::is_directory(root, ec), "load_image_folder", root.string(), " is not a folder");
+  // Pass 1: every image's size and channels from its header.
+  std::vector<ImageFile> files;
+  for (const fs::path& class_dir : listed(root, /*directories=*/true)) {
+    const std::string name = class_dir.filename().string();
+    const auto at = std::find(classes.begin(), classes.end(), name);
+    AETHER_CHECK_RUNTIME(at != classes.end(), "load_image_folder", class_dir.string(), ": class '", name,
+                         "' is not one of the ", classes.size(), " class folders of ",
+                         (dir / "train").string());
+    const std::vector<fs::path> images = listed(class_dir, /*directories=*/false);
+    AETHER_CHECK_RUNTIME(!images.empty() || split == Split::test, "load_image_folder", class_dir.string(),
+                         " holds no image (.png, .jpg, .jpeg, .bmp, .gif, .tga, .pnm, .pgm, .ppm)");
+    for (const fs::path& p : images) {
+      ImageFile f{p, at - classes.begin()};
+      AETHER_CHECK_RUNTIME(stbi_info(p.c_str(), &f.w, &f.h, &f.comp) == 1, "load_image_folder", p.string(),
+                           ": not a readable image (", stbi_failure_reason(), ")");
+      files.push_back(f);
+    }
+  }
+  AETHER_CHECK_RUNTIME(!files.empty(), "load_image_folder", root.string(), " holds no image");
+  const ImageFile& first = files[0];
+  bool colour = false;
+  for (const ImageFile& f : files) {
+    AETHER_CHECK_RUNTIME(f.h == first.h && f.w == first.w, "load_image_folder", f.path.string(), " is ", f.w,
+                         "x", f.h, " pixels, ", first.path.string(), " ", first.w, "x", first.h,
+                         "; every image must have the same size (resize them first)");
+    colour = colour || f.comp >= 3;
+  }
+  Dataset d;
+  d.name = "image-folder";
+  d.split = split;
+  d.n = int64_t(files.size());
+  d.h = first.h;
+  d.w = first.w;
+  d.c = colour ? 3 : 1;
+  d.num_classes = int(classes.size());
+  d.class_names = classes;
+  // Pass 2: the pixels, converted to C channels by stb_image.
+  const size_t bytes = size_t(d.h * d.w * d.c);
+  d.images.resize(files.size() * bytes);
+  d.labels.reserve(files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    int w = 0, h = 0, comp = 0;
+    const std::unique_ptr<stbi_uc, void (*)(void*)> px(
+        stbi_load(files[i].path.c_str(), &w, &h, &comp, int(d.c)), stbi_image_free);
+    AETHER_CHECK_RUNTIME(px != nullptr, "load_image_folder", files[i].path.string(), ": cannot decode (",
+                         stbi_failure_reason(), ")");
+    AETHER_CHECK_RUNTIME(w == d.w && h == d.h, "load_image_folder", files[i].path.string(), " decoded to ", w,
+                         "x", h, " pixels, its header said ", d.w, "x", d.h);
+    std::copy(px.get(), px.get() + bytes, d.images.begin() + ptrdiff_t(i * bytes));
+    d.labels.push_back(files[i].label);
+  }
+  d.check();
+  return d;
+}
+
+}  // namespace aether::data
