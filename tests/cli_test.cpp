@@ -937,6 +937,18 @@ TEST(CliImageFolder, TrainEvaluateAndVerify) {
   EXPECT_EQ(j.at("class_names"), nlohmann::json({"dark", "light"}));
   EXPECT_EQ(j.at("samples"), 20);
   EXPECT_GE(j.at("test_accuracy").get<double>(), 0.9) << e.out;  // dark and light images are easy
+  // --image-size resizes the training images, and evaluate resizes the test images to the model's.
+  const std::string ck16 = tmp.file("f16.aether");
+  const CliResult t16 = run("train --dataset image-folder --data-dir " + d +
+                            " --model lenet --epochs 1 --image-size 16x12 --quiet --save '" + ck16 + "'");
+  ASSERT_EQ(t16.code, 0) << t16.out;
+  EXPECT_EQ(aether::Model::load(ck16).input_shape(), aether::Shape({16, 12, 1}));
+  const CliResult e16 = run("evaluate --checkpoint '" + ck16 + "' --data-dir " + d);
+  EXPECT_EQ(e16.code, 0) << e16.out;
+  expect_one_line_error(run("train --dataset cifar10 --image-size 8"),
+                        {"--image-size is for --dataset image-folder"});
+  expect_one_line_error(run("train --dataset image-folder --data-dir " + d + " --image-size 8y"),
+                        {"--image-size"});
   const CliResult v = run("data verify image-folder --data-dir " + d);
   EXPECT_EQ(v.code, 0) << v.out;
   EXPECT_NE(v.out.find("train: 60 images (8, 8, 1), 2 classes: dark 30, light 30"), std::string::npos)

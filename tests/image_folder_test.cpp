@@ -138,6 +138,28 @@ TEST(ImageFolder, JpegDecodes) {
           << "pixel " << i;
 }
 
+// A size to resize to: images of several sizes all come out (height, width); a flat image stays
+// flat, and one already of that size keeps its pixels.
+TEST(ImageFolder, ResizesToAGivenSize) {
+  test::TempDir tmp;
+  write_pnm(tmp.path() / "train/a/big.pgm", 12, 9, 1, std::vector<uint8_t>(12 * 9, 77));
+  write_pnm(tmp.path() / "train/a/same.pgm", 4, 3, 1, pixels(4, 3, 1, 5));
+  write_png(tmp.path() / "train/b/small.png", 2, 2, 3, std::vector<uint8_t>(2 * 2 * 3, 200));
+  const data::Dataset d = data::load_image_folder(tmp.path(), data::Split::train, 4, 3);
+  ASSERT_EQ(d.n, 3);
+  EXPECT_EQ(std::vector<int64_t>({d.h, d.w, d.c}), std::vector<int64_t>({4, 3, 3}));
+  for (int i = 0; i < 12 * 3; ++i) {
+    EXPECT_EQ(d.images[size_t(i)], 77) << "flat grey, resized down: pixel value " << i;
+    EXPECT_EQ(d.images[size_t(72 + i)], 200) << "flat colour, resized up: pixel value " << i;
+  }
+  const std::vector<uint8_t> same = pixels(4, 3, 1, 5);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(d.images[size_t(36 + 3 * i)], same[size_t(i)]) << "pixel " << i;
+  expect_has(error_of([&] { data::load_image_folder(tmp.path(), data::Split::train); }),
+             {"every image must have the same size"});
+  expect_has(error_of([&] { data::load_image_folder(tmp.path(), data::Split::train, 0, 3); }),
+             {"size to resize to must be 1..65536 on both sides (or 0 and 0), got 0x3"});
+}
+
 TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
   test::TempDir tmp;
   const fs::path dir = tmp.path();
@@ -150,7 +172,7 @@ TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
   expect_has(load_error(dir, data::Split::train), {"train/empty holds no image"});
   write_png(dir / "train/empty/1.png", 2, 3, 1, pixels(2, 3, 1, 0));
   expect_has(load_error(dir, data::Split::train),
-             {"train/only/1.png is 2x2 pixels", "train/empty/1.png 3x2", "same size (resize them first)"});
+             {"train/only/1.png is 2x2 pixels", "train/empty/1.png 3x2", "same size (or give a size"});
   write_png(dir / "train/empty/1.png", 2, 2, 1, pixels(2, 2, 1, 0));
   EXPECT_EQ(data::load_image_folder(dir, data::Split::train).n, 2);
   expect_has(load_error(dir, data::Split::test), {"test is not a folder"});

@@ -11,6 +11,7 @@ from typing import Optional, Tuple, Union
 import numpy as np
 
 from . import _aether
+from ._checks import integer
 
 Arrays = Tuple[np.ndarray, np.ndarray]
 
@@ -35,11 +36,19 @@ def cifar10(split: Optional[str] = None, data_dir: Optional[str] = None):
     return load("cifar-10", split, data_dir)
 
 
-def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None):
+def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None,
+                 image_size: Optional[Tuple[int, int]] = None):
     """One's own images: data_dir/train/<class>/<image> and data_dir/test/<class>/<image> (PNG, JPEG,
-    BMP, GIF, TGA, PNM; all of one size). Labels index image_folder_classes(data_dir): the train
-    folder's sub-folders, sorted. Images are (N, H, W, 1) when all are grey, else (N, H, W, 3)."""
-    return load("image-folder", split, data_dir)
+    BMP, GIF, TGA, PNM). image_size (height, width): every image resized to it; None: all must have
+    one size. Labels index image_folder_classes(data_dir): the train folder's sub-folders, sorted.
+    Images are (N, H, W, 1) when all are grey, else (N, H, W, 3)."""
+    if not isinstance(data_dir, (str, os.PathLike)):
+        raise TypeError(f"datasets: data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
+    if split is None:
+        return image_folder(data_dir, "train", image_size), image_folder(data_dir, "test", image_size)
+    h, w = (0, 0) if image_size is None else (integer(image_size[0], "image_size", 1),
+                                              integer(image_size[1], "image_size", 1))
+    return _aether._dataset_arrays(_aether._load_image_folder(os.fspath(data_dir), split, h, w))
 
 
 def image_folder_classes(data_dir: Union[str, os.PathLike]) -> list:

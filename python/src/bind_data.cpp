@@ -106,6 +106,16 @@ void bind_data(nb::module_& m) {
       "_image_folder_classes", [](const std::string& dir) { return data::image_folder_classes(dir); },
       nb::arg("data_dir"));
   m.def(
+      "_load_image_folder",
+      [](const std::string& dir, const std::string& split, int64_t height, int64_t width) {
+        nb::gil_scoped_release release;
+        AETHER_CHECK(split == "train" || split == "test", "datasets",
+                     "split must be 'train' or 'test', got '", split, "'");
+        return std::make_shared<data::Dataset>(data::load_image_folder(
+            dir, split == "train" ? data::Split::train : data::Split::test, height, width));
+      },
+      nb::arg("data_dir"), nb::arg("split"), nb::arg("height") = 0, nb::arg("width") = 0);
+  m.def(
       "_split_validation",
       [](const data::Dataset& d, double fraction) {
         auto [train, val] = data::split_validation(d, fraction);

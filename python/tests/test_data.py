@@ -65,6 +65,10 @@ def test_image_folder_arrays(tmp_path):
     assert len(m.train(x, y, epochs=2, batch_size=4, verbose=False)["loss"]) == 2
     with pytest.raises(RuntimeError, match="image-folder has no default folder"):
         ae.datasets.load("image-folder", "train")
+    # Resized: every image 8x6.
+    (xr, yr), _ = ae.datasets.image_folder(tmp_path, image_size=(8, 6))
+    assert xr.shape == (12, 8, 6, 1)
+    np.testing.assert_array_equal(yr, y)
     (tmp_path / "train" / "bee" / "bad.png").write_bytes(b"not a png")
     with pytest.raises(RuntimeError, match=r"bad\.png: not a readable image"):
         ae.datasets.image_folder(tmp_path, "train")

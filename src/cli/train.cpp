@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <utility>
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
@@ -33,6 +34,7 @@ struct TrainArgs {
   std::string device = "cpu";
   std::string precision = "float32";
   TextArg save, resume, metrics_json;
+  TextArg image_size;  // --dataset image-folder: "HxW" or "N" (N x N) to resize every image to
   std::string data_dir;
   bool quiet = false;
   bool overwrite = false;
@@ -48,6 +50,7 @@ struct TrainValues {
   std::optional<int64_t> reduce_lr_patience;  // --reduce-lr-on-plateau
   double reduce_lr_factor = 0.1;
   uint64_t seed = 1;
+  std::optional<std::pair<int64_t, int64_t>> image_size;  // (height, width)
 };
 
 // `restarted`: a worker that `aether launch` started again resumes from its --save checkpoint,
@@ -64,9 +67,22 @@ std::string optimizer_names(const ModelConfig& c) {
   return names;
 }
 
+// --image-size: "HxW" or "N" (N x N), each side 1..65536.
+std::pair<int64_t, int64_t> parse_image_size(const std::string& cmd, const std::string& text) {
+  const size_t x = text.find('x');
+  const std::string h = text.substr(0, x), w = x == std::string::npos ? h : text.substr(x + 1);
+  AETHER_CHECK(!h.empty() && !w.empty(), cmd, "--image-size must be HxW or N, got ", shown(text));
+  return {parse_int(cmd, "--image-size", h, 1, 65536), parse_int(cmd, "--image-size", w, 1, 65536)};
+}
+
 TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   const std::string cmd = "train";
   TrainValues v;
+  if (a.image_size.given()) {
+    v.image_size = parse_image_size(cmd, a.image_size.text);
+    AETHER_CHECK(a.dataset.given() && data::canonical_dataset_name(a.dataset.text) == "image-folder", cmd,
+                 "--image-size is for --dataset image-folder (the other data sets have one image size)");
+  }
   if (a.epochs.given()) v.epochs = parse_int(cmd, "--epochs", a.epochs.text, 1, kMaxEpochs);
   if (a.batch_size.given())
     v.batch_size = parse_int(cmd, "--batch-size", a.batch_size.text, 1, kMaxBatchSize);
@@ -148,6 +164,13 @@ void check_images_fit(const std::string& cmd, const data::Dataset& d, const std:
                " images are ", to_string(got), ", the model in ", checkpoint, " takes ", to_string(want));
 }
 
+// A split of a data set; an image folder's images resized to size (height, width) unless (0, 0).
+data::Dataset load_split(const std::string& ds_name, const std::filesystem::path& dir, data::Split split,
+                         std::pair<int64_t, int64_t> size) {
+  if (ds_name == "image-folder") return data::load_image_folder(dir, split, size.first, size.second);
+  return data::load_dataset(ds_name, dir, split);
+}
+
 std::string default_model(const std::string& dataset) {
   return data::canonical_dataset_name(dataset) == "cifar-10" ? "cifarnet" : "lenet";
 }
@@ -192,8 +215,18 @@ int run_train(const TrainArgs& given) {
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
   }
   const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
-  data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train);
-  const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test);
+  // An image folder's images are resized to --image-size, or to the size a resumed model takes.
+  std::pair<int64_t, int64_t> size{0, 0};
+  if (v.image_size) size = *v.image_size;
+  if (ds_name == "image-folder" && a.resume.given() && model.input_shape().size() == 3) {
+    const std::pair<int64_t, int64_t> takes{model.input_shape()[0], model.input_shape()[1]};
+    AETHER_CHECK(!v.image_size || size == takes, "train", "--image-size ", a.image_size.text,
+                 " differs from ", takes.first, "x", takes.second, ", the image size --resume ",
+                 a.resume.text, " takes");
+    size = takes;
+  }
+  data::Dataset train = load_split(ds_name, dir, data::Split::train, size);
+  const data::Dataset test = load_split(ds_name, dir, data::Split::test, size);
   // --validation-split: the last part of the training set validates each epoch (a resumed run keeps
   // its checkpoint's split, so that it never trains on its validation images).
   const double split = a.resume.given() && info.contains("loader")
@@ -380,8 +413,12 @@ int run_evaluate(const EvalArgs& a) {
   if (!a.precision.empty()) model.set_precision(a.precision);
   const std::string ds_name = data::canonical_dataset_name(
       a.dataset.empty() ? nlohmann::json::parse(model.info()).value("dataset", std::string()) : a.dataset);
+  // An image folder's images are resized to the size the model takes.
+  const Shape& takes = model.input_shape();
   const data::Dataset test =
-      data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test);
+      load_split(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test,
+                 takes.size() == 3 ? std::pair<int64_t, int64_t>{takes[0], takes[1]}
+                                   : std::pair<int64_t, int64_t>{0, 0});
   check_images_fit("evaluate", test, "test", model, a.checkpoint);
   const EvalResult r = model.evaluate(test, 256, tta);
   AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",
@@ -467,6 +504,11 @@ void register_train(CLI::App& app) {
   add_text_option(*cmd, "--save", t.save, "write a checkpoint here after every epoch", "FILE");
   cmd->add_flag("--overwrite", t.overwrite, "let --save replace an existing file");
   add_text_option(*cmd, "--resume", t.resume, "continue training from this checkpoint", "FILE");
+  add_text_option(
+      *cmd, "--image-size", t.image_size,
+      "--dataset image-folder: resize every image to HxW (or NxN) pixels (default: keep their size, "
+      "which must be one)",
+      "HxW");
   add_text_option(*cmd, "--metrics-json", t.metrics_json, "write final metrics here as JSON", "FILE");
   cmd->add_option("--data-dir", t.data_dir, "where the data set is (else $AETHER_DATA, else defaults)");
   add_text_option(*cmd, "--max-steps-per-epoch", t.max_steps, "cut epochs short, >= 1 (smoke runs)", "INT");

@@ -3,6 +3,7 @@
 #include "aether/data/image_folder.h"
 
 #include <stb_image.h>
+#include <stb_image_resize.h>
 
 #include <algorithm>
 #include <cctype>
@@ -61,7 +62,12 @@ std::vector<std::string> image_folder_classes(const fs::path& dir) {
   return names;
 }
 
-Dataset load_image_folder(const fs::path& dir, Split split) {
+Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int64_t width) {
+  AETHER_CHECK(
+      (height == 0 && width == 0) || (height >= 1 && width >= 1 && height <= 65536 && width <= 65536),
+      "load_image_folder", "the size to resize to must be 1..65536 on both sides (or 0 and 0), got ", height,
+      "x", width);
+  const bool resize = height > 0;
   const std::vector<std::string> classes = image_folder_classes(dir);
   const fs::path root = dir / split_name(split);
   std::error_code ec;
@@ -88,17 +94,18 @@ Dataset load_image_folder(const fs::path& dir, Split split) {
   const ImageFile& first = files[0];
   bool colour = false;
   for (const ImageFile& f : files) {
-    AETHER_CHECK_RUNTIME(f.h == first.h && f.w == first.w, "load_image_folder", f.path.string(), " is ", f.w,
-                         "x", f.h, " pixels, ", first.path.string(), " ", first.w, "x", first.h,
-                         "; every image must have the same size (resize them first)");
+    AETHER_CHECK_RUNTIME(resize || (f.h == first.h && f.w == first.w), "load_image_folder", f.path.string(),
+                         " is ", f.w, "x", f.h, " pixels, ", first.path.string(), " ", first.w, "x", first.h,
+                         "; every image must have the same size (or give a size to resize them to: "
+                         "--image-size HxW)");
     colour = colour || f.comp >= 3;
   }
   Dataset d;
   d.name = "image-folder";
   d.split = split;
   d.n = int64_t(files.size());
-  d.h = first.h;
-  d.w = first.w;
+  d.h = resize ? height : first.h;
+  d.w = resize ? width : first.w;
   d.c = colour ? 3 : 1;
   d.num_classes = int(classes.size());
   d.class_names = classes;
@@ -112,9 +119,16 @@ Dataset load_image_folder(const fs::path& dir, Split split) {
         stbi_load(files[i].path.c_str(), &w, &h, &comp, int(d.c)), stbi_image_free);
     AETHER_CHECK_RUNTIME(px != nullptr, "load_image_folder", files[i].path.string(), ": cannot decode (",
                          stbi_failure_reason(), ")");
-    AETHER_CHECK_RUNTIME(w == d.w && h == d.h, "load_image_folder", files[i].path.string(), " decoded to ", w,
-                         "x", h, " pixels, its header said ", d.w, "x", d.h);
-    std::copy(px.get(), px.get() + bytes, d.images.begin() + ptrdiff_t(i * bytes));
+    AETHER_CHECK_RUNTIME(w == files[i].w && h == files[i].h, "load_image_folder", files[i].path.string(),
+                         " decoded to ", w, "x", h, " pixels, its header said ", files[i].w, "x", files[i].h);
+    uint8_t* out = d.images.data() + i * bytes;  // (H, W, C)
+    if (w == d.w && h == d.h) {
+      std::copy(px.get(), px.get() + bytes, out);
+    } else {
+      AETHER_CHECK_RUNTIME(stbir_resize_uint8(px.get(), w, h, 0, out, int(d.w), int(d.h), 0, int(d.c)) == 1,
+                           "load_image_folder", files[i].path.string(), ": cannot resize from ", w, "x", h,
+                           " to ", d.w, "x", d.h);
+    }
     d.labels.push_back(files[i].label);
   }
   d.check();
