@@ -1,16 +1,18 @@
 // data::load_image_folder (aether/data/image_folder.h): classes from the train folder's sub-folders,
-// images in class then file-name order with their pixels as written (PNG, BMP, PGM/PPM; JPEG within
-// its loss), grey folders give one channel and mixed ones three, alpha is dropped, other and hidden
-// files are skipped; every bad folder or file is an error that names it. A model learns the classes
-// of a folder of bright and dark images.
+// each image with its class and its pixels as written (PNG, BMP, PGM/PPM; JPEG within its loss), in a
+// fixed shuffle that mixes the classes (a validation split samples each); grey folders give one
+// channel and mixed ones three, alpha is dropped, resizing, other and hidden files are skipped; every
+// bad folder or file is an error that names it. A model learns a folder of bright and dark images.
 #include "aether/data/image_folder.h"
 
 #include <gtest/gtest.h>
 #include <stb_image_write.h>
 
+#include <algorithm>
 #include <array>
 #include <fstream>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +60,19 @@ void expect_has(const std::string& message, const std::vector<std::string>& part
   for (const auto& p : parts) EXPECT_TRUE(contains(message, p)) << "'" << p << "' not in: " << message;
 }
 
+// Image i of d, (H, W, C) bytes.
+std::vector<uint8_t> image(const data::Dataset& d, int64_t i) {
+  const auto at = d.images.begin() + i * d.image_bytes();
+  return std::vector<uint8_t>(at, at + d.image_bytes());
+}
+
+// The index of the image of class `label` (the only one of it).
+int64_t only_of(const data::Dataset& d, int64_t label) {
+  const auto at = std::find(d.labels.begin(), d.labels.end(), label);
+  EXPECT_EQ(std::count(d.labels.begin(), d.labels.end(), label), 1) << "class " << label;
+  return at - d.labels.begin();
+}
+
 }  // namespace
 
 TEST(ImageFolder, ClassesFilesAndPixels) {
@@ -79,11 +94,15 @@ TEST(ImageFolder, ClassesFilesAndPixels) {
   EXPECT_EQ(d.n, 5);
   EXPECT_EQ(std::vector<int64_t>({d.h, d.w, d.c}), std::vector<int64_t>({4, 5, 3}));
   EXPECT_EQ(d.class_names, (std::vector<std::string>{"cat", "dog"}));
-  EXPECT_EQ(d.labels, (std::vector<int64_t>{0, 0, 0, 1, 1}));
-  for (int i = 0; i < 5; ++i) {  // a.PNG, b.png, c.png, x.ppm, y.bmp: seeds 1..5
-    const std::vector<uint8_t> want = pixels(4, 5, 3, i + 1);
-    EXPECT_TRUE(std::equal(want.begin(), want.end(), d.images.begin() + i * 60)) << "image " << i;
-  }
+  // Each image with its class (a.PNG, b.png, c.png, x.ppm, y.bmp: seeds 1..5), in a shuffled order
+  // that every load repeats.
+  std::multiset<std::pair<int64_t, std::vector<uint8_t>>> got, want;
+  for (int64_t i = 0; i < 5; ++i) got.insert({d.labels[size_t(i)], image(d, i)});
+  for (int seed = 1; seed <= 5; ++seed) want.insert({seed <= 3 ? 0 : 1, pixels(4, 5, 3, seed)});
+  EXPECT_EQ(got, want);
+  const data::Dataset again = data::load_image_folder(dir, data::Split::train);
+  EXPECT_EQ(again.labels, d.labels);
+  EXPECT_EQ(again.images, d.images);
   const data::Dataset t = data::load_image_folder(dir, data::Split::test);
   EXPECT_EQ(t.n, 1);
   EXPECT_EQ(t.labels, (std::vector<int64_t>{1}));  // dog is class 1, as in train
@@ -102,8 +121,8 @@ TEST(ImageFolder, ChannelsGreyMixedAndAlpha) {
   write_png(grey / "train/b/1.png", 3, 2, 2, pixels(3, 2, 2, 20));  // grey + alpha
   const data::Dataset g = data::load_image_folder(grey, data::Split::train);
   EXPECT_EQ(g.c, 1);
-  const std::vector<uint8_t> ga = pixels(3, 2, 2, 20);
-  for (int i = 0; i < 6; ++i) EXPECT_EQ(g.images[size_t(6 + i)], ga[size_t(2 * i)]) << "pixel " << i;
+  const std::vector<uint8_t> ga = pixels(3, 2, 2, 20), gb = image(g, only_of(g, 1));
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(gb[size_t(i)], ga[size_t(2 * i)]) << "pixel " << i;
   // One colour image makes every image RGB: grey repeated over the channels, alpha dropped.
   const fs::path mixed = tmp.path() / "mixed";
   write_pnm(mixed / "train/a/1.pgm", 3, 2, 1, pixels(3, 2, 1, 10));
@@ -111,10 +130,11 @@ TEST(ImageFolder, ChannelsGreyMixedAndAlpha) {
   const data::Dataset m = data::load_image_folder(mixed, data::Split::train);
   EXPECT_EQ(m.c, 3);
   const std::vector<uint8_t> gv = pixels(3, 2, 1, 10), rgba = pixels(3, 2, 4, 30);
+  const std::vector<uint8_t> ma = image(m, only_of(m, 0)), mb = image(m, only_of(m, 1));
   for (int i = 0; i < 6; ++i)
     for (int ch = 0; ch < 3; ++ch) {
-      EXPECT_EQ(m.images[size_t(3 * i + ch)], gv[size_t(i)]) << "grey pixel " << i;
-      EXPECT_EQ(m.images[size_t(18 + 3 * i + ch)], rgba[size_t(4 * i + ch)]) << "RGBA pixel " << i;
+      EXPECT_EQ(ma[size_t(3 * i + ch)], gv[size_t(i)]) << "grey pixel " << i;
+      EXPECT_EQ(mb[size_t(3 * i + ch)], rgba[size_t(4 * i + ch)]) << "RGBA pixel " << i;
     }
 }
 
@@ -134,7 +154,8 @@ TEST(ImageFolder, JpegDecodes) {
   EXPECT_EQ(d.c, 3);
   for (int64_t i = 0; i < 2 * 16 * 16; ++i)
     for (int ch = 0; ch < 3; ++ch)
-      ASSERT_NEAR(int(d.images[size_t(3 * i + ch)]), int(colours[size_t(i / 256)][size_t(ch)]), 4)
+      ASSERT_NEAR(int(d.images[size_t(3 * i + ch)]),
+                  int(colours[size_t(d.labels[size_t(i / 256)])][size_t(ch)]), 4)
           << "pixel " << i;
 }
 
@@ -148,16 +169,31 @@ TEST(ImageFolder, ResizesToAGivenSize) {
   const data::Dataset d = data::load_image_folder(tmp.path(), data::Split::train, 4, 3);
   ASSERT_EQ(d.n, 3);
   EXPECT_EQ(std::vector<int64_t>({d.h, d.w, d.c}), std::vector<int64_t>({4, 3, 3}));
-  for (int i = 0; i < 12 * 3; ++i) {
-    EXPECT_EQ(d.images[size_t(i)], 77) << "flat grey, resized down: pixel value " << i;
-    EXPECT_EQ(d.images[size_t(72 + i)], 200) << "flat colour, resized up: pixel value " << i;
-  }
-  const std::vector<uint8_t> same = pixels(4, 3, 1, 5);
-  for (int i = 0; i < 12; ++i) EXPECT_EQ(d.images[size_t(36 + 3 * i)], same[size_t(i)]) << "pixel " << i;
+  // Class b: the flat colour, resized up. Class a: the flat grey resized down, and `same`.
+  EXPECT_EQ(image(d, only_of(d, 1)), std::vector<uint8_t>(36, 200));
+  std::vector<uint8_t> same;
+  for (const uint8_t v : pixels(4, 3, 1, 5)) same.insert(same.end(), 3, v);  // grey over RGB
+  std::multiset<std::vector<uint8_t>> class_a, want_a = {std::vector<uint8_t>(36, 77), same};
+  for (int64_t i = 0; i < 3; ++i)
+    if (d.labels[size_t(i)] == 0) class_a.insert(image(d, i));
+  EXPECT_EQ(class_a, want_a);
   expect_has(error_of([&] { data::load_image_folder(tmp.path(), data::Split::train); }),
              {"every image must have the same size"});
   expect_has(error_of([&] { data::load_image_folder(tmp.path(), data::Split::train, 0, 3); }),
              {"size to resize to must be 1..65536 on both sides (or 0 and 0), got 0x3"});
+}
+
+// The order mixes the classes: a validation split's last part holds every class (in class order it
+// would hold the last class alone).
+TEST(ImageFolder, AValidationSplitSamplesEveryClass) {
+  test::TempDir tmp;
+  for (const char* cls : {"a", "b", "c"})
+    for (int i = 0; i < 20; ++i)
+      write_pnm(tmp.path() / "train" / cls / (std::to_string(i) + ".pgm"), 2, 2, 1, pixels(2, 2, 1, i));
+  const auto [train, val] =
+      data::split_validation(data::load_image_folder(tmp.path(), data::Split::train), 0.2);
+  ASSERT_EQ(val.n, 12);
+  EXPECT_EQ(std::set<int64_t>(val.labels.begin(), val.labels.end()), (std::set<int64_t>{0, 1, 2}));
 }
 
 TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
@@ -172,7 +208,7 @@ TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
   expect_has(load_error(dir, data::Split::train), {"train/empty holds no image"});
   write_png(dir / "train/empty/1.png", 2, 3, 1, pixels(2, 3, 1, 0));
   expect_has(load_error(dir, data::Split::train),
-             {"train/only/1.png is 2x2 pixels", "train/empty/1.png 3x2", "same size (or give a size"});
+             {"train/empty/1.png is 3x2 pixels", "train/only/1.png 2x2", "same size (or give a size"});
   write_png(dir / "train/empty/1.png", 2, 2, 1, pixels(2, 2, 1, 0));
   EXPECT_EQ(data::load_image_folder(dir, data::Split::train).n, 2);
   expect_has(load_error(dir, data::Split::test), {"test is not a folder"});

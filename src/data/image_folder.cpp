@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <random>
 #include <set>
 
 #include "aether/core/error.h"
@@ -26,7 +27,7 @@ bool image_extension(const fs::path& p) {
   return known.count(e) > 0;
 }
 
-// The sorted entries of `dir` that pass `keep` (directories or regular files, not hidden).
+// The sorted entries of `dir`, not hidden: its folders, or its files with an image extension.
 std::vector<fs::path> listed(const fs::path& dir, bool directories) {
   std::vector<fs::path> out;
   std::error_code ec;
@@ -40,6 +41,8 @@ std::vector<fs::path> listed(const fs::path& dir, bool directories) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+constexpr uint64_t kImageFolderOrderSeed = 20261207;
 
 struct ImageFile {
   fs::path path;
@@ -91,6 +94,11 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
     }
   }
   AETHER_CHECK_RUNTIME(!files.empty(), "load_image_folder", root.string(), " holds no image");
+  // A fixed pseudo-random order, the same on every machine (Fisher-Yates with mt19937_64, whose
+  // output the standard fixes): the classes mixed, so that a validation split's last part holds a
+  // sample of each, as Keras' shuffled image_dataset_from_directory gives.
+  std::mt19937_64 gen(kImageFolderOrderSeed);
+  for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[size_t(gen() % i)]);
   const ImageFile& first = files[0];
   bool colour = false;
   for (const ImageFile& f : files) {

@@ -22,14 +22,15 @@ namespace aether::data {
 std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 
 // The images of one split: PNG, JPEG, BMP, GIF (its first frame), TGA and PNM/PGM/PPM files (by
-// extension, in any case; stb_image decodes them), in class then file-name order; other files and
-// hidden ones are skipped. With height and width > 0 every image is resized to (height, width)
-// (stb_image_resize's default filter, Mitchell or Catmull-Rom); with 0 and 0 every image must have
-// the same size (an error names the first image of another size). C is 1 when every image is grey (with or
-// without alpha), else 3 (RGB; alpha is dropped, grey images are repeated over the three channels). Throws
-// aether::Error naming the folder or file for: a missing split folder, fewer than 2 classes, a class
-// folder of the split without images (train) or a test class that train does not have, an image
-// that does not decode (stb_image's reason), and a size mismatch.
+// extension, in any case; stb_image decodes them); other files and hidden ones are skipped. Their
+// order is a fixed shuffle (the same for the same files on every machine), so that the last part
+// that split_validation holds out is a sample of every class rather than the last class. With height and
+// width > 0 every image is resized to (height, width) (stb_image_resize's default filter, Mitchell or
+// Catmull-Rom); with 0 and 0 every image must have the same size (an error names the first image of another
+// size). C is 1 when every image is grey (with or without alpha), else 3 (RGB; alpha is dropped, grey images
+// are repeated over the three channels). Throws aether::Error naming the folder or file for: a missing split
+// folder, fewer than 2 classes, a class folder of the split without images (train) or a test class that train
+// does not have, an image that does not decode (stb_image's reason), and a size mismatch.
 Dataset load_image_folder(const std::filesystem::path& dir, Split split, int64_t height = 0,
                           int64_t width = 0);
 
