@@ -949,6 +949,22 @@ TEST(CliImageFolder, TrainEvaluateAndVerify) {
                         {"--image-size is for --dataset image-folder"});
   expect_one_line_error(run("train --dataset image-folder --data-dir " + d + " --image-size 8y"),
                         {"--image-size"});
+  // predict on a folder of images and on one image: each line ends with the class's name (saved with
+  // the model) and the file.
+  const CliResult pf =
+      run("predict --checkpoint '" + ck + "' '" + (dir / "test/light").string() + "' --limit 2");
+  ASSERT_EQ(pf.code, 0) << pf.out;
+  EXPECT_NE(pf.out.find("0\tclass 1\tp="), std::string::npos) << pf.out;
+  EXPECT_NE(pf.out.find("\tlight\t" + (dir / "test/light/0.pgm").string() + "\n"), std::string::npos)
+      << pf.out;
+  EXPECT_EQ(std::count(pf.out.begin(), pf.out.end(), '\n'), 2) << pf.out;
+  const CliResult p1 = run("predict --checkpoint '" + ck + "' '" + (dir / "test/dark/3.pgm").string() + "'");
+  ASSERT_EQ(p1.code, 0) << p1.out;
+  EXPECT_NE(p1.out.find("0\tclass 0\tp="), std::string::npos) << p1.out;
+  EXPECT_NE(p1.out.find("\tdark\t"), std::string::npos) << p1.out;
+  fs::create_directories(tmp.path / "no-images");
+  expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + tmp.file("no-images") + "'"),
+                        {"no-images holds no image"});
   const CliResult v = run("data verify image-folder --data-dir " + d);
   EXPECT_EQ(v.code, 0) << v.out;
   EXPECT_NE(v.out.find("train: 60 images (8, 8, 1), 2 classes: dark 30, light 30"), std::string::npos)

@@ -196,6 +196,32 @@ TEST(ImageFolder, AValidationSplitSamplesEveryClass) {
   EXPECT_EQ(std::set<int64_t>(val.labels.begin(), val.labels.end()), (std::set<int64_t>{0, 1, 2}));
 }
 
+// Loose images for predict: a folder's image files sorted, each converted to the channels asked for
+// and resized to the size asked for, in the order given.
+TEST(ImageFolder, LoadImagesForPredict) {
+  test::TempDir tmp;
+  write_png(tmp.path() / "in/b.png", 4, 3, 3, std::vector<uint8_t>(4 * 3 * 3, 90));
+  write_pnm(tmp.path() / "in/a.pgm", 2, 2, 1, pixels(2, 2, 1, 40));
+  write_text(tmp.path() / "in/readme.txt", "skipped");
+  const std::vector<fs::path> files = data::image_files(tmp.path() / "in");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].filename(), "a.pgm");
+  EXPECT_TRUE(data::is_image_file_name("x.JPEG"));
+  EXPECT_FALSE(data::is_image_file_name("x.txt"));
+  const data::Dataset d = data::load_images(files, 2, 2, 3);  // a.pgm as it is, b.png resized down
+  EXPECT_EQ(std::vector<int64_t>({d.n, d.h, d.w, d.c}), std::vector<int64_t>({2, 2, 2, 3}));
+  std::vector<uint8_t> a;
+  for (const uint8_t v : pixels(2, 2, 1, 40)) a.insert(a.end(), 3, v);
+  EXPECT_EQ(image(d, 0), a);
+  EXPECT_EQ(image(d, 1), std::vector<uint8_t>(12, 90));
+  expect_has(error_of([&] { data::load_images({tmp.path() / "in/none.png"}, 2, 2, 1); }),
+             {"load_images", "in/none.png: no such file"});
+  expect_has(error_of([&] { data::load_images({tmp.path() / "in/readme.txt"}, 2, 2, 1); }),
+             {"in/readme.txt: cannot decode"});
+  expect_has(error_of([&] { data::load_images(files, 2, 2, 2); }), {"1 or 3 channels"});
+  expect_has(error_of([&] { data::image_files(tmp.path() / "nowhere"); }), {"nowhere is not a folder"});
+}
+
 TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
   test::TempDir tmp;
   const fs::path dir = tmp.path();

@@ -4,6 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "aether/aether.h"
 #include "aether/data/dataset.h"
@@ -66,12 +69,23 @@ struct PredictArgs {
   std::string checkpoint, input, device = "cpu", precision;  // precision: "" keeps the checkpoint's
   TextArg limit;                                             // default 10; 0: all
 };
-// Reads images from an IDX image file or a CIFAR-10 batch: (N,H,W,C) uint8.
-data::Dataset read_images(const std::string& path, const Shape& want) {
+// Reads images from an IDX image file, a CIFAR-10 batch, an image file or a folder of them (each
+// converted to the model's channels and resized to its size): (N,H,W,C) uint8. `files`: the image
+// files read, in order (empty for IDX and CIFAR-10).
+data::Dataset read_images(const std::string& path, const Shape& want,
+                          std::vector<std::filesystem::path>& files) {
   data::Dataset d;
   d.name = path;
   const std::string f = std::filesystem::path(path).filename().string();
-  if (f.find("idx3") != std::string::npos) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec) || data::is_image_file_name(path)) {
+    AETHER_CHECK(want.size() == 3, "predict", "the model takes flat input ", to_string(want),
+                 ", not images (H, W, C)");
+    files = std::filesystem::is_directory(path, ec) ? data::image_files(path)
+                                                    : std::vector<std::filesystem::path>{path};
+    AETHER_CHECK(!files.empty(), "predict", path, " holds no image (", data::kImageExtensions, ")");
+    d = data::load_images(files, want[0], want[1], want[2]);
+  } else if (f.find("idx3") != std::string::npos) {
     const auto img = data::read_idx_images(path);
     d.n = img.n, d.h = img.rows, d.w = img.cols, d.c = 1;
     d.images = img.pixels;
@@ -94,7 +108,8 @@ int run_predict(const PredictArgs& a) {
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   if (!a.precision.empty()) model.set_precision(a.precision);
-  data::Dataset d = read_images(a.input, model.input_shape());
+  std::vector<std::filesystem::path> files;  // image files: their names end each line
+  data::Dataset d = read_images(a.input, model.input_shape(), files);
   if (limit > 0 && d.n > limit) {
     d.n = limit;
     d.images.resize(size_t(d.n * d.image_bytes()));
@@ -120,10 +135,21 @@ int run_predict(const PredictArgs& a) {
   const auto classes = probs.argmax(1).to_vector<int64_t>();
   // One sigmoid output (binary_cross_entropy): class 1 when its probability is over 0.5.
   const bool binary = k == 1 && model.config().loss == "binary_cross_entropy";
+  // The class names `aether train` saved with the model (info "class_names"), when it did.
+  const nlohmann::json info = nlohmann::json::parse(model.info(), nullptr, /*allow_exceptions=*/false);
+  std::vector<std::string> names;
+  if (info.is_object() && info.contains("class_names") && info["class_names"].is_array())
+    for (const auto& n : info["class_names"]) names.push_back(n.is_string() ? n.get<std::string>() : "?");
   for (int64_t i = 0; i < d.n; ++i) {
     const int64_t c = binary ? int64_t(p[size_t(i)] > 0.5f) : classes[size_t(i)];
     const float pc = binary ? (c == 1 ? p[size_t(i)] : 1 - p[size_t(i)]) : p[size_t(i * k + c)];
-    std::printf("%lld\tclass %lld\tp=%.3f\n", static_cast<long long>(i), static_cast<long long>(c), pc);
+    std::string line = detail::cat(i, "\tclass ", c);
+    char prob[32];
+    std::snprintf(prob, sizeof prob, "\tp=%.3f", double(pc));
+    line += prob;
+    if (c < int64_t(names.size())) line += "\t" + names[size_t(c)];
+    if (i < int64_t(files.size())) line += "\t" + files[size_t(i)].string();
+    std::printf("%s\n", line.c_str());
   }
   return 0;
 }
@@ -149,7 +175,11 @@ void register_data(CLI::App& app) {
   auto* pr =
       app.add_subcommand("predict", "Classify images with a checkpoint (an mse model: print its outputs)");
   pr->add_option("--checkpoint", p.checkpoint, "a .aether file")->required();
-  pr->add_option("input", p.input, "an IDX image file (Fashion-MNIST) or a CIFAR-10 batch file")->required();
+  pr->add_option(
+        "input", p.input,
+        "an IDX image file (Fashion-MNIST), a CIFAR-10 batch file, an image file (.png, .jpg, ...) or a "
+        "folder of them (resized to the model's input)")
+      ->required();
   add_text_option(*pr, "--limit", p.limit, "at most this many images (default 10; 0: all)", "INT");
   pr->add_option("--device", p.device, "cpu, cuda or cuda:N")->capture_default_str();
   pr->add_option("--precision", p.precision, "float32, bfloat16 or float16 (default: the checkpoint's)");

@@ -277,6 +277,7 @@ int run_train(const TrainArgs& given) {
     for (auto& l : p.network->children()) model.add(l.second);
     model.configure(p.config).to(a.device).set_precision(a.precision).finalize({train.h, train.w, train.c});
     info = {{"model", model_name}, {"dataset", ds_name}, {"epochs", opt.epochs}};
+    if (!train.class_names.empty()) info["class_names"] = train.class_names;  // for predict's lines
   }
   info["loader"] = {{"batch_size", opt.data.batch_size},
                     {"seed", opt.data.seed},

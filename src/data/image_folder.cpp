@@ -19,14 +19,6 @@ namespace {
 
 bool hidden(const fs::path& p) { return p.filename().string().rfind('.', 0) == 0; }
 
-bool image_extension(const fs::path& p) {
-  std::string e = p.extension().string();
-  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-  static const std::set<std::string> known = {".png", ".jpg", ".jpeg", ".bmp", ".gif",
-                                              ".tga", ".pnm", ".pgm",  ".ppm"};
-  return known.count(e) > 0;
-}
-
 // The sorted entries of `dir`, not hidden: its folders, or its files with an image extension.
 std::vector<fs::path> listed(const fs::path& dir, bool directories) {
   std::vector<fs::path> out;
@@ -34,7 +26,7 @@ std::vector<fs::path> listed(const fs::path& dir, bool directories) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     if (hidden(p)) continue;
-    if (directories ? it->is_directory(ec) : (it->is_regular_file(ec) && image_extension(p)))
+    if (directories ? it->is_directory(ec) : (it->is_regular_file(ec) && is_image_file_name(p)))
       out.push_back(p);
   }
   AETHER_CHECK_RUNTIME(!ec, "load_image_folder", dir.string(), ": cannot list: ", ec.message());
@@ -50,7 +42,59 @@ struct ImageFile {
   int h = 0, w = 0, comp = 0;  // comp: stb_image's channels (1 grey, 2 grey + alpha, 3 RGB, 4 RGBA)
 };
 
+// Decodes the image at `path` into out (h, w, c) uint8: converted to c channels by stb_image and
+// resized to (h, w) when its size differs.
+void decode_into(const char* op, const fs::path& path, int64_t h, int64_t w, int64_t c, uint8_t* out) {
+  int iw = 0, ih = 0, comp = 0;
+  const std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load(path.c_str(), &iw, &ih, &comp, int(c)),
+                                                     stbi_image_free);
+  AETHER_CHECK_RUNTIME(px != nullptr, op, path.string(), ": cannot decode (", stbi_failure_reason(), ")");
+  if (iw == w && ih == h) {
+    std::copy(px.get(), px.get() + h * w * c, out);
+    return;
+  }
+  AETHER_CHECK_RUNTIME(stbir_resize_uint8(px.get(), iw, ih, 0, out, int(w), int(h), 0, int(c)) == 1, op,
+                       path.string(), ": cannot resize from ", iw, "x", ih, " to ", w, "x", h);
+}
+
 }  // namespace
+
+bool is_image_file_name(const fs::path& p) {
+  std::string e = p.extension().string();
+  std::transform(e.begin(), e.end(), e.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
+  static const std::set<std::string> known = {".png", ".jpg", ".jpeg", ".bmp", ".gif",
+                                              ".tga", ".pnm", ".pgm",  ".ppm"};
+  return known.count(e) > 0;
+}
+
+std::vector<fs::path> image_files(const fs::path& dir) {
+  std::error_code ec;
+  AETHER_CHECK_RUNTIME(fs::is_directory(dir, ec), "image_files", dir.string(), " is not a folder");
+  return listed(dir, /*directories=*/false);
+}
+
+Dataset load_images(const std::vector<fs::path>& files, int64_t height, int64_t width, int64_t channels) {
+  AETHER_CHECK(
+      height >= 1 && width >= 1 && height <= 65536 && width <= 65536 && (channels == 1 || channels == 3),
+      "load_images", "needs a size of 1..65536 on both sides and 1 or 3 channels, got ", height, "x", width,
+      "x", channels);
+  AETHER_CHECK(!files.empty(), "load_images", "no image files");
+  Dataset d;
+  d.name = files.size() == 1 ? files[0].string() : "images";
+  d.n = int64_t(files.size());
+  d.h = height;
+  d.w = width;
+  d.c = channels;
+  const size_t bytes = size_t(height * width * channels);
+  d.images.resize(files.size() * bytes);
+  for (size_t i = 0; i < files.size(); ++i) {
+    std::error_code ec;
+    AETHER_CHECK_RUNTIME(fs::is_regular_file(files[i], ec), "load_images", files[i].string(),
+                         ": no such file");
+    decode_into("load_images", files[i], height, width, channels, d.images.data() + i * bytes);
+  }
+  return d;
+}
 
 std::vector<std::string> image_folder_classes(const fs::path& dir) {
   std::error_code ec;
@@ -85,7 +129,7 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
                          (dir / "train").string());
     const std::vector<fs::path> images = listed(class_dir, /*directories=*/false);
     AETHER_CHECK_RUNTIME(!images.empty() || split == Split::test, "load_image_folder", class_dir.string(),
-                         " holds no image (.png, .jpg, .jpeg, .bmp, .gif, .tga, .pnm, .pgm, .ppm)");
+                         " holds no image (", kImageExtensions, ")");
     for (const fs::path& p : images) {
       ImageFile f{p, at - classes.begin()};
       AETHER_CHECK_RUNTIME(stbi_info(p.c_str(), &f.w, &f.h, &f.comp) == 1, "load_image_folder", p.string(),
@@ -117,26 +161,12 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
   d.c = colour ? 3 : 1;
   d.num_classes = int(classes.size());
   d.class_names = classes;
-  // Pass 2: the pixels, converted to C channels by stb_image.
+  // Pass 2: the pixels, converted to C channels (and resized) by stb_image.
   const size_t bytes = size_t(d.h * d.w * d.c);
   d.images.resize(files.size() * bytes);
   d.labels.reserve(files.size());
   for (size_t i = 0; i < files.size(); ++i) {
-    int w = 0, h = 0, comp = 0;
-    const std::unique_ptr<stbi_uc, void (*)(void*)> px(
-        stbi_load(files[i].path.c_str(), &w, &h, &comp, int(d.c)), stbi_image_free);
-    AETHER_CHECK_RUNTIME(px != nullptr, "load_image_folder", files[i].path.string(), ": cannot decode (",
-                         stbi_failure_reason(), ")");
-    AETHER_CHECK_RUNTIME(w == files[i].w && h == files[i].h, "load_image_folder", files[i].path.string(),
-                         " decoded to ", w, "x", h, " pixels, its header said ", files[i].w, "x", files[i].h);
-    uint8_t* out = d.images.data() + i * bytes;  // (H, W, C)
-    if (w == d.w && h == d.h) {
-      std::copy(px.get(), px.get() + bytes, out);
-    } else {
-      AETHER_CHECK_RUNTIME(stbir_resize_uint8(px.get(), w, h, 0, out, int(d.w), int(d.h), 0, int(d.c)) == 1,
-                           "load_image_folder", files[i].path.string(), ": cannot resize from ", w, "x", h,
-                           " to ", d.w, "x", d.h);
-    }
+    decode_into("load_image_folder", files[i].path, d.h, d.w, d.c, d.images.data() + i * bytes);
     d.labels.push_back(files[i].label);
   }
   d.check();

@@ -17,6 +17,10 @@
 
 namespace aether::data {
 
+// The file names the image-folder readers take, by extension in any case (stb_image decodes them).
+inline constexpr const char* kImageExtensions = ".png, .jpg, .jpeg, .bmp, .gif, .tga, .pnm, .pgm, .ppm";
+bool is_image_file_name(const std::filesystem::path& p);
+
 // The classes: the sub-folders of DIR/train, sorted by name (byte order); of DIR/test when there is
 // no DIR/train. Label i is class_names[i] in both splits. Hidden folders (".name") are not classes.
 std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
@@ -33,5 +37,14 @@ std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 // does not have, an image that does not decode (stb_image's reason), and a size mismatch.
 Dataset load_image_folder(const std::filesystem::path& dir, Split split, int64_t height = 0,
                           int64_t width = 0);
+
+// The image files of one folder (not its sub-folders), as load_image_folder picks them, sorted.
+std::vector<std::filesystem::path> image_files(const std::filesystem::path& dir);
+
+// Image files to predict on: each decoded to `channels` (1 or 3) and resized to (height, width)
+// when its size differs, in the order given, without labels (the data set's name: the one file's
+// path, or "images"). Throws aether::Error naming a file that does not decode.
+Dataset load_images(const std::vector<std::filesystem::path>& files, int64_t height, int64_t width,
+                    int64_t channels);
 
 }  // namespace aether::data
