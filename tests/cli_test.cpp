@@ -325,6 +325,12 @@ TEST(Cli, MiniTrainingEvaluatePredict) {
   EXPECT_EQ(lines, 3) << p.out;
   EXPECT_EQ(p.out.rfind("0\tclass ", 0), 0u) << p.out;
   EXPECT_NE(p.out.find("2\tclass "), std::string::npos) << p.out;
+  // Each line ends with its class's name, which train saved with the model.
+  const std::vector<std::string> names =
+      aether::data::load_fashion_mnist(kFashionDir, aether::data::Split::test).class_names;
+  const std::string line = p.out.substr(0, p.out.find('\n'));
+  const int c = std::stoi(line.substr(line.find("class ") + 6));
+  EXPECT_EQ(line.substr(line.rfind('\t') + 1), names.at(size_t(c))) << line;
   // predict --precision: a line per image in bfloat16 too (an mlp of 3 steps: its classes may differ
   // from float32's where the top two probabilities are close), and a clear error for an unknown one.
   const CliResult pb = run("predict --checkpoint '" + ck + "' " + std::string(kFashionDir) +

@@ -28,7 +28,7 @@ def cli_predict(cli, checkpoint, n):
         images = images[:-3]
     out = subprocess.run([cli, "predict", images, "--checkpoint", str(checkpoint), "--limit", str(n)],
                          check=True, capture_output=True, text=True).stdout
-    rows = [l.split("\t") for l in out.splitlines() if l.count("\t") == 2]
+    rows = [l.split("\t") for l in out.splitlines() if l.count("\t") >= 2]  # then the class name, if saved
     assert len(rows) == n, out
     return np.array([int(r[1].split()[1]) for r in rows]), np.array([float(r[2][2:]) for r in rows])
 
