@@ -12,6 +12,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "data/fixtures.h"
 
@@ -46,6 +47,25 @@ inline void expect_no_crash(const CliResult& r) {
   for (const char* bad : {"terminate called", "what():", "Aborted", "Segmentation", "core dumped",
                           "AddressSanitizer", "runtime error:", "#0 0x"})
     EXPECT_EQ(r.out.find(bad), std::string::npos) << "found '" << bad << "' in:\n" << r.out;
+}
+
+// A failure: non-zero exit, output starting "aether: error: " and containing every part; only
+// one line unless `multi_line` (e.g. the list of directories tried for a data set).
+inline void expect_clear_error(const CliResult& r, const std::vector<std::string>& parts,
+                               bool multi_line = false) {
+  EXPECT_NE(r.code, 0) << r.out;
+  expect_no_crash(r);
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.back(), '\n') << r.out;
+  if (!multi_line) {
+    EXPECT_EQ(r.out.find('\n'), r.out.size() - 1) << "more than one line:\n" << r.out;
+  }
+  EXPECT_EQ(r.out.rfind("aether: error: ", 0), 0u) << r.out;
+  for (const auto& p : parts)
+    EXPECT_NE(r.out.find(p), std::string::npos) << "missing '" << p << "' in:\n" << r.out;
+}
+inline void expect_one_line_error(const CliResult& r, const std::vector<std::string>& parts) {
+  expect_clear_error(r, parts);
 }
 
 struct TempDir {
