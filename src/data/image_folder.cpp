@@ -9,7 +9,7 @@
 #include <cctype>
 #include <memory>
 #include <random>
-#include <set>
+#include <string>
 
 #include "aether/core/error.h"
 
@@ -62,9 +62,8 @@ void decode_into(const char* op, const fs::path& path, int64_t h, int64_t w, int
 bool is_image_file_name(const fs::path& p) {
   std::string e = p.extension().string();
   std::transform(e.begin(), e.end(), e.begin(), [](unsigned char ch) { return char(std::tolower(ch)); });
-  static const std::set<std::string> known = {".png", ".jpg", ".jpeg", ".bmp", ".gif",
-                                              ".tga", ".pnm", ".pgm",  ".ppm"};
-  return known.count(e) > 0;
+  static const std::string list = std::string(", ") + kImageExtensions + ",";  // ", .png, ..., .ppm,"
+  return !e.empty() && list.find(", " + e + ",") != std::string::npos;
 }
 
 std::vector<fs::path> image_files(const fs::path& dir) {
