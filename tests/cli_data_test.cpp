@@ -132,6 +132,23 @@ TEST(CliImageFolder, TrainEvaluateAndVerify) {
   EXPECT_EQ(aether::Model::load(ck16).input_shape(), aether::Shape({16, 12, 1}));
   const CliResult e16 = run("evaluate --checkpoint '" + ck16 + "' --data-dir " + d);
   EXPECT_EQ(e16.code, 0) << e16.out;
+  // --resume without --dataset: the checkpoint's data set and image size; --image-size may repeat it.
+  const CliResult r16 =
+      run("train --resume '" + ck16 + "' --data-dir " + d + " --epochs 2 --image-size 16x12 --quiet");
+  EXPECT_EQ(r16.code, 0) << r16.out;
+  expect_one_line_error(run("train --resume '" + ck16 + "' --data-dir " + d + " --epochs 3 --image-size 8"),
+                        {"--image-size 8 differs from 16x12"});
+  // A checkpoint of another data set: --image-size is refused before any data is read.
+  write_tiny_fashion(tmp.path / "fashion", 28, 28);
+  const std::string fck = tmp.file("fashion.aether");
+  ASSERT_EQ(run("train --dataset fashion-mnist --model mlp --epochs 1 --quiet --data-dir '" +
+                tmp.file("fashion") + "' --save '" + fck + "'")
+                .code,
+            0);
+  for (const std::string how : {"--dataset fashion-mnist ", ""})
+    expect_one_line_error(run("train --resume '" + fck + "' " + how +
+                              "--epochs 2 --image-size 8 --data-dir '" + tmp.file("fashion") + "'"),
+                          {"--image-size is for --dataset image-folder"});
   expect_one_line_error(run("train --dataset cifar10 --image-size 8"),
                         {"--image-size is for --dataset image-folder"});
   expect_one_line_error(run("train --dataset image-folder --data-dir " + d + " --image-size 8y"),

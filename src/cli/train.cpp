@@ -80,8 +80,10 @@ TrainValues check_train_args(const TrainArgs& a, bool restarted) {
   TrainValues v;
   if (a.image_size.given()) {
     v.image_size = parse_image_size(cmd, a.image_size.text);
-    AETHER_CHECK(a.dataset.given() && data::canonical_dataset_name(a.dataset.text) == "image-folder", cmd,
-                 "--image-size is for --dataset image-folder (the other data sets have one image size)");
+    // (With --resume and no --dataset the checkpoint names the data set: checked once it is read.)
+    AETHER_CHECK(
+        a.dataset.given() ? data::canonical_dataset_name(a.dataset.text) == "image-folder" : a.resume.given(),
+        cmd, "--image-size is for --dataset image-folder (the other data sets have one image size)");
   }
   if (a.epochs.given()) v.epochs = parse_int(cmd, "--epochs", a.epochs.text, 1, kMaxEpochs);
   if (a.batch_size.given())
@@ -214,6 +216,8 @@ int run_train(const TrainArgs& given) {
                  model.epochs_done(), " epochs, ", v.epochs ? "--epochs asks for " : "its run was for ",
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
   }
+  AETHER_CHECK(!v.image_size || ds_name == "image-folder", "train",
+               "--image-size is for --dataset image-folder (the other data sets have one image size)");
   const auto dir = data::resolve_data_dir(ds_name, a.data_dir);
   // An image folder's images are resized to --image-size, or to the size a resumed model takes.
   std::pair<int64_t, int64_t> size{0, 0};
