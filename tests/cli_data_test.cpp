@@ -17,10 +17,6 @@
 #include "aether/model/model.h"
 #include "cli_util.h"
 
-#ifndef AETHER_CLI_PATH
-#error "AETHER_CLI_PATH must be defined by tests/CMakeLists.txt"
-#endif
-
 namespace fs = std::filesystem;
 using namespace cli_util;
 

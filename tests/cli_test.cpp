@@ -28,10 +28,6 @@
 #include "data/fixtures.h"
 #include "io/checkpoint.h"
 
-#ifndef AETHER_CLI_PATH
-#error "AETHER_CLI_PATH must be defined by tests/CMakeLists.txt"
-#endif
-
 namespace fs = std::filesystem;
 using namespace cli_util;
 
