@@ -16,13 +16,17 @@ from ._checks import integer
 Arrays = Tuple[np.ndarray, np.ndarray]
 
 
-def load(name: str, split: Optional[str] = None, data_dir: Optional[Union[str, os.PathLike]] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
-    """(X, y) of one split ("train" or "test"), or ((X_train, y_train), (X_test, y_test))."""
+def load(name: str, split: Optional[str] = None, data_dir: Optional[Union[str, os.PathLike]] = None,
+         image_size: Optional[Tuple[int, int]] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
+    """(X, y) of one split ("train" or "test"), or ((X_train, y_train), (X_test, y_test)).
+    image_size (height, width): an image folder's images resized to it."""
     if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
         raise TypeError(f"datasets: data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
     if split is None:
-        return load(name, "train", data_dir), load(name, "test", data_dir)
-    ds = _aether._load_dataset(name, split, os.fspath(data_dir) if data_dir is not None else "")
+        return load(name, "train", data_dir, image_size), load(name, "test", data_dir, image_size)
+    h, w = (0, 0) if image_size is None else (integer(image_size[0], "image_size", 1),
+                                              integer(image_size[1], "image_size", 1))
+    ds = _aether._load_dataset(name, split, os.fspath(data_dir) if data_dir is not None else "", h, w)
     return _aether._dataset_arrays(ds)
 
 
@@ -42,13 +46,7 @@ def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None,
     BMP, GIF, TGA, PNM). image_size (height, width): every image resized to it; None: all must have
     one size. Labels index image_folder_classes(data_dir): the train folder's sub-folders, sorted.
     Images are (N, H, W, 1) when all are grey, else (N, H, W, 3)."""
-    if not isinstance(data_dir, (str, os.PathLike)):
-        raise TypeError(f"datasets: data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
-    if split is None:
-        return image_folder(data_dir, "train", image_size), image_folder(data_dir, "test", image_size)
-    h, w = (0, 0) if image_size is None else (integer(image_size[0], "image_size", 1),
-                                              integer(image_size[1], "image_size", 1))
-    return _aether._dataset_arrays(_aether._load_image_folder(os.fspath(data_dir), split, h, w))
+    return load("image-folder", split, data_dir, image_size)
 
 
 def image_folder_classes(data_dir: Union[str, os.PathLike]) -> list:

@@ -92,29 +92,26 @@ void bind_data(nb::module_& m) {
 
   m.def(
       "_load_dataset",
-      [](const std::string& name, const std::string& split, const std::string& dir) {
+      // height, width: an image folder's size to resize to (0, 0: its images' own size)
+      [](const std::string& name, const std::string& split, const std::string& dir, int64_t height,
+         int64_t width) {
         nb::gil_scoped_release release;
         const std::string canonical = data::canonical_dataset_name(name);
         AETHER_CHECK(split == "train" || split == "test", "datasets",
                      "split must be 'train' or 'test', got '", split, "'");
-        return std::make_shared<data::Dataset>(
-            data::load_dataset(canonical, data::resolve_data_dir(canonical, dir),
-                               split == "train" ? data::Split::train : data::Split::test));
+        AETHER_CHECK(canonical == "image-folder" || (height == 0 && width == 0), "datasets",
+                     "image_size is for image folders; ", canonical, " has one image size");
+        const auto where = data::resolve_data_dir(canonical, dir);
+        const data::Split s = split == "train" ? data::Split::train : data::Split::test;
+        return std::make_shared<data::Dataset>(canonical == "image-folder"
+                                                   ? data::load_image_folder(where, s, height, width)
+                                                   : data::load_dataset(canonical, where, s));
       },
-      nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "");
+      nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "", nb::arg("height") = 0,
+      nb::arg("width") = 0);
   m.def(
       "_image_folder_classes", [](const std::string& dir) { return data::image_folder_classes(dir); },
       nb::arg("data_dir"));
-  m.def(
-      "_load_image_folder",
-      [](const std::string& dir, const std::string& split, int64_t height, int64_t width) {
-        nb::gil_scoped_release release;
-        AETHER_CHECK(split == "train" || split == "test", "datasets",
-                     "split must be 'train' or 'test', got '", split, "'");
-        return std::make_shared<data::Dataset>(data::load_image_folder(
-            dir, split == "train" ? data::Split::train : data::Split::test, height, width));
-      },
-      nb::arg("data_dir"), nb::arg("split"), nb::arg("height") = 0, nb::arg("width") = 0);
   m.def(
       "_split_validation",
       [](const data::Dataset& d, double fraction) {
