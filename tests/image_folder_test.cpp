@@ -181,6 +181,14 @@ TEST(ImageFolder, ResizesToAGivenSize) {
              {"every image must have the same size"});
   expect_has(error_of([&] { data::load_image_folder(tmp.path(), data::Split::train, 0, 3); }),
              {"size to resize to must be 1..65536 on both sides (or 0 and 0), got 0x3"});
+  // load_dataset resizes an image folder the same way; the fixed-size sets refuse a size before
+  // reading anything (the folder holds no CIFAR-10 files).
+  const data::Dataset by_name = data::load_dataset("image-folder", tmp.path(), data::Split::train, 4, 3);
+  EXPECT_EQ(by_name.images, d.images);
+  EXPECT_EQ(by_name.labels, d.labels);
+  for (const char* fixed : {"cifar-10", "fashion-mnist"})
+    expect_has(error_of([&] { data::load_dataset(fixed, tmp.path(), data::Split::train, 4, 3); }),
+               {"load_dataset", "(4x3) is for image folders", fixed, "has one image size"});
 }
 
 // The order mixes the classes: a validation split's last part holds every class (in class order it

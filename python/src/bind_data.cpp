@@ -99,13 +99,9 @@ void bind_data(nb::module_& m) {
         const std::string canonical = data::canonical_dataset_name(name);
         AETHER_CHECK(split == "train" || split == "test", "datasets",
                      "split must be 'train' or 'test', got '", split, "'");
-        AETHER_CHECK(canonical == "image-folder" || (height == 0 && width == 0), "datasets",
-                     "image_size is for image folders; ", canonical, " has one image size");
-        const auto where = data::resolve_data_dir(canonical, dir);
         const data::Split s = split == "train" ? data::Split::train : data::Split::test;
-        return std::make_shared<data::Dataset>(canonical == "image-folder"
-                                                   ? data::load_image_folder(where, s, height, width)
-                                                   : data::load_dataset(canonical, where, s));
+        return std::make_shared<data::Dataset>(
+            data::load_dataset(canonical, data::resolve_data_dir(canonical, dir), s, height, width));
       },
       nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "", nb::arg("height") = 0,
       nb::arg("width") = 0);

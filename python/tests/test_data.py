@@ -72,6 +72,9 @@ def test_image_folder_arrays(tmp_path):
     (xr, yr), _ = ae.datasets.image_folder(tmp_path, image_size=(8, 6))
     assert xr.shape == (12, 8, 6, 1)
     np.testing.assert_array_equal(yr, y)
+    (tmp_path / "data_batch_1.bin").write_bytes(b"")  # found by name; refused before it is read
+    with pytest.raises(ValueError, match=r"\(8x6\) is for image folders; cifar-10 has one image size"):
+        ae.datasets.load("cifar10", "train", str(tmp_path), image_size=(8, 6))
     (tmp_path / "train" / "bee" / "bad.png").write_bytes(b"not a png")
     with pytest.raises(RuntimeError, match=r"bad\.png: not a readable image"):
         ae.datasets.image_folder(tmp_path, "train")

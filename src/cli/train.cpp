@@ -166,13 +166,6 @@ void check_images_fit(const std::string& cmd, const data::Dataset& d, const std:
                " images are ", to_string(got), ", the model in ", checkpoint, " takes ", to_string(want));
 }
 
-// A split of a data set; an image folder's images resized to size (height, width) unless (0, 0).
-data::Dataset load_split(const std::string& ds_name, const std::filesystem::path& dir, data::Split split,
-                         std::pair<int64_t, int64_t> size) {
-  if (ds_name == "image-folder") return data::load_image_folder(dir, split, size.first, size.second);
-  return data::load_dataset(ds_name, dir, split);
-}
-
 std::string default_model(const std::string& dataset) {
   return data::canonical_dataset_name(dataset) == "cifar-10" ? "cifarnet" : "lenet";
 }
@@ -229,8 +222,8 @@ int run_train(const TrainArgs& given) {
                  a.resume.text, " takes");
     size = takes;
   }
-  data::Dataset train = load_split(ds_name, dir, data::Split::train, size);
-  const data::Dataset test = load_split(ds_name, dir, data::Split::test, size);
+  data::Dataset train = data::load_dataset(ds_name, dir, data::Split::train, size.first, size.second);
+  const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test, size.first, size.second);
   // --validation-split: the last part of the training set validates each epoch (a resumed run keeps
   // its checkpoint's split, so that it never trains on its validation images).
   const double split = a.resume.given() && info.contains("loader")
@@ -418,12 +411,13 @@ int run_evaluate(const EvalArgs& a) {
   if (!a.precision.empty()) model.set_precision(a.precision);
   const std::string ds_name = data::canonical_dataset_name(
       a.dataset.empty() ? nlohmann::json::parse(model.info()).value("dataset", std::string()) : a.dataset);
-  // An image folder's images are resized to the size the model takes.
+  // An image folder's images are resized to the size the model takes (images for a flat input keep
+  // theirs).
   const Shape& takes = model.input_shape();
+  const bool resize = ds_name == "image-folder" && takes.size() == 3;
   const data::Dataset test =
-      load_split(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test,
-                 takes.size() == 3 ? std::pair<int64_t, int64_t>{takes[0], takes[1]}
-                                   : std::pair<int64_t, int64_t>{0, 0});
+      data::load_dataset(ds_name, data::resolve_data_dir(ds_name, a.data_dir), data::Split::test,
+                         resize ? takes[0] : 0, resize ? takes[1] : 0);
   check_images_fit("evaluate", test, "test", model, a.checkpoint);
   const EvalResult r = model.evaluate(test, 256, tta);
   AETHER_CHECK(std::isfinite(r.loss) && std::isfinite(r.accuracy) && std::isfinite(r.top5), "evaluate",

@@ -200,10 +200,13 @@ Dataset load_cifar10(const fs::path& dir, Split split, int64_t records_per_batch
   return ds;
 }
 
-Dataset load_dataset(const std::string& dataset_name, const fs::path& dir, Split split) {
+Dataset load_dataset(const std::string& dataset_name, const fs::path& dir, Split split, int64_t height,
+                     int64_t width) {
   const std::string name = canonical_dataset_name(dataset_name);
+  if (name == "image-folder") return load_image_folder(dir, split, height, width);
+  AETHER_CHECK(height == 0 && width == 0, "load_dataset", "a size to resize to (", height, "x", width,
+               ") is for image folders; ", name, " has one image size");
   if (name == "fashion-mnist") return load_fashion_mnist(dir, split);
-  if (name == "image-folder") return load_image_folder(dir, split);
   return load_cifar10(dir, split);
 }
 

@@ -67,8 +67,11 @@ Dataset load_fashion_mnist(const std::filesystem::path& dir, Split split);
 Dataset load_cifar10(const std::filesystem::path& dir, Split split,
                      int64_t records_per_batch = kCifarRecordsPerBatch);
 
-// Loads "fashion-mnist", "cifar-10" or "image-folder" (aether/data/image_folder.h) by name.
-Dataset load_dataset(const std::string& dataset_name, const std::filesystem::path& dir, Split split);
+// Loads "fashion-mnist", "cifar-10" or "image-folder" (aether/data/image_folder.h) by name. An
+// image folder's images are resized to (height, width) unless both are 0; the fixed-size sets
+// refuse a size (aether::Error).
+Dataset load_dataset(const std::string& dataset_name, const std::filesystem::path& dir, Split split,
+                     int64_t height = 0, int64_t width = 0);
 
 // ---- where data lives ------------------------------------------------------------------------------
 // Canonical data set name for "fashion-mnist" / "fashion_mnist" / "fashionmnist", "cifar-10" /
