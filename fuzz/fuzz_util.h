@@ -37,14 +37,19 @@ inline const std::string& scratch_path() {
   return path;
 }
 
-// Replaces the scratch file's content with the input and returns its path.
-inline const std::string& write_scratch(const uint8_t* data, size_t size) {
-  const std::string& path = scratch_path();
+// Replaces the content of the file at `path` with the input (aborts when it cannot).
+inline void write_file(const std::string& path, const uint8_t* data, size_t size) {
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (!f || (size > 0 && std::fwrite(data, 1, size, f) != size) || std::fclose(f) != 0) {
     std::perror("aether fuzz: cannot write the scratch file");
     std::abort();
   }
+}
+
+// Replaces the scratch file's content with the input and returns its path.
+inline const std::string& write_scratch(const uint8_t* data, size_t size) {
+  const std::string& path = scratch_path();
+  write_file(path, data, size);
   return path;
 }
 

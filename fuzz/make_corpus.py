@@ -21,6 +21,7 @@ import os
 import struct
 import sys
 import zipfile
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CORPUS = os.path.join(HERE, "corpus")
@@ -324,12 +325,199 @@ def make_architecture():
     write(t, "nested_manifest_info_30000.json", replace_member(manifest, "info", nested_array(30000)))
 
 
+# ---- image folders (corpus/image): one file of each kind the readers take ---------------------------
+
+def png(w, h, colour, depth, rows, palette=None, trns=None, interlace=False):
+    """A PNG of `rows` (h lists of w sample tuples) with filter 0 on every line."""
+    channels = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}[colour]
+
+    def line(samples):
+        if depth >= 8:
+            out = b"".join(v.to_bytes(depth // 8, "big") for px in samples for v in px)
+        else:  # packed, high bits first
+            bits = "".join(format(px[0], f"0{depth}b") for px in samples)
+            bits += "0" * (-len(bits) % 8)
+            out = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8))
+        return b"\0" + out
+
+    if interlace:  # Adam7: (x0, y0, dx, dy) of the seven passes
+        raw = b""
+        for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4),
+                               (1, 0, 2, 2), (0, 1, 1, 2)):
+            for y in range(y0, h, dy):
+                samples = [rows[y][x] for x in range(x0, w, dx)]
+                if samples:
+                    raw += line(samples)
+    else:
+        raw = b"".join(line(r) for r in rows)
+    assert all(len(px) == channels for r in rows for px in r)
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    out = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, depth, colour, 0, 0, int(interlace)))
+    if palette:
+        out += chunk(b"PLTE", bytes(v for c in palette for v in c))
+    if trns is not None:
+        out += chunk(b"tRNS", trns)
+    return out + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b"")
+
+
+def bmp(w, h, bpp, pixels, palette=None, masks=None):
+    """A bottom-up BMP with a 40-byte header; pixels: h rows (top first) of w values (palette
+    indices, or (r, g, b) for 24 bits, or packed integers for 16 / 32 bits with masks)."""
+    rows = []
+    for r in reversed(pixels):
+        if bpp == 24:
+            data = b"".join(bytes((b, g, rr)) for rr, g, b in r)
+        elif bpp in (16, 32):
+            data = b"".join(v.to_bytes(bpp // 8, "little") for v in r)
+        else:
+            bits = "".join(format(v, f"0{bpp}b") for v in r)
+            bits += "0" * (-len(bits) % 8)
+            data = bytes(int(bits[i:i + 8], 2) for i in range(0, len(bits), 8))
+        rows.append(data + b"\0" * (-len(data) % 4))
+    body = b"".join(rows)
+    extra = b"".join(struct.pack("<I", m) for m in masks) if masks else b""
+    pal = b"".join(bytes((b, g, r, 0)) for r, g, b in palette) if palette else b""
+    offset = 14 + 40 + len(extra) + len(pal)
+    info = struct.pack("<IiiHHIIiiII", 40, w, h, 1, bpp, 3 if masks else 0, len(body), 2835, 2835,
+                       len(palette) if palette else 0, 0)
+    return b"BM" + struct.pack("<IHHI", offset + len(body), 0, 0, offset) + info + extra + pal + body
+
+
+def gif_lzw(indices, min_size):
+    """GIF LZW data for `indices`: literal codes only, a clear code whenever the code width would
+    grow, so every code is min_size + 1 bits."""
+    clear, end, width = 1 << min_size, (1 << min_size) + 1, min_size + 1
+    codes, room = [clear], (1 << width) - ((1 << min_size) + 2)
+    for i, v in enumerate(indices):
+        if i and i % room == 0:
+            codes.append(clear)
+        codes.append(v)
+    codes.append(end)
+    acc = nbits = 0
+    out = bytearray()
+    for c in codes:
+        acc |= c << nbits
+        nbits += width
+        while nbits >= 8:
+            out.append(acc & 255)
+            acc >>= 8
+            nbits -= 8
+    if nbits:
+        out.append(acc)
+    blocks = b"".join(bytes([len(out[i:i + 255])]) + out[i:i + 255] for i in range(0, len(out), 255))
+    return bytes([min_size]) + blocks + b"\0"
+
+
+def gif(w, h, frames, palette, transparent=None):
+    """A GIF89a with a global palette of 4 colours; frames: (left, top, fw, fh, indices, interlaced)."""
+    out = b"GIF89a" + struct.pack("<HHBBB", w, h, 0x80 | 0x01, 0, 0) + bytes(v for c in palette for v in c)
+    for left, top, fw, fh, indices, interlaced in frames:
+        flags = 1 if transparent is not None else 0
+        out += b"\x21\xf9\x04" + bytes([flags | 0x04]) + struct.pack("<H", 10) + bytes([transparent or 0]) + b"\0"
+        out += b"\x2c" + struct.pack("<HHHHB", left, top, fw, fh, 0x40 if interlaced else 0) + gif_lzw(indices, 2)
+    return out + b"\x3b"
+
+
+def pnm(kind, w, h, maxval, values, comment=False):
+    head = f"P{kind}\n" + ("# aether fuzz seed\n" if comment else "") + f"{w} {h}\n{maxval}\n"
+    size = 2 if maxval > 255 else 1
+    return head.encode() + b"".join(v.to_bytes(size, "big") for v in values)
+
+
+# Baseline JPEGs written by stb_image_write (stbi_write_jpg): 8x8 RGB at quality 90 and 16x8 grey
+# at quality 75, pixel i of the flat array (i * 37) % 256 and (i * 13) % 256.
+JPEG_RGB = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb0084000302020302020303030304030304050805050404050a07"
+    "0706080c0a0c0c0b0a0b0b0d0e12100d0e110e0b0b1016101113141515150c0f17181614181214151401030404050405"
+    "09050509140d0b0d14141414141414141414141414141414141414141414141414141414141414141414141414141414"
+    "14141414141414141414ffc00011080008000803012200021101031101ffc401a2000001050101010101010000000000"
+    "0000000102030405060708090a0b100002010303020403050504040000017d0102030004110512213141061351610722"
+    "7114328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a434445464748494a"
+    "535455565758595a636465666768696a737475767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8"
+    "a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9"
+    "fa0100030101010101010101010000000000000102030405060708090a0b110002010204040304070504040001027700"
+    "0102031104052131061241510761711322328108144291a1b1c109233352f0156272d10a162434e125f11718191a2627"
+    "28292a35363738393a434445464748494a535455565758595a636465666768696a737475767778797a82838485868788"
+    "898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2"
+    "e3e4e5e6e7e8e9eaf2f3f4f5f6f7f8f9faffda000c03010002110311003f008354b1b4b0b0d3f41b1834eb5925118b85"
+    "7b98fc890ed48d94b90885312aa0e022c5220c794e175083fe15443ff405f037fe0c747ffe33589e2fff008fdd3ffebd"
+    "87fe89f0fd475e960f0f8aad86a32a15542f08c9fbadddcb56f4947f1b9cf0cc6386a1f5895085494e734f9d735b9546"
+    "c9765ef6df8f45ffd9")
+JPEG_GREY = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb008400080606070605080707070909080a0c140d0c0b0b0c1912"
+    "130f141d1a1f1e1d1a1c1c20242e2720222c231c1c2837292c30313434341f27393d38323c2e333432010909090c0b0c"
+    "180d0d1832211c2132323232323232323232323232323232323232323232323232323232323232323232323232323232"
+    "32323232323232323232ffc00011080008001003012200021101031101ffc401a2000001050101010101010000000000"
+    "0000000102030405060708090a0b100002010303020403050504040000017d0102030004110512213141061351610722"
+    "7114328191a1082342b1c11552d1f02433627282090a161718191a25262728292a3435363738393a434445464748494a"
+    "535455565758595a636465666768696a737475767778797a838485868788898a92939495969798999aa2a3a4a5a6a7a8"
+    "a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae1e2e3e4e5e6e7e8e9eaf1f2f3f4f5f6f7f8f9"
+    "fa0100030101010101010101010000000000000102030405060708090a0b110002010204040304070504040001027700"
+    "0102031104052131061241510761711322328108144291a1b1c109233352f0156272d10a162434e125f11718191a2627"
+    "28292a35363738393a434445464748494a535455565758595a636465666768696a737475767778797a82838485868788"
+    "898a92939495969798999aa2a3a4a5a6a7a8a9aab2b3b4b5b6b7b8b9bac2c3c4c5c6c7c8c9cad2d3d4d5d6d7d8d9dae2"
+    "e3e4e5e6e7e8e9eaf2f3f4f5f6f7f8f9faffda000c03010002110311003f0064b6d6f6de51d6bc09e4c76f134cd369e8"
+    "52354ee5dedcede36e7e63c0e780798ec974d7b746d07c55770cea8c765fed95646c0da3720528339c9c375e9c73e8ba"
+    "a7fc93cf11ff00d82aebff0045357837863f82803fffd9")
+
+
+def make_image():
+    """Valid images of every kind and bit depth the readers take, and hostile ones. The files found
+    by fuzzing (finding_*.bin) are kept beside them, not written here."""
+    t = "image"
+    w, h = 5, 3
+    grey = [[((x * 50 + y * 20) % 256,) for x in range(w)] for y in range(h)]
+    rgb = [[((x * 50) % 256, (y * 90) % 256, (x * y * 30) % 256) for x in range(w)] for y in range(h)]
+    write(t, "grey8.png", png(w, h, 0, 8, grey))
+    write(t, "grey16.png", png(w, h, 0, 16, [[(v * 257 + 3,) for (v,) in r] for r in grey]))
+    write(t, "grey1.png", png(w, h, 0, 1, [[((x + y) % 2,) for x in range(w)] for y in range(h)]))
+    write(t, "grey_alpha.png", png(w, h, 4, 8, [[(v, 255 - v) for (v,) in r] for r in grey]))
+    write(t, "rgb8.png", png(w, h, 2, 8, rgb))
+    write(t, "rgb16.png", png(w, h, 2, 16, [[tuple(v * 257 for v in px) for px in r] for r in rgb]))
+    write(t, "rgba8.png", png(w, h, 6, 8, [[px + (200,) for px in r] for r in rgb]))
+    write(t, "palette4_trns.png", png(w, h, 3, 4, [[((x + y) % 3,) for x in range(w)] for y in range(h)],
+                                      palette=[(255, 0, 0), (0, 255, 0), (0, 0, 255)], trns=b"\xff\x80\x00"))
+    write(t, "interlaced.png", png(9, 9, 2, 8, [[(x * 28, y * 28, 100) for x in range(9)] for y in range(9)],
+                                   interlace=True))
+    write(t, "rgb24.bmp", bmp(w, h, 24, rgb))
+    write(t, "palette8.bmp", bmp(w, h, 8, [[(x + y) % 4 for x in range(w)] for y in range(h)],
+                                 palette=[(0, 0, 0), (255, 0, 0), (0, 255, 0), (0, 0, 255)]))
+    write(t, "palette4.bmp", bmp(w, h, 4, [[(x * y) % 3 for x in range(w)] for y in range(h)],
+                                 palette=[(9, 9, 9), (128, 0, 255), (255, 255, 0)]))
+    write(t, "mono1.bmp", bmp(w, h, 1, [[(x + y) % 2 for x in range(w)] for y in range(h)],
+                              palette=[(0, 0, 0), (255, 255, 255)]))
+    write(t, "rgb565.bmp", bmp(w, h, 16, [[(x * 6) << 11 | (y * 20) << 5 | 7 for x in range(w)] for y in range(h)],
+                               masks=(0xF800, 0x07E0, 0x001F)))
+    write(t, "rgba32_bitfields.bmp", bmp(w, h, 32, [[x * 40 << 16 | y * 80 << 8 | 60 | 200 << 24 for x in range(w)]
+                                                    for y in range(h)], masks=(0xFF0000, 0xFF00, 0xFF)))
+    pal = [(0, 0, 0), (255, 0, 0), (0, 255, 0), (255, 255, 255)]
+    write(t, "one_frame.gif", gif(w, h, [(0, 0, w, h, [(x + y) % 4 for y in range(h) for x in range(w)], False)], pal))
+    write(t, "two_frames_transparent.gif",
+          gif(6, 6, [(0, 0, 6, 6, [(x * y) % 4 for y in range(6) for x in range(6)], False),
+                     (1, 1, 3, 4, [v % 4 for v in range(12)], True)], pal, transparent=3))
+    write(t, "grey8.pgm", pnm(5, w, h, 255, [v for r in grey for (v,) in r], comment=True))
+    write(t, "grey16.pgm", pnm(5, w, h, 65535, [v * 257 + 100 for r in grey for (v,) in r]))
+    write(t, "rgb8.ppm", pnm(6, w, h, 255, [v for r in rgb for px in r for v in px]))
+    write(t, "rgb_maxval1000.ppm", pnm(6, w, h, 1000, [v * 3 for r in rgb for px in r for v in px]))
+    write(t, "rgb.jpg", JPEG_RGB)
+    write(t, "grey.jpg", JPEG_GREY)
+    # Hostile: sizes over AETHER_MAX_IMAGE_PIXELS in a header alone, a truncated PGM, a bad maxval.
+    write(t, "huge_header.gif", b"GIF89a\xff\xff\xff\xff\0\0\0")
+    write(t, "huge_header.png", png(1, 1, 0, 8, [[(0,)]])[:16] + struct.pack(">II", 65535, 65535) + b"\x08\0\0\0\0")
+    write(t, "truncated.pgm", pnm(5, 64, 64, 255, [7] * 100))
+    write(t, "maxval_0.pgm", pnm(5, 2, 2, 0, [0] * 4))
+
+
 def main():
     make_safetensors()
     make_checkpoints()
     make_idx()
     make_cifar()
     make_architecture()
+    make_image()
     total = 0
     for target in sorted(os.listdir(CORPUS)):
         for name in os.listdir(os.path.join(CORPUS, target)):

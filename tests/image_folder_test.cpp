@@ -11,11 +11,13 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/config.h"
 #include "error_util.h"
 #include "model_util.h"
 #include "temp_dir.h"
@@ -225,7 +227,7 @@ TEST(ImageFolder, LoadImagesForPredict) {
   expect_has(error_of([&] { data::load_images({tmp.path() / "in/none.png"}, 2, 2, 1); }),
              {"load_images", "in/none.png: no such file"});
   expect_has(error_of([&] { data::load_images({tmp.path() / "in/readme.txt"}, 2, 2, 1); }),
-             {"in/readme.txt: cannot decode"});
+             {"in/readme.txt: not a readable image"});
   expect_has(error_of([&] { data::load_images(files, 2, 2, 2); }), {"1 or 3 channels"});
   expect_has(error_of([&] { data::image_files(tmp.path() / "nowhere"); }), {"nowhere is not a folder"});
 }
@@ -252,6 +254,124 @@ TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
   fs::remove_all(dir / "test/horse");
   write_text(dir / "test/only/broken.png", "\x89PNG but not really");
   expect_has(load_error(dir, data::Split::test), {"test/only/broken.png: not a readable image ("});
+}
+
+// Files that stb_image alone mishandles. PNM (read by aether, src/data/pnm.h): 16-bit values are
+// big-endian (stb_image took the low byte on x86, and its conversion of 16-bit grey to RGB read
+// past its buffer), values scale by 255 / maxval, a truncated file is an error (stb_image returned
+// its buffer's old bytes). TGA, which stb_image recognised in any file whose first bytes pass a
+// loose check (and returned a truncated one's missing rows as its buffer's old bytes), is not read.
+// Any format: a header claiming a huge size is refused before decoding (stb_image allocates from the
+// header before reading a pixel). BMP: a palette index past the palette is an error (stb_image read
+// its stack). JPEG: a Huffman table of over 256 codes is an error (stb_image wrote past its tables).
+TEST(ImageFolder, FilesStbImageMishandles) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  // A 16-bit PGM, 3x2, values 257 k + 100 (big-endian), which scale to k: the low byte is k + 100.
+  std::string pgm16 = "P5\n3 2\n65535\n";
+  std::vector<uint8_t> grey;
+  for (int k = 0; k < 6; ++k) {
+    const int v = 257 * (30 * k + 3) + 100;
+    grey.push_back(uint8_t(30 * k + 3));
+    pgm16 += char(v >> 8);
+    pgm16 += char(v & 255);
+  }
+  write_text(dir / "train/a/wide.pgm", pgm16);
+  write_png(dir / "train/b/colour.png", 2, 3, 3, pixels(2, 3, 3, 9));
+  const data::Dataset d = data::load_image_folder(dir, data::Split::train);
+  ASSERT_EQ(d.c, 3);
+  std::vector<uint8_t> rgb;
+  for (const uint8_t v : grey) rgb.insert(rgb.end(), 3, v);
+  EXPECT_EQ(image(d, only_of(d, 0)), rgb);
+  EXPECT_EQ(image(data::load_images({dir / "train/a/wide.pgm"}, 2, 3, 3), 0), rgb);
+  EXPECT_EQ(image(data::load_images({dir / "train/a/wide.pgm"}, 2, 3, 1), 0), grey);
+  // maxval 1000, to grey: (1000, 500, 0) scale to (255, 128, 0) (127.5 rounds up), then luma.
+  write_text(dir / "in/wide.ppm", std::string("P6\n1 1\n1000\n\x03\xe8\x01\xf4\0\0", 18));
+  EXPECT_EQ(image(data::load_images({dir / "in/wide.ppm"}, 1, 1, 1), 0),
+            std::vector<uint8_t>{uint8_t((255 * 77 + 128 * 150) >> 8)});
+  // maxval 15, 8-bit: 15 is white.
+  write_text(dir / "in/four_bits.pgm", std::string("P5 2 1 15\n\x0f\x05", 12));
+  EXPECT_EQ(image(data::load_images({dir / "in/four_bits.pgm"}, 1, 2, 1), 0),
+            (std::vector<uint8_t>{255, 85}));
+
+  // Truncated: a 4x4 PGM needs 11 + 16 bytes.
+  write_text(dir / "train/a/cut.pgm", "P5\n4 4\n255\n01234");
+  expect_has(
+      load_error(dir, data::Split::train),
+      {"train/a/cut.pgm: truncated PNM image: its header (4x4, maxval 255) needs 27 bytes, the file has 16"});
+  expect_has(error_of([&] { data::load_images({dir / "train/a/cut.pgm"}, 4, 4, 1); }),
+             {"load_images", "cut.pgm: truncated PNM image"});
+  write_text(dir / "train/a/cut.pgm", "P5\n4 4\n0\n0123456789abcdef");
+  expect_has(load_error(dir, data::Split::train),
+             {"cut.pgm: not a readable PNM image (its maxval must be a number 1..65535)"});
+  write_text(dir / "train/a/cut.pgm", "P54 4 255\n0123456789abcdef");
+  expect_has(load_error(dir, data::Split::train),
+             {"cut.pgm: not a readable PNM image (no whitespace before its width)"});
+  fs::remove(dir / "train/a/cut.pgm");
+  EXPECT_EQ(data::load_image_folder(dir, data::Split::train).n, 2);
+
+  // A truncated uncompressed TGA (found by fuzz/image_fuzz.cpp): not an image.
+  write_text(dir / "train/a/tga.png", std::string("P\0\x02P[\x02P5\0\0\0\0\x01\0\x11` 4@W2P\0"
+                                                  "5 \x17"
+                                                  "4",
+                                                  27));
+  expect_has(load_error(dir, data::Split::train), {"train/a/tga.png: not a readable image ("});
+  fs::remove(dir / "train/a/tga.png");
+
+  // 8-bit palette BMPs, 2x1: a palette of 2 colours and pixels (0, 1) decode to the colours; a pixel
+  // of colour 2 or a pixel offset that leaves no room for a palette is an error (stb_image read
+  // colours from its stack). File header (14), info header (40), palette (B, G, R, 0 each), pixels.
+  const auto palette_bmp = [](int offset, uint8_t second) {
+    std::string b = "BM";
+    const auto u32 = [&](uint32_t v) {
+      for (int i = 0; i < 4; ++i) b += char((v >> (8 * i)) & 255);
+    };
+    u32(uint32_t(offset + 4)), u32(0), u32(uint32_t(offset));
+    u32(40), u32(2), u32(1), b += std::string("\x01\0\x08\0", 4), u32(0), u32(4), u32(0), u32(0), u32(2),
+        u32(0);
+    b += std::string("\x10\x20\x30\0\xff\xfe\xfd\0", 8);
+    b.resize(size_t(offset), '\0');
+    return b + char(0) + char(second) + std::string(2, '\0');
+  };
+  write_text(dir / "in/palette.bmp", palette_bmp(62, 1));
+  EXPECT_EQ(image(data::load_images({dir / "in/palette.bmp"}, 1, 2, 3), 0),
+            (std::vector<uint8_t>{0x30, 0x20, 0x10, 0xfd, 0xfe, 0xff}));
+  write_text(dir / "in/palette.bmp", palette_bmp(62, 2));
+  expect_has(error_of([&] { data::load_images({dir / "in/palette.bmp"}, 1, 2, 3); }),
+             {"palette.bmp: not a readable BMP image (pixel (0, 1) of the file's rows is colour 2 of a "
+              "palette of 2)"});
+  write_text(dir / "in/palette.bmp", palette_bmp(50, 0));
+  expect_has(error_of([&] { data::load_images({dir / "in/palette.bmp"}, 1, 2, 3); }),
+             {"palette.bmp: not a readable BMP image (its 8-bit pixels need a palette of 1 to 256 colours, "
+              "the pixel "
+              "offset 50 leaves room for -1)"});
+
+  // A JPEG whose first Huffman table claims 2 x 255 + more codes (stb_image wrote past its tables).
+  ASSERT_EQ(stbi_write_jpg((dir / "in/huffman.jpg").c_str(), 8, 8, 3, pixels(8, 8, 3, 1).data(), 90), 1);
+  std::ifstream in(dir / "in/huffman.jpg", std::ios::binary);
+  std::string jpeg((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(data::load_images({dir / "in/huffman.jpg"}, 8, 8, 3).n, 1);
+  const size_t dht = jpeg.find("\xff\xc4");
+  ASSERT_NE(dht, std::string::npos);
+  jpeg[dht + 5] = jpeg[dht + 6] = '\xff';  // after the marker, the length and the class/id byte
+  write_text(dir / "in/huffman.jpg", jpeg);
+  expect_has(error_of([&] { data::load_images({dir / "in/huffman.jpg"}, 8, 8, 3); }),
+             {"huffman.jpg: not a readable JPEG image (a Huffman table of ", " codes; at most 256)"});
+
+  // A 13-byte GIF header claiming 65535 x 65535 pixels, over the default limit; the limit follows
+  // AETHER_MAX_IMAGE_PIXELS (config().max_image_pixels).
+  write_text(dir / "train/a/huge.gif", std::string("GIF89a\xff\xff\xff\xff\0\0\0", 13));
+  expect_has(load_error(dir, data::Split::train),
+             {"train/a/huge.gif: 65535x65535 pixels, over the limit of 67108864 (AETHER_MAX_IMAGE_PIXELS)"});
+  expect_has(error_of([&] { data::load_images({dir / "train/a/huge.gif"}, 8, 8, 3); }),
+             {"load_images", "huge.gif: 65535x65535 pixels, over the limit"});
+  fs::remove(dir / "train/a/huge.gif");
+  config().max_image_pixels = 5;
+  expect_has(load_error(dir, data::Split::train),
+             {": 3x2 pixels, over the limit of 5 (AETHER_MAX_IMAGE_PIXELS)"});
+  config().max_image_pixels = 6;
+  EXPECT_EQ(data::load_image_folder(dir, data::Split::train).n, 2);
+  config().max_image_pixels = 1 << 26;
 }
 
 // Bright images are class "bright", dark ones "dark": a small model learns them from the folder,

@@ -43,7 +43,7 @@ def cifar10(split: Optional[str] = None, data_dir: Optional[str] = None):
 def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None,
                  image_size: Optional[Tuple[int, int]] = None):
     """One's own images: data_dir/train/<class>/<image> and data_dir/test/<class>/<image> (PNG, JPEG,
-    BMP, GIF, TGA, PNM). image_size (height, width): every image resized to it; None: all must have
+    BMP, GIF, binary PNM). image_size (height, width): every image resized to it; None: all must have
     one size. Labels index image_folder_classes(data_dir): the train folder's sub-folders, sorted.
     Images are (N, H, W, 1) when all are grey, else (N, H, W, 3)."""
     return load("image-folder", split, data_dir, image_size)

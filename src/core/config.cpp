@@ -58,6 +58,8 @@ const Variable kVariables[] = {
     choice("AETHER_CPU_ISA", &Config::cpu_isa, kIsaWords),
     flag("AETHER_PROFILE", &Config::profile),
     text("AETHER_DATA", &Config::data),
+    number("AETHER_MAX_IMAGE_PIXELS", &Config::max_image_pixels, 1, 1 << 30, "a pixel count",
+           "for 67108864 (8192x8192)"),
     text("AETHER_DEVICE", &Config::device),
     flag("AETHER_CUDA_GRAPHS", &Config::cuda_graphs),
     flag("AETHER_CUDA_VERBOSE", &Config::cuda_verbose),

@@ -80,9 +80,11 @@ struct Config {
   // Choices.
   std::atomic<int> cpu_isa{kCpuIsaNative};  // AETHER_CPU_ISA: native, avx2, avx512 (kCpuIsa*)
   // Text.
-  ConfigText cache_dir;       // AETHER_CACHE_DIR
-  ConfigText cxx;             // AETHER_CXX
-  ConfigText data;            // AETHER_DATA
+  ConfigText cache_dir;  // AETHER_CACHE_DIR
+  ConfigText cxx;        // AETHER_CXX
+  ConfigText data;       // AETHER_DATA
+  // AETHER_MAX_IMAGE_PIXELS: the largest image (width x height) the image-folder readers decode
+  std::atomic<int> max_image_pixels{1 << 26};
   ConfigText device;          // AETHER_DEVICE
   ConfigText home;            // HOME
   ConfigText xdg_cache_home;  // XDG_CACHE_HOME

@@ -1,5 +1,6 @@
-// Data sets of image files, one folder per class (aether/data/image_folder.h), decoded by stb_image
-// (Debian's libstb).
+// Data sets of image files, one folder per class (aether/data/image_folder.h): binary PNM read by
+// pnm.cpp, the other formats decoded by stb_image (Debian's libstb-dev, compiled in by
+// stb_image_impl.cpp).
 #include "aether/data/image_folder.h"
 
 #include <stb_image.h>
@@ -8,10 +9,15 @@
 #include <algorithm>
 #include <cctype>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "aether/core/error.h"
+#include "core/config.h"
+#include "pnm.h"
+#include "stb_guard.h"
 
 namespace aether::data {
 namespace fs = std::filesystem;
@@ -42,19 +48,69 @@ struct ImageFile {
   int h = 0, w = 0, comp = 0;  // comp: stb_image's channels (1 grey, 2 grey + alpha, 3 RGB, 4 RGBA)
 };
 
-// Decodes the image at `path` into out (h, w, c) uint8: converted to c channels by stb_image and
-// resized to (h, w) when its size differs.
+// The size and channels of the image at `path` from its header (stb_image's channels: 1 grey,
+// 2 grey + alpha, 3 RGB, 4 RGBA); an error for a file that is not an image or is too large. Returns
+// the PNM header of a binary PNM file (pnm.h), nullopt for the other formats.
+std::optional<pnm::Header> read_header(const char* op, const fs::path& path, int& w, int& h, int& comp) {
+  const std::optional<pnm::Header> p = pnm::read_header(op, path);
+  if (p) {
+    w = int(p->width), h = int(p->height), comp = int(p->channels);
+  } else {
+    stb_guard::check_bmp(op, path);  // before stb_image reads even the header
+    stb_guard::check_jpeg(op, path);
+    AETHER_CHECK_RUNTIME(
+        stbi_info(path.c_str(), &w, &h, &comp) == 1 && w > 0 && h > 0 && comp >= 1 && comp <= 4, op,
+        path.string(), ": not a readable image (", stbi_failure_reason(), ")");
+  }
+  // The decoders allocate (GIF's also clears) up to 13 bytes a pixel from the header's size alone.
+  check_config(op);
+  const int64_t most = config().max_image_pixels;
+  AETHER_CHECK_RUNTIME(int64_t(w) * h <= most, op, path.string(), ": ", w, "x", h,
+                       " pixels, over the limit of ", most,
+                       " (AETHER_MAX_IMAGE_PIXELS); scale it down first or raise the limit");
+  return p;
+}
+
+// The pixels of the image at `path`, (h, w, comp) uint8 in the file's own channels (binary PNM by
+// pnm.cpp, the other formats by stb_image after read_header's stb_guard checks); w, h and comp
+// are set.
+std::vector<uint8_t> decode(const char* op, const fs::path& path, int& w, int& h, int& comp) {
+  if (const auto p = read_header(op, path, w, h, comp)) return pnm::read_pixels(op, path, *p);
+  const std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load(path.c_str(), &w, &h, &comp, 0),
+                                                     stbi_image_free);
+  AETHER_CHECK_RUNTIME(px != nullptr && comp >= 1 && comp <= 4, op, path.string(), ": cannot decode (",
+                       px ? "unexpected channels" : stbi_failure_reason(), ")");
+  return std::vector<uint8_t>(px.get(), px.get() + int64_t(w) * h * comp);
+}
+
+// px (n pixels of `comp` channels) as c channels (1 or 3) in out: grey repeated over RGB, alpha
+// dropped, colour to grey as stb_image converts it (luma (77 R + 150 G + 29 B) / 256).
+void convert_channels(const uint8_t* px, int64_t n, int comp, int64_t c, uint8_t* out) {
+  for (int64_t i = 0; i < n; ++i, px += comp, out += c) {
+    if (comp <= 2) {
+      std::fill(out, out + c, px[0]);
+    } else if (c == 3) {
+      std::copy(px, px + 3, out);
+    } else {
+      out[0] = uint8_t((px[0] * 77 + px[1] * 150 + px[2] * 29) >> 8);
+    }
+  }
+}
+
+// Decodes the image at `path` into out (h, w, c) uint8: converted to c channels and resized to
+// (h, w) when its size differs.
 void decode_into(const char* op, const fs::path& path, int64_t h, int64_t w, int64_t c, uint8_t* out) {
   int iw = 0, ih = 0, comp = 0;
-  const std::unique_ptr<stbi_uc, void (*)(void*)> px(stbi_load(path.c_str(), &iw, &ih, &comp, int(c)),
-                                                     stbi_image_free);
-  AETHER_CHECK_RUNTIME(px != nullptr, op, path.string(), ": cannot decode (", stbi_failure_reason(), ")");
+  const std::vector<uint8_t> px = decode(op, path, iw, ih, comp);  // (ih, iw, comp)
+  const int64_t pixels = int64_t(iw) * ih;
   if (iw == w && ih == h) {
-    std::copy(px.get(), px.get() + h * w * c, out);
+    convert_channels(px.data(), pixels, comp, c, out);
     return;
   }
-  AETHER_CHECK_RUNTIME(stbir_resize_uint8(px.get(), iw, ih, 0, out, int(w), int(h), 0, int(c)) == 1, op,
-                       path.string(), ": cannot resize from ", iw, "x", ih, " to ", w, "x", h);
+  std::vector<uint8_t> converted(size_t(pixels * c));  // (ih, iw, c)
+  convert_channels(px.data(), pixels, comp, c, converted.data());
+  AETHER_CHECK_RUNTIME(stbir_resize_uint8(converted.data(), iw, ih, 0, out, int(w), int(h), 0, int(c)) == 1,
+                       op, path.string(), ": cannot resize from ", iw, "x", ih, " to ", w, "x", h);
 }
 
 }  // namespace
@@ -131,8 +187,7 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
                          " holds no image (", kImageExtensions, ")");
     for (const fs::path& p : images) {
       ImageFile f{p, at - classes.begin()};
-      AETHER_CHECK_RUNTIME(stbi_info(p.c_str(), &f.w, &f.h, &f.comp) == 1, "load_image_folder", p.string(),
-                           ": not a readable image (", stbi_failure_reason(), ")");
+      read_header("load_image_folder", p, f.w, f.h, f.comp);
       files.push_back(f);
     }
   }
@@ -160,7 +215,7 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
   d.c = colour ? 3 : 1;
   d.num_classes = int(classes.size());
   d.class_names = classes;
-  // Pass 2: the pixels, converted to C channels (and resized) by stb_image.
+  // Pass 2: the pixels, converted to C channels (and resized).
   const size_t bytes = size_t(d.h * d.w * d.c);
   d.images.resize(files.size() * bytes);
   d.labels.reserve(files.size());

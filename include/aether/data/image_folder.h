@@ -17,16 +17,19 @@
 
 namespace aether::data {
 
-// The file names the image-folder readers take, by extension in any case (stb_image decodes them).
-inline constexpr const char* kImageExtensions = ".png, .jpg, .jpeg, .bmp, .gif, .tga, .pnm, .pgm, .ppm";
+// The file names the image-folder readers take, by extension in any case: PNG, JPEG, BMP and GIF
+// (stb_image decodes them) and binary PNM (P5/P6, read by aether). Each file's format is taken from
+// its bytes, not its name. No TGA: a format without a signature, so that stb_image would take
+// unreadable files of other kinds for one.
+inline constexpr const char* kImageExtensions = ".png, .jpg, .jpeg, .bmp, .gif, .pnm, .pgm, .ppm";
 bool is_image_file_name(const std::filesystem::path& p);
 
 // The classes: the sub-folders of DIR/train, sorted by name (byte order); of DIR/test when there is
 // no DIR/train. Label i is class_names[i] in both splits. Hidden folders (".name") are not classes.
 std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 
-// The images of one split: PNG, JPEG, BMP, GIF (its first frame), TGA and PNM/PGM/PPM files (by
-// extension, in any case; stb_image decodes them); other files and hidden ones are skipped. Their
+// The images of one split: PNG, JPEG, BMP, GIF (its first frame) and binary PNM/PGM/PPM files (by
+// extension, in any case; kImageExtensions); other files and hidden ones are skipped. Their
 // order is a fixed shuffle (the same for the same files on every machine), so that the last part
 // that split_validation holds out is a sample of every class rather than the last class. With height and
 // width > 0 every image is resized to (height, width) (stb_image_resize's default filter, Mitchell or
@@ -34,7 +37,8 @@ std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 // size). C is 1 when every image is grey (with or without alpha), else 3 (RGB; alpha is dropped, grey images
 // are repeated over the three channels). Throws aether::Error naming the folder or file for: a missing split
 // folder, fewer than 2 classes, a class folder of the split without images (train) or a test class that train
-// does not have, an image that does not decode (stb_image's reason), and a size mismatch.
+// does not have, an image that does not decode (stb_image's reason), a truncated PNM, an image over
+// AETHER_MAX_IMAGE_PIXELS (width x height; default 8192 x 8192), and a size mismatch.
 Dataset load_image_folder(const std::filesystem::path& dir, Split split, int64_t height = 0,
                           int64_t width = 0);
 

@@ -1,0 +1,91 @@
+// Checks of image files before stb_image decodes them (stb_guard.h).
+#include "stb_guard.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "aether/core/error.h"
+
+namespace aether::data::stb_guard {
+namespace fs = std::filesystem;
+namespace {
+
+uint32_t le(const std::vector<uint8_t>& b, size_t at, int bytes) {
+  uint32_t v = 0;
+  for (int i = bytes - 1; i >= 0; --i) v = v << 8 | (at + size_t(i) < b.size() ? b[at + size_t(i)] : 0);
+  return v;
+}
+
+// The file's bytes when it starts with the two bytes given, else none.
+std::vector<uint8_t> read_if_starts_with(const fs::path& path, uint8_t first, uint8_t second) {
+  std::ifstream f(path, std::ios::binary);
+  char magic[2] = {0, 0};
+  if (!f.read(magic, 2) || uint8_t(magic[0]) != first || uint8_t(magic[1]) != second) return {};
+  f.seekg(0);
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+void check_bmp(const char* op, const fs::path& path) {
+  // The whole file: the header, then (for a palette BMP) every pixel's index.
+  const std::vector<uint8_t> b = read_if_starts_with(path, 0x42, 0x4d);  // "BM"
+  if (b.empty()) return;
+  const int64_t offset = int32_t(le(b, 10, 4)), hsz = int32_t(le(b, 14, 4));
+  if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return;  // stb_image refuses it
+  const bool core = hsz == 12;                                                  // OS/2 1.x: 16-bit sizes
+  const int64_t w = core ? le(b, 18, 2) : int32_t(le(b, 18, 4));
+  const int64_t h = core ? le(b, 20, 2) : int32_t(le(b, 22, 4));
+  const int64_t bpp = le(b, core ? 24 : 28, 2);
+  if (bpp >= 16 || w <= 0 || h == 0) return;  // no palette; stb_image refuses a bad size itself
+  const int64_t entries = core ? (offset - 14 - 24) / 3 : (offset - 14 - hsz) >> 2;
+  AETHER_CHECK_RUNTIME(entries >= 1 && entries <= 256, op, path.string(), ": not a readable BMP image (its ",
+                       bpp, "-bit pixels need a palette of 1 to 256 colours, the pixel offset ", offset,
+                       " leaves room for ", entries, ")");
+  if (bpp != 1 && bpp != 4 && bpp != 8) return;  // stb_image refuses it
+  const int64_t row = (w * bpp + 7) / 8, stride = row + (-row & 3), rows = h < 0 ? -h : h;
+  // Missing bytes read as 0 (stb_image's get8 at the end of the file), a valid index.
+  // The loops end with the file's bytes (a header may claim any size).
+  for (int64_t y = 0; y < rows && offset + y * stride < int64_t(b.size()); ++y) {
+    for (int64_t x = 0; x < w; ++x) {
+      const size_t at = size_t(offset + y * stride + x * bpp / 8);
+      if (at >= b.size()) break;
+      const int shift = int(8 - bpp - (x * bpp) % 8);
+      const int64_t index = (b[at] >> shift) & ((1 << bpp) - 1);
+      AETHER_CHECK_RUNTIME(index < entries, op, path.string(), ": not a readable BMP image (pixel (", y, ", ",
+                           x, ") of the file's rows is colour ", index, " of a palette of ", entries, ")");
+    }
+  }
+}
+
+void check_jpeg(const char* op, const fs::path& path) {
+  const std::vector<uint8_t> b = read_if_starts_with(path, 0xff, 0xd8);  // SOI
+  const size_t n = b.size();
+  for (size_t at = 2; at + 1 < n;) {
+    const uint8_t marker = b[at + 1];
+    if (b[at] != 0xff || marker == 0xff || marker == 0x00 || (marker >= 0xd0 && marker <= 0xd7) ||
+        marker == 0x01) {
+      at += b[at] == 0xff && marker != 0xff ? 2 : 1;  // entropy-coded data, stuffing, restarts, fill
+      continue;
+    }
+    if (marker == 0xd9) return;  // EOI
+    if (at + 3 >= n) return;
+    const size_t length = size_t(b[at + 2]) << 8 | b[at + 3], end = std::min(n, at + 2 + length);
+    if (marker == 0xc4) {  // DHT: tables of (class/id, 16 counts, values)
+      for (size_t t = at + 4; t < end;) {
+        size_t codes = 0;
+        for (size_t i = 1; i <= 16; ++i) codes += t + i < n ? b[t + i] : 0;
+        AETHER_CHECK_RUNTIME(codes <= 256, op, path.string(),
+                             ": not a readable JPEG image (a Huffman table of ", codes,
+                             " codes; at most 256)");
+        t += 17 + codes;
+      }
+    }
+    at += 2 + std::max<size_t>(length, 2);
+  }
+}
+
+}  // namespace aether::data::stb_guard
