@@ -374,6 +374,81 @@ TEST(ImageFolder, FilesStbImageMishandles) {
   config().max_image_pixels = 1 << 26;
 }
 
+namespace {
+
+std::string be32(uint32_t v) {
+  return {char(v >> 24), char((v >> 16) & 255), char((v >> 8) & 255), char(v & 255)};
+}
+
+// A PNG file of the chunks given (type, data), each with its CRC (ISO 3309, as zlib's crc32).
+std::string png_of(const std::vector<std::pair<std::string, std::string>>& chunks) {
+  std::string f = "\x89PNG\r\n\x1a\n";
+  for (const auto& [type, data] : chunks) {
+    uint32_t crc = 0xffffffffu;
+    for (const char ch : type + data) {
+      crc ^= uint8_t(ch);
+      for (int k = 0; k < 8; ++k) crc = crc >> 1 ^ (0xedb88320u & (0u - (crc & 1)));
+    }
+    f += be32(uint32_t(data.size())) + type + data + be32(~crc);
+  }
+  return f;
+}
+
+// A zlib stream holding `raw` in one stored (uncompressed) deflate block, with its Adler-32.
+std::string stored_zlib(const std::string& raw) {
+  uint32_t a = 1, b = 0;
+  for (const char ch : raw) a = (a + uint8_t(ch)) % 65521, b = (b + a) % 65521;
+  const auto n = uint16_t(raw.size());
+  return std::string("\x78\x01\x01", 3) + char(n & 255) + char(n >> 8) + char(~n & 255) +
+         char((~n >> 8) & 255) + raw + be32(b << 16 | a);
+}
+
+}  // namespace
+
+// An image file is read in full once when decoded, and its header from as few of its bytes as give
+// it: a binary PNM's header, the first 4 KiB of a PNG or GIF (the whole file of a BMP or JPEG, which
+// stb_guard checks). A palette PNG's channels need its tRNS chunk, which may come after 4 KiB of
+// other chunks: the header is then read from the whole file.
+TEST(ImageFolder, APngHeaderPastItsFirst4KiB) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  // 2x1, 8-bit palette of 2 colours with alpha (tRNS), pixels (0, 1), after a 5,000-byte tEXt chunk.
+  const std::string ihdr = be32(2) + be32(1) + std::string("\x08\x03\0\0\0", 5);
+  write_text(dir / "train/a/palette.png",
+             png_of({{"IHDR", ihdr},
+                     {"tEXt", "Comment" + std::string(1, '\0') + std::string(5000, 'x')},
+                     {"PLTE", "\x0a\x14\x1e\xc8\x64\x32"},
+                     {"tRNS", "\xff\x80"},
+                     {"IDAT", stored_zlib(std::string("\0\0\x01", 3))},
+                     {"IEND", ""}}));
+  ASSERT_GT(fs::file_size(dir / "train/a/palette.png"), 4096u);
+  write_png(dir / "train/b/grey.png", 1, 2, 1, pixels(1, 2, 1, 3));
+  const data::Dataset d = data::load_image_folder(dir, data::Split::train);
+  ASSERT_EQ(d.c, 3);  // RGBA: alpha dropped
+  EXPECT_EQ(image(d, only_of(d, 0)), (std::vector<uint8_t>{10, 20, 30, 200, 100, 50}));
+  EXPECT_EQ(image(d, only_of(d, 1)), (std::vector<uint8_t>{3, 3, 3, 10, 10, 10}));
+}
+
+// A file larger than any image within AETHER_MAX_IMAGE_PIXELS could be (16 bytes a pixel and
+// 16 MiB) is refused before it is read whole: a 1x1 PNG padded to 17 MiB (stb_image ignores what
+// follows IEND) loads under the default limit and not under a limit of 1 pixel.
+TEST(ImageFolder, AFileOverTheSizeLimit) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  write_png(dir / "train/a/big.png", 1, 1, 1, {7});
+  fs::resize_file(dir / "train/a/big.png", 17u << 20);
+  write_png(dir / "train/b/small.png", 1, 1, 1, {9});
+  const data::Dataset d = data::load_image_folder(dir, data::Split::train);
+  EXPECT_EQ(image(d, only_of(d, 0)), std::vector<uint8_t>{7});
+  config().max_image_pixels = 1;
+  expect_has(load_error(dir, data::Split::train),
+             {"train/a/big.png: 17825792 bytes, more than an image within the pixel limit of 1 "
+              "(AETHER_MAX_IMAGE_PIXELS) may have (16777232)"});
+  expect_has(error_of([&] { data::load_images({dir / "train/a/big.png"}, 1, 1, 1); }),
+             {"load_images", "big.png: 17825792 bytes, more than"});
+  config().max_image_pixels = 1 << 26;
+}
+
 // Bright images are class "bright", dark ones "dark": a small model learns them from the folder,
 // so labels and pixels travel together.
 TEST(ImageFolder, AModelLearnsTheFolderClasses) {

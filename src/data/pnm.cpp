@@ -2,7 +2,6 @@
 #include "pnm.h"
 
 #include <algorithm>
-#include <fstream>
 
 #include "aether/core/error.h"
 
@@ -10,18 +9,20 @@ namespace aether::data::pnm {
 namespace fs = std::filesystem;
 namespace {
 
-bool space(char ch) {
+bool space(uint8_t ch) {
   return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\v' || ch == '\f' || ch == '\r';
 }
-bool digit(char ch) { return ch >= '0' && ch <= '9'; }
+bool digit(uint8_t ch) { return ch >= '0' && ch <= '9'; }
+
+uint64_t pixel_bytes(const Header& h) {
+  return uint64_t(h.width * h.height * h.channels) * (h.maxval > 255 ? 2 : 1);
+}
 
 }  // namespace
 
-std::optional<Header> read_header(const char* op, const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  char head[4096];
-  f.read(head, sizeof head);
-  const size_t n = size_t(f.gcount());
+std::optional<Header> parse_header(const char* op, const fs::path& path, std::span<const uint8_t> head,
+                                   uint64_t file_size) {
+  const size_t n = std::min(head.size(), kMaxHeaderBytes);
   if (n < 2 || head[0] != 'P' || (head[1] != '5' && head[1] != '6')) return std::nullopt;
   size_t at = 2;
   int64_t v[3] = {0, 0, 0};  // width, height, maxval
@@ -44,25 +45,23 @@ std::optional<Header> read_header(const char* op, const fs::path& path) {
   }
   AETHER_CHECK_RUNTIME(at < n && space(head[at]), op, path.string(),
                        ": not a readable PNM image (no whitespace after its maxval within its first ",
-                       sizeof head, " bytes)");
+                       kMaxHeaderBytes, " bytes)");
   Header h{v[0], v[1], head[1] == '6' ? 3 : 1, v[2], at + 1};
-  const uint64_t need = h.data_offset + uint64_t(h.width * h.height * h.channels) * (h.maxval > 255 ? 2 : 1);
-  std::error_code ec;
-  const uint64_t size = fs::file_size(path, ec);
-  AETHER_CHECK_RUNTIME(!ec && size >= need, op, path.string(), ": truncated PNM image: its header (", h.width,
-                       "x", h.height, ", maxval ", h.maxval, ") needs ", need, " bytes, the file has ", size);
+  const uint64_t need = h.data_offset + pixel_bytes(h);
+  AETHER_CHECK_RUNTIME(file_size >= need, op, path.string(), ": truncated PNM image: its header (", h.width,
+                       "x", h.height, ", maxval ", h.maxval, ") needs ", need, " bytes, the file has ",
+                       file_size);
   return h;
 }
 
-std::vector<uint8_t> read_pixels(const char* op, const fs::path& path, const Header& h) {
+std::vector<uint8_t> read_pixels(const char* op, const fs::path& path, const Header& h,
+                                 std::span<const uint8_t> file) {
   const size_t values = size_t(h.width * h.height * h.channels), bytes = h.maxval > 255 ? 2 : 1;
-  std::vector<uint8_t> raw(values * bytes);  // as stored
-  std::ifstream f(path, std::ios::binary);
-  f.seekg(std::streamoff(h.data_offset));
-  f.read(reinterpret_cast<char*>(raw.data()), std::streamsize(raw.size()));
-  AETHER_CHECK_RUNTIME(size_t(f.gcount()) == raw.size(), op, path.string(), ": cannot read its ", raw.size(),
-                       " bytes of pixels");
-  std::vector<uint8_t> out(values);  // (height, width, channels)
+  AETHER_CHECK_RUNTIME(file.size() >= h.data_offset + pixel_bytes(h), op, path.string(),
+                       ": truncated PNM image: its header needs ", h.data_offset + pixel_bytes(h),
+                       " bytes, the file has ", file.size());
+  const uint8_t* raw = file.data() + h.data_offset;  // (height, width, channels) values as stored
+  std::vector<uint8_t> out(values);                  // (height, width, channels)
   const uint32_t maxval = uint32_t(h.maxval);
   for (size_t i = 0; i < values; ++i) {
     const uint32_t x = bytes == 1 ? raw[i] : uint32_t(raw[2 * i]) << 8 | raw[2 * i + 1];

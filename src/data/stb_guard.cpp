@@ -3,9 +3,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
-#include <vector>
 
 #include "aether/core/error.h"
 
@@ -13,27 +10,25 @@ namespace aether::data::stb_guard {
 namespace fs = std::filesystem;
 namespace {
 
-uint32_t le(const std::vector<uint8_t>& b, size_t at, int bytes) {
+uint32_t le(std::span<const uint8_t> b, size_t at, int bytes) {
   uint32_t v = 0;
   for (int i = bytes - 1; i >= 0; --i) v = v << 8 | (at + size_t(i) < b.size() ? b[at + size_t(i)] : 0);
   return v;
 }
 
-// The file's bytes when it starts with the two bytes given, else none.
-std::vector<uint8_t> read_if_starts_with(const fs::path& path, uint8_t first, uint8_t second) {
-  std::ifstream f(path, std::ios::binary);
-  char magic[2] = {0, 0};
-  if (!f.read(magic, 2) || uint8_t(magic[0]) != first || uint8_t(magic[1]) != second) return {};
-  f.seekg(0);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+bool starts_with(std::span<const uint8_t> b, uint8_t first, uint8_t second) {
+  return b.size() >= 2 && b[0] == first && b[1] == second;
 }
+bool is_bmp(std::span<const uint8_t> b) { return starts_with(b, 0x42, 0x4d); }   // "BM"
+bool is_jpeg(std::span<const uint8_t> b) { return starts_with(b, 0xff, 0xd8); }  // SOI
 
 }  // namespace
 
-void check_bmp(const char* op, const fs::path& path) {
+bool checks(std::span<const uint8_t> head) { return is_bmp(head) || is_jpeg(head); }
+
+void check_bmp(const char* op, const fs::path& path, std::span<const uint8_t> b) {
   // The whole file: the header, then (for a palette BMP) every pixel's index.
-  const std::vector<uint8_t> b = read_if_starts_with(path, 0x42, 0x4d);  // "BM"
-  if (b.empty()) return;
+  if (!is_bmp(b)) return;
   const int64_t offset = int32_t(le(b, 10, 4)), hsz = int32_t(le(b, 14, 4));
   if (hsz != 12 && hsz != 40 && hsz != 56 && hsz != 108 && hsz != 124) return;  // stb_image refuses it
   const bool core = hsz == 12;                                                  // OS/2 1.x: 16-bit sizes
@@ -61,8 +56,8 @@ void check_bmp(const char* op, const fs::path& path) {
   }
 }
 
-void check_jpeg(const char* op, const fs::path& path) {
-  const std::vector<uint8_t> b = read_if_starts_with(path, 0xff, 0xd8);  // SOI
+void check_jpeg(const char* op, const fs::path& path, std::span<const uint8_t> b) {
+  if (!is_jpeg(b)) return;
   const size_t n = b.size();
   for (size_t at = 2; at + 1 < n;) {
     const uint8_t marker = b[at + 1];

@@ -38,7 +38,9 @@ std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 // are repeated over the three channels). Throws aether::Error naming the folder or file for: a missing split
 // folder, fewer than 2 classes, a class folder of the split without images (train) or a test class that train
 // does not have, an image that does not decode (stb_image's reason), a truncated PNM, an image over
-// AETHER_MAX_IMAGE_PIXELS (width x height; default 8192 x 8192), and a size mismatch.
+// AETHER_MAX_IMAGE_PIXELS (width x height; default 8192 x 8192) or a file larger than such an image
+// could be (16 bytes a pixel of that limit and 16 MiB), and a size mismatch. Each file is read
+// whole once, when decoded; before that only its header's bytes (a BMP or JPEG whole).
 Dataset load_image_folder(const std::filesystem::path& dir, Split split, int64_t height = 0,
                           int64_t width = 0);
 
