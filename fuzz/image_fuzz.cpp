@@ -1,6 +1,7 @@
-// fuzz/image_fuzz.cpp - libFuzzer target: the image-folder readers (stb_image's PNG, JPEG, BMP and
-// GIF decoders, compiled into libaether by src/data/stb_image_impl.cpp, aether's binary PNM reader,
-// src/data/pnm.cpp, and stb_image_resize).
+// fuzz/image_fuzz.cpp - libFuzzer target: the image-folder readers (src/data/image_file.cpp: libpng
+// and libjpeg-turbo, Debian's shared libraries, not instrumented; stb_image's BMP and GIF decoders,
+// compiled into libaether by src/data/stb_image_impl.cpp; aether's binary PNM reader,
+// src/data/pnm.cpp; and stb_image_resize).
 //
 // The input is written to a per-process scratch image folder, DIR/train/{a,b}/image.png (the
 // extension only lets the folder reader list it; the readers detect the format from the bytes), then

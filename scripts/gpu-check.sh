@@ -34,7 +34,7 @@ deb_packages=(
   libgloo-dev libgloo0 libhiredis0.14 libibverbs1 libnl-3-200 libnl-route-3-200  # Gloo and what libgloo.so.0 loads
   liblapacke-dev liblapacke libtmglib-dev libtmglib3 liblapack-dev liblapack3 libblas-dev libblas3  # LAPACKE
   libgfortran5 libquadmath0  # what liblapack3 loads
-  libstb-dev libstb0  # stb_image (image-folder data sets)
+  libstb-dev libstb0 libpng-dev libpng16-16 libjpeg62-turbo-dev libjpeg62-turbo  # image-folder data sets
   pkgconf pkgconf-bin libpkgconf3  # pkg-config, which CMake finds libzip and LAPACKE with
 )
 

@@ -16,8 +16,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev zlib1g-dev liblzma-dev libzip-dev libcurl4-openssl-dev libssl-dev
   # LAPACK's symmetric eigen-decomposition (nn::init::patch_whitening)
   liblapacke-dev
-  # stb_image: PNG/JPEG/... decoding for image-folder data sets (aether/data/image_folder.h)
-  libstb-dev
+  # image-folder data sets (aether/data/image_folder.h): PNG by libpng, JPEG by libjpeg-turbo, BMP
+  # and GIF by stb_image (src/data/image_file.h), and resizing by stb_image_resize
+  libpng-dev libjpeg62-turbo-dev libstb-dev
   # Gloo: the collectives of data-parallel training (src/dist, docs/distributed.md)
   libgloo-dev
   python3 xz-utils

@@ -8,8 +8,14 @@
 #include <gtest/gtest.h>
 #include <stb_image_write.h>
 
+// clang-format off
+#include <cstdio>  // jpeglib.h needs FILE
+#include <jpeglib.h>
+// clang-format on
+
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <random>
@@ -263,7 +269,8 @@ TEST(ImageFolder, BadFoldersAndFilesNameThemselves) {
 // loose check (and returned a truncated one's missing rows as its buffer's old bytes), is not read.
 // Any format: a header claiming a huge size is refused before decoding (stb_image allocates from the
 // header before reading a pixel). BMP: a palette index past the palette is an error (stb_image read
-// its stack). JPEG: a Huffman table of over 256 codes is an error (stb_image wrote past its tables).
+// its stack). JPEG: a Huffman table of over 256 codes is an error (stb_image wrote past its tables;
+// libjpeg-turbo, which decodes JPEG now, refuses it).
 TEST(ImageFolder, FilesStbImageMishandles) {
   test::TempDir tmp;
   const fs::path dir = tmp.path();
@@ -356,7 +363,7 @@ TEST(ImageFolder, FilesStbImageMishandles) {
   jpeg[dht + 5] = jpeg[dht + 6] = '\xff';  // after the marker, the length and the class/id byte
   write_text(dir / "in/huffman.jpg", jpeg);
   expect_has(error_of([&] { data::load_images({dir / "in/huffman.jpg"}, 8, 8, 3); }),
-             {"huffman.jpg: not a readable JPEG image (a Huffman table of ", " codes; at most 256)"});
+             {"huffman.jpg: not a readable JPEG image (Bogus Huffman table definition)"});
 
   // A 13-byte GIF header claiming 65535 x 65535 pixels, over the default limit; the limit follows
   // AETHER_MAX_IMAGE_PIXELS (config().max_image_pixels).
@@ -405,28 +412,144 @@ std::string stored_zlib(const std::string& raw) {
 
 }  // namespace
 
-// An image file is read in full once when decoded, and its header from as few of its bytes as give
-// it: a binary PNM's header, the first 4 KiB of a PNG or GIF (the whole file of a BMP or JPEG, which
-// stb_guard checks). A palette PNG's channels need its tRNS chunk, which may come after 4 KiB of
-// other chunks: the header is then read from the whole file.
-TEST(ImageFolder, APngHeaderPastItsFirst4KiB) {
+// PNG by libpng: a palette with alpha (tRNS) comes out RGBA, whatever chunks come before it (here
+// 100,000 bytes of tEXt, past the first 96 KiB that a header is first read from); grey of 2 bits
+// scales to 8, 16-bit values to their high byte (as stb_image did). A bad CRC of an ancillary
+// chunk only drops it; of the image data, and image data cut short, are errors naming the file.
+TEST(ImageFolder, PngByLibpng) {
   test::TempDir tmp;
   const fs::path dir = tmp.path();
   // 2x1, 8-bit palette of 2 colours with alpha (tRNS), pixels (0, 1), after a 5,000-byte tEXt chunk.
   const std::string ihdr = be32(2) + be32(1) + std::string("\x08\x03\0\0\0", 5);
   write_text(dir / "train/a/palette.png",
              png_of({{"IHDR", ihdr},
-                     {"tEXt", "Comment" + std::string(1, '\0') + std::string(5000, 'x')},
+                     {"tEXt", "Comment" + std::string(1, '\0') + std::string(100000, 'x')},
                      {"PLTE", "\x0a\x14\x1e\xc8\x64\x32"},
                      {"tRNS", "\xff\x80"},
                      {"IDAT", stored_zlib(std::string("\0\0\x01", 3))},
                      {"IEND", ""}}));
-  ASSERT_GT(fs::file_size(dir / "train/a/palette.png"), 4096u);
+  ASSERT_GT(fs::file_size(dir / "train/a/palette.png"), 96u << 10);
   write_png(dir / "train/b/grey.png", 1, 2, 1, pixels(1, 2, 1, 3));
   const data::Dataset d = data::load_image_folder(dir, data::Split::train);
   ASSERT_EQ(d.c, 3);  // RGBA: alpha dropped
   EXPECT_EQ(image(d, only_of(d, 0)), (std::vector<uint8_t>{10, 20, 30, 200, 100, 50}));
   EXPECT_EQ(image(d, only_of(d, 1)), (std::vector<uint8_t>{3, 3, 3, 10, 10, 10}));
+
+  // 4x1 grey of 2 bits, values 0..3 (one byte); 2x1 grey of 16 bits, 0x12ff and 0xab00.
+  write_text(dir / "in/grey2.png", png_of({{"IHDR", be32(4) + be32(1) + std::string("\x02\0\0\0\0", 5)},
+                                           {"IDAT", stored_zlib(std::string("\0\x1b", 2))},
+                                           {"IEND", ""}}));
+  EXPECT_EQ(image(data::load_images({dir / "in/grey2.png"}, 1, 4, 1), 0),
+            (std::vector<uint8_t>{0, 85, 170, 255}));
+  const std::string grey16 = png_of({{"IHDR", be32(2) + be32(1) + std::string("\x10\0\0\0\0", 5)},
+                                     {"tEXt", "Comment" + std::string(1, '\0') + "x"},
+                                     {"IDAT", stored_zlib(std::string("\0\x12\xff\xab\0", 5))},
+                                     {"IEND", ""}});
+  write_text(dir / "in/grey16.png", grey16);
+  EXPECT_EQ(image(data::load_images({dir / "in/grey16.png"}, 1, 2, 1), 0),
+            (std::vector<uint8_t>{0x12, 0xab}));
+  std::string bad = grey16;
+  const size_t text_crc = bad.find("IDAT") - 8;  // the tEXt chunk's CRC, before the IDAT's length
+  bad[text_crc] = char(bad[text_crc] ^ 1);
+  write_text(dir / "in/grey16.png", bad);
+  EXPECT_EQ(image(data::load_images({dir / "in/grey16.png"}, 1, 2, 1), 0),
+            (std::vector<uint8_t>{0x12, 0xab}));
+  bad = grey16;
+  const size_t idat_crc = bad.find("IEND") - 8;
+  bad[idat_crc] = char(bad[idat_crc] ^ 1);
+  write_text(dir / "in/grey16.png", bad);
+  expect_has(error_of([&] { data::load_images({dir / "in/grey16.png"}, 1, 2, 1); }),
+             {"load_images", "grey16.png: not a readable PNG image (IDAT: CRC error)"});
+  write_text(dir / "in/grey16.png", grey16.substr(0, grey16.find("IDAT") + 8));
+  expect_has(error_of([&] { data::load_images({dir / "in/grey16.png"}, 1, 2, 1); }),
+             {"grey16.png: not a readable PNG image (the file ends too early)"});
+}
+
+namespace {
+
+// A JPEG by libjpeg of a flat (h, w) image whose every pixel is `value` (1 to 4 components) in
+// colour space `space`: quality 100, progressive or not, with an Adobe marker or not.
+std::string libjpeg_file(int h, int w, J_COLOR_SPACE space, const std::vector<uint8_t>& value,
+                         bool progressive, bool adobe) {
+  jpeg_compress_struct c;
+  jpeg_error_mgr errors;
+  c.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&c);
+  unsigned char* out = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &out, &size);
+  c.image_width = JDIMENSION(w);
+  c.image_height = JDIMENSION(h);
+  c.input_components = int(value.size());
+  c.in_color_space = space;
+  jpeg_set_defaults(&c);
+  jpeg_set_quality(&c, 100, TRUE);
+  if (progressive) jpeg_simple_progression(&c);
+  c.write_Adobe_marker = adobe ? TRUE : FALSE;
+  jpeg_start_compress(&c, TRUE);
+  std::vector<uint8_t> row;
+  for (int x = 0; x < w; ++x) row.insert(row.end(), value.begin(), value.end());
+  while (c.next_scanline < c.image_height) {
+    JSAMPROW r = row.data();
+    jpeg_write_scanlines(&c, &r, 1);
+  }
+  jpeg_finish_compress(&c);
+  std::string file(reinterpret_cast<const char*>(out), size);
+  jpeg_destroy_compress(&c);
+  std::free(out);
+  return file;
+}
+
+}  // namespace
+
+// JPEG by libjpeg-turbo: grey stays one channel; a frame after 120,000 bytes of comments is found
+// (its header read from the whole file); CMYK comes out RGB as Pillow converts it, the ink
+// values of an Adobe file stored inverted (R = C' K' / 255 of the stored values), else as they are
+// (R = (255 - C) (255 - K) / 255); a file that ends before its image is an error, as is one of over
+// 500 progressive scans (here one scan repeated: libjpeg decodes each, a few bytes apiece).
+TEST(ImageFolder, JpegByLibjpegTurbo) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  const auto near = [](const std::vector<uint8_t>& got, const std::vector<uint8_t>& want) {
+    ASSERT_EQ(got.size() % want.size(), 0u);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(int(got[i]), int(want[i % want.size()]), 2) << "value " << i;
+  };
+  write_text(dir / "train/a/grey.jpg", libjpeg_file(8, 8, JCS_GRAYSCALE, {77}, false, false));
+  write_text(dir / "train/b/grey.jpg", libjpeg_file(8, 8, JCS_GRAYSCALE, {150}, true, false));
+  const data::Dataset d = data::load_image_folder(dir, data::Split::train);
+  ASSERT_EQ(d.c, 1);
+  near(image(d, only_of(d, 0)), {77});
+  near(image(d, only_of(d, 1)), {150});
+
+  write_text(dir / "in/adobe.jpg", libjpeg_file(8, 8, JCS_CMYK, {200, 100, 50, 128}, false, true));
+  near(image(data::load_images({dir / "in/adobe.jpg"}, 8, 8, 3), 0), {100, 50, 25});
+  write_text(dir / "in/cmyk.jpg", libjpeg_file(8, 8, JCS_CMYK, {200, 100, 50, 128}, false, false));
+  near(image(data::load_images({dir / "in/cmyk.jpg"}, 8, 8, 3), 0), {27, 77, 102});
+
+  const std::string rgb = libjpeg_file(16, 16, JCS_RGB, {200, 40, 90}, true, false);
+  write_text(dir / "in/rgb.jpg", rgb);
+  near(image(data::load_images({dir / "in/rgb.jpg"}, 16, 16, 3), 0), {200, 40, 90});
+  // Two comment segments of 60,000 bytes before the frame: its header is past the first 96 KiB.
+  std::string comments = rgb.substr(0, 2);
+  for (int k = 0; k < 2; ++k) comments += std::string("\xff\xfe\xea\x62", 4) + std::string(60000, 'c');
+  write_text(dir / "train/a/grey.jpg", comments + rgb.substr(2));
+  const data::Dataset commented = data::load_image_folder(dir, data::Split::train, 16, 16);
+  ASSERT_EQ(commented.c, 3);
+  near(image(commented, only_of(commented, 0)), {200, 40, 90});
+  const std::string baseline = libjpeg_file(16, 16, JCS_RGB, {200, 40, 90}, false, false);
+  const size_t scan = baseline.find("\xff\xda");  // cut halfway into its one scan's data
+  ASSERT_NE(scan, std::string::npos);
+  write_text(dir / "in/cut.jpg", baseline.substr(0, (scan + baseline.size()) / 2));
+  expect_has(error_of([&] { data::load_images({dir / "in/cut.jpg"}, 16, 16, 3); }),
+             {"load_images", "cut.jpg: truncated JPEG image (the file ends before its image does)"});
+  const size_t last_scan = rgb.rfind("\xff\xda"), eoi = rgb.size() - 2;
+  ASSERT_NE(last_scan, std::string::npos);
+  std::string scans = rgb.substr(0, eoi);
+  for (int k = 0; k < 600; ++k) scans += rgb.substr(last_scan, eoi - last_scan);
+  write_text(dir / "in/scans.jpg", scans + rgb.substr(eoi));
+  expect_has(error_of([&] { data::load_images({dir / "in/scans.jpg"}, 16, 16, 3); }),
+             {"scans.jpg: not a readable JPEG image (more than 500 progressive scans)"});
 }
 
 // A file larger than any image within AETHER_MAX_IMAGE_PIXELS could be (16 bytes a pixel and

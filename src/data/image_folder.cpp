@@ -1,26 +1,18 @@
-// Data sets of image files, one folder per class (aether/data/image_folder.h): binary PNM read by
-// pnm.cpp, the other formats decoded by stb_image (Debian's libstb-dev, compiled in by
+// Data sets of image files, one folder per class (aether/data/image_folder.h); each file decoded
+// by image_file.cpp and resized by stb_image_resize (Debian's libstb-dev, compiled in by
 // stb_image_impl.cpp).
 #include "aether/data/image_folder.h"
 
-#include <stb_image.h>
 #include <stb_image_resize.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
-#include <limits>
-#include <memory>
-#include <optional>
 #include <random>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "aether/core/error.h"
-#include "core/config.h"
-#include "pnm.h"
-#include "stb_guard.h"
+#include "image_file.h"
 
 namespace aether::data {
 namespace fs = std::filesystem;
@@ -45,108 +37,11 @@ std::vector<fs::path> listed(const fs::path& dir, bool directories) {
 
 constexpr uint64_t kImageFolderOrderSeed = 20261207;
 
-// An image's size and channels as its header gives them (comp: stb_image's channels, 1 grey,
-// 2 grey + alpha, 3 RGB, 4 RGBA).
-struct Shape {
-  int w = 0, h = 0, comp = 0;
-};
-
 struct ImageFile {
   fs::path path;
   int64_t label = 0;
-  Shape shape;
+  DecodedImage image;  // its size and channels (no pixels)
 };
-
-// The most bytes an image file may have: 16 a pixel of the pixel limit (twice the most any of the
-// formats read stores a pixel in, 16-bit RGBA PNG without compression), and 16 MiB of metadata.
-uint64_t max_file_bytes() { return 16 * uint64_t(config().max_image_pixels) + (uint64_t(16) << 20); }
-
-// The bytes of the file at `path`: its first `most` bytes (all of them when it is shorter), or with
-// most 0 all of them, refused over max_file_bytes(); *file_size (when given) is set to the file's
-// size. Errors name the file.
-std::vector<uint8_t> read_file(const char* op, const fs::path& path, uint64_t most,
-                               uint64_t* file_size = nullptr) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  AETHER_CHECK_RUNTIME(f.is_open(), op, path.string(), ": cannot open it");
-  const std::streamoff size = f.tellg();
-  AETHER_CHECK_RUNTIME(size >= 0, op, path.string(), ": cannot read it");
-  if (file_size) *file_size = uint64_t(size);
-  if (most == 0) {
-    AETHER_CHECK_RUNTIME(uint64_t(size) <= max_file_bytes(), op, path.string(), ": ", size,
-                         " bytes, more than an image within the pixel limit of ", config().max_image_pixels,
-                         " (AETHER_MAX_IMAGE_PIXELS) may have (", max_file_bytes(), ")");
-    most = uint64_t(size);
-  }
-  std::vector<uint8_t> b(size_t(std::min(most, uint64_t(size))));
-  f.seekg(0);
-  f.read(reinterpret_cast<char*>(b.data()), std::streamsize(b.size()));
-  AETHER_CHECK_RUNTIME(f.gcount() == std::streamsize(b.size()), op, path.string(), ": cannot read its ",
-                       b.size(), " bytes");
-  return b;
-}
-
-// The header's size against AETHER_MAX_IMAGE_PIXELS: the decoders allocate (GIF's also clears) up
-// to 13 bytes a pixel from the header's size alone.
-void check_pixels(const char* op, const fs::path& path, const Shape& s) {
-  check_config(op);
-  const int64_t most = config().max_image_pixels;
-  AETHER_CHECK_RUNTIME(int64_t(s.w) * s.h <= most, op, path.string(), ": ", s.w, "x", s.h,
-                       " pixels, over the limit of ", most,
-                       " (AETHER_MAX_IMAGE_PIXELS); scale it down first or raise the limit");
-}
-
-// stb_image's reading of the header of an image file whose bytes are b (all of them when
-// stb_guard checks its kind), after stb_guard's checks; false when stb_image cannot read it.
-bool stb_shape(const char* op, const fs::path& path, std::span<const uint8_t> b, Shape& s) {
-  stb_guard::check_bmp(op, path, b);  // before stb_image reads even the header
-  stb_guard::check_jpeg(op, path, b);
-  AETHER_CHECK_RUNTIME(b.size() <= size_t(std::numeric_limits<int>::max()), op, path.string(), ": ", b.size(),
-                       " bytes; stb_image reads at most 2 GiB");
-  return stbi_info_from_memory(b.data(), int(b.size()), &s.w, &s.h, &s.comp) == 1 && s.w > 0 && s.h > 0 &&
-         s.comp >= 1 && s.comp <= 4;
-}
-
-// The size and channels of the image at `path` from its header, reading no more of the file than
-// needed: binary PNM's header (pnm.h), PNG's and GIF's first chunks; BMP and JPEG whole, for
-// stb_guard. An error for a file that is not an image or is too large.
-Shape read_header(const char* op, const fs::path& path) {
-  uint64_t size = 0;
-  std::vector<uint8_t> b = read_file(op, path, pnm::kMaxHeaderBytes, &size);
-  Shape s;
-  if (const auto p = pnm::parse_header(op, path, b, size)) {
-    s = {int(p->width), int(p->height), int(p->channels)};
-  } else {
-    if (stb_guard::checks(b) && b.size() < size) b = read_file(op, path, 0);
-    bool ok = stb_shape(op, path, b, s);
-    if (!ok && b.size() < size) {  // e.g. a palette PNG whose tRNS chunk comes after 4 KiB of others
-      b = read_file(op, path, 0);
-      ok = stb_shape(op, path, b, s);
-    }
-    AETHER_CHECK_RUNTIME(ok, op, path.string(), ": not a readable image (", stbi_failure_reason(), ")");
-  }
-  check_pixels(op, path, s);
-  return s;
-}
-
-// The pixels of the image at `path`, (h, w, comp) uint8 in the file's own channels, with s set: the
-// file is read once, and its header checked (as read_header does) and decoded from those bytes
-// (binary PNM by pnm.cpp, the other formats by stb_image after stb_guard's checks).
-std::vector<uint8_t> decode(const char* op, const fs::path& path, Shape& s) {
-  const std::vector<uint8_t> b = read_file(op, path, 0);
-  if (const auto p = pnm::parse_header(op, path, b, b.size())) {
-    s = {int(p->width), int(p->height), int(p->channels)};
-    check_pixels(op, path, s);
-    return pnm::read_pixels(op, path, *p, b);
-  }
-  AETHER_CHECK_RUNTIME(stb_shape(op, path, b, s), op, path.string(), ": not a readable image (",
-                       stbi_failure_reason(), ")");
-  check_pixels(op, path, s);
-  const std::unique_ptr<stbi_uc, void (*)(void*)> px(
-      stbi_load_from_memory(b.data(), int(b.size()), &s.w, &s.h, &s.comp, 0), stbi_image_free);
-  AETHER_CHECK_RUNTIME(px != nullptr && s.comp >= 1 && s.comp <= 4, op, path.string(), ": cannot decode (",
-                       px ? "unexpected channels" : stbi_failure_reason(), ")");
-  return std::vector<uint8_t>(px.get(), px.get() + int64_t(s.w) * s.h * s.comp);
-}
 
 // px (n pixels of `comp` channels) as c channels (1 or 3) in out: grey repeated over RGB, alpha
 // dropped, colour to grey as stb_image converts it (luma (77 R + 150 G + 29 B) / 256).
@@ -165,9 +60,9 @@ void convert_channels(const uint8_t* px, int64_t n, int comp, int64_t c, uint8_t
 // Decodes the image at `path` into out (h, w, c) uint8: converted to c channels and resized to
 // (h, w) when its size differs.
 void decode_into(const char* op, const fs::path& path, int64_t h, int64_t w, int64_t c, uint8_t* out) {
-  Shape s;
-  const std::vector<uint8_t> px = decode(op, path, s);  // (ih, iw, comp)
-  const int iw = s.w, ih = s.h, comp = s.comp;
+  const DecodedImage image = read_image_file(op, path, /*pixels=*/true);
+  const std::vector<uint8_t>& px = image.pixels;  // (ih, iw, comp)
+  const int iw = image.width, ih = image.height, comp = image.channels;
   const int64_t pixels = int64_t(iw) * ih;
   if (iw == w && ih == h) {
     convert_channels(px.data(), pixels, comp, c, out);
@@ -252,7 +147,7 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
     AETHER_CHECK_RUNTIME(!images.empty() || split == Split::test, "load_image_folder", class_dir.string(),
                          " holds no image (", kImageExtensions, ")");
     for (const fs::path& p : images) {
-      files.push_back({p, at - classes.begin(), read_header("load_image_folder", p)});
+      files.push_back({p, at - classes.begin(), read_image_file("load_image_folder", p, /*pixels=*/false)});
     }
   }
   AETHER_CHECK_RUNTIME(!files.empty(), "load_image_folder", root.string(), " holds no image");
@@ -264,19 +159,20 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
   const ImageFile& first = files[0];
   bool colour = false;
   for (const ImageFile& f : files) {
-    const Shape &s = f.shape, &s0 = first.shape;
-    AETHER_CHECK_RUNTIME(resize || (s.h == s0.h && s.w == s0.w), "load_image_folder", f.path.string(), " is ",
-                         s.w, "x", s.h, " pixels, ", first.path.string(), " ", s0.w, "x", s0.h,
+    const DecodedImage &s = f.image, &s0 = first.image;
+    AETHER_CHECK_RUNTIME(resize || (s.height == s0.height && s.width == s0.width), "load_image_folder",
+                         f.path.string(), " is ", s.width, "x", s.height, " pixels, ", first.path.string(),
+                         " ", s0.width, "x", s0.height,
                          "; every image must have the same size (or give a size to resize them to: "
                          "--image-size HxW)");
-    colour = colour || s.comp >= 3;
+    colour = colour || s.channels >= 3;
   }
   Dataset d;
   d.name = "image-folder";
   d.split = split;
   d.n = int64_t(files.size());
-  d.h = resize ? height : first.shape.h;
-  d.w = resize ? width : first.shape.w;
+  d.h = resize ? height : first.image.height;
+  d.w = resize ? width : first.image.width;
   d.c = colour ? 3 : 1;
   d.num_classes = int(classes.size());
   d.class_names = classes;

@@ -19,12 +19,10 @@ uint32_t le(std::span<const uint8_t> b, size_t at, int bytes) {
 bool starts_with(std::span<const uint8_t> b, uint8_t first, uint8_t second) {
   return b.size() >= 2 && b[0] == first && b[1] == second;
 }
-bool is_bmp(std::span<const uint8_t> b) { return starts_with(b, 0x42, 0x4d); }   // "BM"
-bool is_jpeg(std::span<const uint8_t> b) { return starts_with(b, 0xff, 0xd8); }  // SOI
 
 }  // namespace
 
-bool checks(std::span<const uint8_t> head) { return is_bmp(head) || is_jpeg(head); }
+bool is_bmp(std::span<const uint8_t> file) { return starts_with(file, 0x42, 0x4d); }
 
 void check_bmp(const char* op, const fs::path& path, std::span<const uint8_t> b) {
   // The whole file: the header, then (for a palette BMP) every pixel's index.
@@ -53,33 +51,6 @@ void check_bmp(const char* op, const fs::path& path, std::span<const uint8_t> b)
       AETHER_CHECK_RUNTIME(index < entries, op, path.string(), ": not a readable BMP image (pixel (", y, ", ",
                            x, ") of the file's rows is colour ", index, " of a palette of ", entries, ")");
     }
-  }
-}
-
-void check_jpeg(const char* op, const fs::path& path, std::span<const uint8_t> b) {
-  if (!is_jpeg(b)) return;
-  const size_t n = b.size();
-  for (size_t at = 2; at + 1 < n;) {
-    const uint8_t marker = b[at + 1];
-    if (b[at] != 0xff || marker == 0xff || marker == 0x00 || (marker >= 0xd0 && marker <= 0xd7) ||
-        marker == 0x01) {
-      at += b[at] == 0xff && marker != 0xff ? 2 : 1;  // entropy-coded data, stuffing, restarts, fill
-      continue;
-    }
-    if (marker == 0xd9) return;  // EOI
-    if (at + 3 >= n) return;
-    const size_t length = size_t(b[at + 2]) << 8 | b[at + 3], end = std::min(n, at + 2 + length);
-    if (marker == 0xc4) {  // DHT: tables of (class/id, 16 counts, values)
-      for (size_t t = at + 4; t < end;) {
-        size_t codes = 0;
-        for (size_t i = 1; i <= 16; ++i) codes += t + i < n ? b[t + i] : 0;
-        AETHER_CHECK_RUNTIME(codes <= 256, op, path.string(),
-                             ": not a readable JPEG image (a Huffman table of ", codes,
-                             " codes; at most 256)");
-        t += 17 + codes;
-      }
-    }
-    at += 2 + std::max<size_t>(length, 2);
   }
 }
 

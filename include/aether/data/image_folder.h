@@ -17,10 +17,10 @@
 
 namespace aether::data {
 
-// The file names the image-folder readers take, by extension in any case: PNG, JPEG, BMP and GIF
-// (stb_image decodes them) and binary PNM (P5/P6, read by aether). Each file's format is taken from
-// its bytes, not its name. No TGA: a format without a signature, so that stb_image would take
-// unreadable files of other kinds for one.
+// The file names the image-folder readers take, by extension in any case: PNG (decoded by libpng),
+// JPEG (libjpeg-turbo), BMP and GIF (stb_image) and binary PNM (P5/P6, read by aether). Each file's
+// format is taken from its bytes, not its name. No TGA: a format without a signature, so that
+// stb_image would take unreadable files of other kinds for one.
 inline constexpr const char* kImageExtensions = ".png, .jpg, .jpeg, .bmp, .gif, .pnm, .pgm, .ppm";
 bool is_image_file_name(const std::filesystem::path& p);
 
@@ -37,10 +37,11 @@ std::vector<std::string> image_folder_classes(const std::filesystem::path& dir);
 // size). C is 1 when every image is grey (with or without alpha), else 3 (RGB; alpha is dropped, grey images
 // are repeated over the three channels). Throws aether::Error naming the folder or file for: a missing split
 // folder, fewer than 2 classes, a class folder of the split without images (train) or a test class that train
-// does not have, an image that does not decode (stb_image's reason), a truncated PNM, an image over
+// does not have, an image that does not decode (the decoder's reason), a truncated PNM or JPEG, an image over
 // AETHER_MAX_IMAGE_PIXELS (width x height; default 8192 x 8192) or a file larger than such an image
 // could be (16 bytes a pixel of that limit and 16 MiB), and a size mismatch. Each file is read
-// whole once, when decoded; before that only its header's bytes (a BMP or JPEG whole).
+// twice: its first bytes for its header (the whole file when they do not hold it), then the whole
+// file to decode it (src/data/image_file.h).
 Dataset load_image_folder(const std::filesystem::path& dir, Split split, int64_t height = 0,
                           int64_t width = 0);
 
