@@ -12,6 +12,7 @@
 #include <cstdio>  // jpeglib.h needs FILE
 #include <jpeglib.h>
 // clang-format on
+#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -387,27 +388,26 @@ std::string be32(uint32_t v) {
   return {char(v >> 24), char((v >> 16) & 255), char((v >> 8) & 255), char(v & 255)};
 }
 
-// A PNG file of the chunks given (type, data), each with its CRC (ISO 3309, as zlib's crc32).
+// A PNG file of the chunks given (type, data), each with its CRC (zlib's crc32, PNG's CRC).
 std::string png_of(const std::vector<std::pair<std::string, std::string>>& chunks) {
   std::string f = "\x89PNG\r\n\x1a\n";
   for (const auto& [type, data] : chunks) {
-    uint32_t crc = 0xffffffffu;
-    for (const char ch : type + data) {
-      crc ^= uint8_t(ch);
-      for (int k = 0; k < 8; ++k) crc = crc >> 1 ^ (0xedb88320u & (0u - (crc & 1)));
-    }
-    f += be32(uint32_t(data.size())) + type + data + be32(~crc);
+    const std::string typed = type + data;
+    const auto crc = uint32_t(crc32(0, reinterpret_cast<const Bytef*>(typed.data()), uInt(typed.size())));
+    f += be32(uint32_t(data.size())) + typed + be32(crc);
   }
   return f;
 }
 
-// A zlib stream holding `raw` in one stored (uncompressed) deflate block, with its Adler-32.
-std::string stored_zlib(const std::string& raw) {
-  uint32_t a = 1, b = 0;
-  for (const char ch : raw) a = (a + uint8_t(ch)) % 65521, b = (b + a) % 65521;
-  const auto n = uint16_t(raw.size());
-  return std::string("\x78\x01\x01", 3) + char(n & 255) + char(n >> 8) + char(~n & 255) +
-         char((~n >> 8) & 255) + raw + be32(b << 16 | a);
+// `raw` as a zlib stream (zlib's compress), as a PNG's image data holds it.
+std::string zlib_of(const std::string& raw) {
+  std::string out(compressBound(uLong(raw.size())), '\0');
+  uLongf size = uLongf(out.size());
+  EXPECT_EQ(compress(reinterpret_cast<Bytef*>(out.data()), &size, reinterpret_cast<const Bytef*>(raw.data()),
+                     uLong(raw.size())),
+            Z_OK);
+  out.resize(size);
+  return out;
 }
 
 }  // namespace
@@ -426,7 +426,7 @@ TEST(ImageFolder, PngByLibpng) {
                      {"tEXt", "Comment" + std::string(1, '\0') + std::string(100000, 'x')},
                      {"PLTE", "\x0a\x14\x1e\xc8\x64\x32"},
                      {"tRNS", "\xff\x80"},
-                     {"IDAT", stored_zlib(std::string("\0\0\x01", 3))},
+                     {"IDAT", zlib_of(std::string("\0\0\x01", 3))},
                      {"IEND", ""}}));
   ASSERT_GT(fs::file_size(dir / "train/a/palette.png"), 96u << 10);
   write_png(dir / "train/b/grey.png", 1, 2, 1, pixels(1, 2, 1, 3));
@@ -437,13 +437,13 @@ TEST(ImageFolder, PngByLibpng) {
 
   // 4x1 grey of 2 bits, values 0..3 (one byte); 2x1 grey of 16 bits, 0x12ff and 0xab00.
   write_text(dir / "in/grey2.png", png_of({{"IHDR", be32(4) + be32(1) + std::string("\x02\0\0\0\0", 5)},
-                                           {"IDAT", stored_zlib(std::string("\0\x1b", 2))},
+                                           {"IDAT", zlib_of(std::string("\0\x1b", 2))},
                                            {"IEND", ""}}));
   EXPECT_EQ(image(data::load_images({dir / "in/grey2.png"}, 1, 4, 1), 0),
             (std::vector<uint8_t>{0, 85, 170, 255}));
   const std::string grey16 = png_of({{"IHDR", be32(2) + be32(1) + std::string("\x10\0\0\0\0", 5)},
                                      {"tEXt", "Comment" + std::string(1, '\0') + "x"},
-                                     {"IDAT", stored_zlib(std::string("\0\x12\xff\xab\0", 5))},
+                                     {"IDAT", zlib_of(std::string("\0\x12\xff\xab\0", 5))},
                                      {"IEND", ""}});
   write_text(dir / "in/grey16.png", grey16);
   EXPECT_EQ(image(data::load_images({dir / "in/grey16.png"}, 1, 2, 1), 0),

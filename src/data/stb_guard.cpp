@@ -16,13 +16,9 @@ uint32_t le(std::span<const uint8_t> b, size_t at, int bytes) {
   return v;
 }
 
-bool starts_with(std::span<const uint8_t> b, uint8_t first, uint8_t second) {
-  return b.size() >= 2 && b[0] == first && b[1] == second;
-}
-
 }  // namespace
 
-bool is_bmp(std::span<const uint8_t> file) { return starts_with(file, 0x42, 0x4d); }
+bool is_bmp(std::span<const uint8_t> file) { return file.size() >= 2 && file[0] == 'B' && file[1] == 'M'; }
 
 void check_bmp(const char* op, const fs::path& path, std::span<const uint8_t> b) {
   // The whole file: the header, then (for a palette BMP) every pixel's index.
