@@ -559,6 +559,24 @@ TEST(ModelEvaluate, ChecksTheSampleShape) {
   EXPECT_EQ(m.evaluate(tiny_dataset()).samples, 64);
 }
 
+TEST(ModelEvaluate, AFlatModelChecksTheValuesPerSample) {
+  manual_seed(5);
+  Model flat;
+  flat.add(mk<nn::Linear>(64, 2));
+  flat.configure(ModelConfig{}).finalize({64});
+  // Any sample of 64 values fits a model of 64 inputs; the error counts values, not an image shape.
+  EXPECT_EQ(flat.evaluate(tiny_dataset(8, 4, 16, "wide")).samples, 8);
+  const data::Dataset short_rows = tiny_dataset(8, 7, 8, "short");
+  EXPECT_EQ(error_of([&] { flat.evaluate(short_rows); }),
+            "evaluate: data set 'short' has 56 values per sample (images (7, 8, 1)), the model expects 64");
+  EXPECT_EQ(error_of([&] { flat.train(short_rows, train_options(1)); }),
+            "train: data set 'short' has 56 values per sample (images (7, 8, 1)), the model expects 64");
+  // Python's (N, features) arrays arrive as (F, 1, 1) images: no image shape to name.
+  EXPECT_EQ(error_of([&] { flat.predict(tiny_dataset(8, 56, 1, "rows")); }),
+            "predict: data set 'rows' has 56 values per sample, the model expects 64");
+  EXPECT_EQ(flat.steps_done(), 0);
+}
+
 TEST(ModelEvaluate, NonFiniteOutputsAreAnError) {
   manual_seed(6);
   Model m = make_model();

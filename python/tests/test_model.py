@@ -279,6 +279,11 @@ def test_bad_input_gets_clear_errors(fmnist):
         bad = ae.Model(); bad.add(ae.Dense(5, 2))
         bad.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
         bad.finalize((4,))
+    flat = ae.Model(); flat.add(ae.Dense(4, 2))
+    flat.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+    flat.finalize((4,))
+    with pytest.raises(ValueError, match=r"train: data set 'train' has 3 values per sample, the model expects 4$"):
+        flat.train(np.zeros((10, 3), np.float32), np.zeros(10, np.int64), verbose=False)
     m.finalize((28, 28, 1))
     with pytest.raises(ValueError, match=r"\(32, 32, 3\)|28, 28, 1"):
         m.train(np.zeros((10, 32, 32, 3), np.uint8), np.zeros(10, np.int64), verbose=False)
