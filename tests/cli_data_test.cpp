@@ -165,6 +165,12 @@ TEST(CliImageFolder, TrainEvaluateAndVerify) {
   fs::create_directories(tmp.path / "no-images");
   expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + tmp.file("no-images") + "'"),
                         {"no-images holds no image"});
+  // A file that is no image, IDX or CIFAR-10 batch is named as what it is not.
+  std::ofstream(tmp.file("notes.txt")) << "not a batch\n";
+  expect_one_line_error(run("predict --checkpoint '" + ck + "' '" + tmp.file("notes.txt") + "'"),
+                        {"predict: " + tmp.file("notes.txt") + " is not an image file (",
+                         "), an IDX image file (a name with idx3) or a CIFAR-10 batch: ",
+                         "expected a 3073-byte record (number 0), file ends after 12 bytes of it"});
   const CliResult v = run("data verify image-folder --data-dir " + d);
   EXPECT_EQ(v.code, 0) << v.out;
   EXPECT_NE(v.out.find("train: 60 images (8, 8, 1), 2 classes: dark 30, light 30"), std::string::npos)

@@ -90,7 +90,15 @@ data::Dataset read_images(const std::string& path, const Shape& want,
     d.n = img.n, d.h = img.rows, d.w = img.cols, d.c = 1;
     d.images = img.pixels;
   } else {
-    d.n = data::read_cifar10_batch(path, d.images, d.labels, 0);
+    // Anything else is read as a CIFAR-10 batch: a file that is not one is named as what it is not.
+    try {
+      d.n = data::read_cifar10_batch(path, d.images, d.labels, 0);
+    } catch (const Error& e) {
+      if (!std::filesystem::is_regular_file(path, ec)) throw;  // "cannot open": nothing to add
+      throw Error(detail::cat("predict: ", path, " is not an image file (", data::kImageExtensions,
+                              "), an IDX image file (a name with idx3) or a CIFAR-10 batch: ", e.what()),
+                  e.kind());
+    }
     d.h = d.w = data::kCifarSide;
     d.c = data::kCifarChannels;
   }
