@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -71,7 +71,8 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
             if str(a.dtype) not in _DTYPES:
                 raise TypeError(f"aether.tensor: unsupported dtype {a.dtype} (aether has float32, float64, "
                                 "float16, bfloat16, int32, int64, uint8 and bool)")
-            a = np.ascontiguousarray(a)
+            if not a.flags.c_contiguous:  # not np.ascontiguousarray, which makes a 0-d array 1-d
+                a = np.ascontiguousarray(a)
             t = _aether._from_array(a, copy)
     if dtype is not None:
         t = t.astype(dtype_name(dtype))
@@ -273,9 +274,17 @@ def _tolist(self: Tensor) -> Any:
     return np.asarray(self).tolist()
 
 
+def _iter(self: Tensor) -> Iterator[Tensor]:
+    """The sub-tensors along the first axis, as NumPy's; a 0-d tensor is not iterable (TypeError)."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return (self[i] for i in range(self.shape[0]))
+
+
 Tensor.__getitem__ = _getitem
 Tensor.take = _take
 Tensor.__setitem__ = _setitem
 Tensor.__contains__ = _contains
 Tensor.__format__ = _format
 Tensor.tolist = _tolist
+Tensor.__iter__ = _iter

@@ -622,7 +622,7 @@ class Model:
             a = np.asarray(w)
             if a.dtype.kind not in "biuf":
                 raise TypeError(f"set_weights: value {i} has dtype {a.dtype}, expected numbers")
-            values.append(tensor(np.ascontiguousarray(a)))
+            values.append(tensor(a))
         self._cpp.set_weights(values)
 
     def save_weights(self, path: str) -> None:

@@ -153,6 +153,30 @@ def test_python_truth_number_and_equality_protocols_follow_numpy():
     assert len({t, t, ae.tensor(1.0)}) == 2  # hashable by identity, like torch.Tensor
 
 
+def test_scalars_and_0d_arrays_make_0d_tensors_as_in_numpy():
+    """aether.tensor of a Python or NumPy scalar, or of a 0-d array, has shape (), as np.asarray and
+    torch.tensor give. Before, np.ascontiguousarray made them (1,), so ae.tensor(2.0) * x and
+    ae.tensor(2.0).sum() differed from NumPy's shapes. A 0-d tensor is not iterable (NumPy's
+    TypeError; before, an empty iteration) and has no len()."""
+    for value, dtype in ((3.0, "float32"), (np.float32(3), "float32"), (np.array(3.0), "float64"),
+                         (np.int64(3), "int64"), (True, "bool")):
+        t = ae.tensor(value)
+        assert t.shape == () and t.ndim == 0 and t.dtype == dtype, (value, t.shape, t.dtype)
+        assert np.asarray(t).shape == () and t.item() == value
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    s = ae.tensor(np.float32(2.0))
+    assert (s * ae.tensor(x)).shape == (2, 3) and np.array_equal(np.asarray(s * ae.tensor(x)), 2 * x)
+    assert ae.stack([s, s]).shape == (2,) and s.reshape(1).shape == (1,) and s[None].shape == (1,)
+    with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
+        iter(s)
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
+        len(s)
+    assert [r.tolist() for r in ae.tensor(x)] == x.tolist()  # iteration gives the rows
+    w = ae.tensor(2.0, requires_grad=True)
+    (w * ae.tensor(x)).sum().backward()
+    assert w.grad.shape == () and float(w.grad) == x.sum()
+
+
 def test_numpy_arrays_as_operands_give_tensors_that_keep_their_gradient():
     """t * a and a * t with an ndarray a are Tensors recorded for autograd. Before, NumPy's operators
     took over (in both orders): the result was an ndarray and the gradient was lost."""
