@@ -83,19 +83,31 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
     return t
 
 
+def _creation_dtype(name: str, dtype: Any) -> str:
+    """The dtype argument of zeros/ones/full, where PyTorch's habit ones(2, 3) puts a size."""
+    if is_int(dtype):
+        raise TypeError(f"{name}: the shape is one argument, a tuple such as {name}((2, 3)) (NumPy's form); "
+                        f"got the int {dtype} where the dtype goes")
+    return dtype_name(dtype)
+
+
 def zeros(shape: Union[int, Sequence[int]], dtype: Any = "float32") -> Tensor:
-    return _aether.zeros(_shape(shape), dtype_name(dtype))
+    """A tensor of zeros of `shape` (an int or a tuple, as np.zeros)."""
+    return _aether.zeros(_shape(shape), _creation_dtype("zeros", dtype))
 
 
 def ones(shape: Union[int, Sequence[int]], dtype: Any = "float32") -> Tensor:
-    return _aether.ones(_shape(shape), dtype_name(dtype))
+    """A tensor of ones of `shape` (an int or a tuple, as np.ones)."""
+    return _aether.ones(_shape(shape), _creation_dtype("ones", dtype))
 
 
 def full(shape: Union[int, Sequence[int]], value: float, dtype: Any = "float32") -> Tensor:
-    return _aether.full(_shape(shape), value, dtype_name(dtype))
+    """A tensor of `shape` (an int or a tuple, as np.full) holding `value` everywhere."""
+    return _aether.full(_shape(shape), value, _creation_dtype("full", dtype))
 
 
 def arange(start: float, stop: Optional[float] = None, step: float = 1.0, dtype: Any = "float32") -> Tensor:
+    """Values from start (0 when only one bound is given) up to, not including, stop (np.arange)."""
     if stop is None:
         start, stop = 0.0, start
     return _aether.arange(start, stop, step, dtype_name(dtype))

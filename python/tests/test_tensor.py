@@ -296,6 +296,13 @@ def test_numpy_dtypes_and_int_shapes_are_accepted_where_names_are():
         t.astype(np.complex64)
     with pytest.raises(TypeError, match="a dtype is a name such as 'float32' or a NumPy dtype"):
         t.astype(object())
+    # PyTorch's ones(2, 3) puts a size where NumPy's dtype goes: named as that, not as a bad dtype.
+    for make in (ae.zeros, ae.ones):
+        with pytest.raises(TypeError, match=rf"{make.__name__}: the shape is one argument, a tuple such as "
+                                            rf"{make.__name__}\(\(2, 3\)\) \(NumPy's form\); got the int 3"):
+            make(2, 3)
+    with pytest.raises(TypeError, match="full: the shape is one argument"):
+        ae.full((2, 3), 1.0, 3)
 
 
 def test_index_errors():
