@@ -645,13 +645,16 @@ class Model:
     def epochs_done(self) -> int:
         return self._cpp.epochs_done
 
-    def summary(self, print_fn: Optional[Callable[[str], None]] = print) -> str:
-        """The layers with their output shapes and parameter counts (printed, and returned)."""
+    def summary(self, print_fn: Optional[Callable[[str], None]] = print) -> Optional[str]:
+        """The layers with their output shapes and parameter counts, given to print_fn (Keras'
+        summary(): printed, returning None, so that a notebook or the REPL shows it once); with
+        print_fn=None the text is returned instead."""
         self._require_finalized("summary")
         text = self._cpp.summary()
-        if print_fn is not None:
-            print_fn(text)
-        return text
+        if print_fn is None:
+            return text
+        print_fn(text)
+        return None
 
     # ---- files ----------------------------------------------------------------------------------
     def save(self, path: str) -> None:

@@ -101,6 +101,8 @@ def test_every_layer_builds_and_trains():
                                                                            clip_grad_norm=1.0))
     m.finalize((12, 12, 3))
     text = m.summary(print_fn=None)
+    printed = []
+    assert m.summary(print_fn=printed.append) is None and printed == [text]  # Keras': printed once, no echo
     for name in ("Conv2d", "BatchNorm2d", "AvgPool2d", "LayerNorm", "Tanh", "MaxPool2d", "GlobalMaxPool2d",
                  "BatchNorm1d", "Sigmoid", "Linear"):
         assert name in text
