@@ -101,6 +101,20 @@ TEST(DataDir, ExplicitDirectoryWithoutFilesIsAnErrorListingWhatWasTried) {
     EXPECT_EQ(msg.find("/usr/share"), std::string::npos)
         << "an explicit directory must not fall back: " << msg;
   }
+  // The message names the folder the way its caller takes it: Python's keyword, not the CLI's flag.
+  try {
+    resolve_data_dir("cifar-10", empty, "data_dir");
+    FAIL() << "no error";
+  } catch (const aether::Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("no cifar-10 files found (from data_dir); tried:"), std::string::npos) << msg;
+    EXPECT_NE(
+        msg.find(
+            "\nPass data_dir=DIR or set AETHER_DATA=DIR, or download it with `aether data fetch cifar10`"),
+        std::string::npos)
+        << msg;
+    EXPECT_EQ(msg.find("--data-dir"), std::string::npos) << msg;
+  }
   ScopedEnv env2("AETHER_DATA", empty);
   try {
     resolve_data_dir("fashion-mnist", "");

@@ -1,7 +1,7 @@
 """The data sets aether's CLI trains on, as NumPy arrays: images (N, H, W, C) uint8 and labels (N,)
 int64 (Fashion-MNIST, CIFAR-10, and a folder of one's own images). The arrays view the loaded data (no copy). Files are found like `aether train` finds them
 (data_dir, then $AETHER_DATA, then the defaults: Debian's dataset-fashion-mnist package, a
-shared/data/cifar-10 folder, or what `aether data fetch` downloaded)."""
+shared/data/cifar-10 folder, or what `aether data fetch cifar10` downloaded)."""
 
 from __future__ import annotations
 

@@ -100,8 +100,8 @@ void bind_data(nb::module_& m) {
         AETHER_CHECK(split == "train" || split == "test", "datasets",
                      "split must be 'train' or 'test', got '", split, "'");
         const data::Split s = split == "train" ? data::Split::train : data::Split::test;
-        return std::make_shared<data::Dataset>(
-            data::load_dataset(canonical, data::resolve_data_dir(canonical, dir), s, height, width));
+        return std::make_shared<data::Dataset>(data::load_dataset(
+            canonical, data::resolve_data_dir(canonical, dir, "data_dir"), s, height, width));
       },
       nb::arg("name"), nb::arg("split"), nb::arg("data_dir") = "", nb::arg("height") = 0,
       nb::arg("width") = 0);

@@ -94,31 +94,34 @@ std::vector<fs::path> data_dir_candidates(const std::string& dataset_name, const
   return out;
 }
 
-fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cli_dir) {
+fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cli_dir,
+                          const std::string& dir_option) {
   const std::vector<fs::path> candidates = data_dir_candidates(dataset_name, cli_dir);
   for (const auto& dir : candidates) {
     if (has_dataset_files(dataset_name, dir)) return dir;
   }
   std::string tried;
   for (const auto& dir : candidates) tried += "\n  " + dir.string();
-  const char* how = !cli_dir.empty()               ? " (from --data-dir)"
-                    : !config().data.get().empty() ? " (from AETHER_DATA)"
-                                                   : "";
+  const std::string how = !cli_dir.empty()               ? " (from " + dir_option + ")"
+                          : !config().data.get().empty() ? " (from AETHER_DATA)"
+                                                         : "";
+  // How to pass a folder: a flag takes it after a space (--data-dir DIR), a keyword after '='.
+  const std::string pass = dir_option + (dir_option.starts_with("--") ? " DIR" : "=DIR");
   const std::string name = canonical_dataset_name(dataset_name);
-  if (candidates.empty())  // image-folder without --data-dir or AETHER_DATA: one line
+  if (candidates.empty())  // image-folder without a folder or AETHER_DATA: one line
     throw Error(
-        detail::cat("resolve_data_dir: ", name, " has no default folder: pass --data-dir DIR (or set ",
+        detail::cat("resolve_data_dir: ", name, " has no default folder: pass ", pass, " (or set ",
                     "AETHER_DATA=DIR), a folder holding train/<class>/<image> and test/<class>/<image>"),
         ErrorKind::runtime);
-  std::string hint = "\nPass --data-dir DIR or set AETHER_DATA=DIR";
+  std::string hint = "\nPass " + pass + " or set AETHER_DATA=DIR";
   if (name == "image-folder") {
     hint += ": a folder holding train/<class>/<image> and test/<class>/<image>";
   } else if (name == "cifar-10") {
     try {
-      hint += detail::cat(", or download it with `aether data fetch` (to ",
+      hint += detail::cat(", or download it with `aether data fetch cifar10` (to ",
                           default_download_dir(name).string(), ")");
     } catch (const Error&) {
-      hint += ", or download it with `aether data fetch`";
+      hint += ", or download it with `aether data fetch cifar10`";
     }
   } else {
     hint += " (Debian: apt install dataset-fashion-mnist)";

@@ -93,7 +93,10 @@ bool has_dataset_files(const std::string& dataset_name, const std::filesystem::p
 std::vector<std::filesystem::path> data_dir_candidates(const std::string& dataset_name,
                                                        const std::string& cli_dir = "");
 // The first candidate that has_dataset_files; else throws aether::Error listing every candidate.
-std::filesystem::path resolve_data_dir(const std::string& dataset_name, const std::string& cli_dir = "");
+// `dir_option` is how the caller's user gives cli_dir, for the error: a flag ("--data-dir", then
+// "pass --data-dir DIR") or a keyword argument ("data_dir", then "pass data_dir=DIR").
+std::filesystem::path resolve_data_dir(const std::string& dataset_name, const std::string& cli_dir = "",
+                                       const std::string& dir_option = "--data-dir");
 // Where `aether data fetch` puts a data set: $XDG_DATA_HOME/aether/<name>, else
 // $HOME/.local/share/aether/<name>.
 std::filesystem::path default_download_dir(const std::string& dataset_name);
