@@ -5,8 +5,9 @@
 # Why not Debian's libdnnl-dev: Debian 12 ships oneDNN 2.6, whose AVX2 convolutions are the older
 # jit:avx2 kernels; oneDNN 3.x adds brgemm convolutions for AVX2 (brgconv:avx2). Measured on a 2-core
 # Zen3 (AVX2, no AVX-512), conv3x3 64->64 on (64,64,32,32) NHWC, medians of 6 alternating runs:
-# forward 44.3 -> 34.0 ms, backward-data 45 -> 35 ms, backward-weights 76 -> 81 ms (README,
-# "Performance"). Debian 13's oneDNN 3.7 needs glibc 2.38 and libstdc++ 14, which Debian 12 lacks.
+# forward 44.3 -> 34.0 ms, backward-data 45 -> 35 ms, backward-weights 76 -> 81 ms (docs/results.md,
+# "oneDNN 3.2 instead of Debian's 2.6"). Debian 13's oneDNN 3.7 needs glibc 2.38 and libstdc++ 14,
+# which Debian 12 lacks.
 # Intel publishes oneDNN 3.2 on PyPI as two wheels (onednn-cpu-gomp: libdnnl.so.3 built against
 # libgomp; onednn-devel-cpu-gomp: headers and CMake config). They are fetched with pip (in a
 # throw-away venv), checked against the SHA-256 sums below, and unpacked: lib/libdnnl.so.3.2 (with

@@ -202,7 +202,7 @@ class Compiler {
     argv.erase(argv.begin() + 1, argv.begin() + 2 + std::ptrdiff_t(isa_cap_.size()));
     isa_ = native_ok && run(argv, &plain) == 0 ? disk::native_isa_of(native, plain) : "unknown\n";
     // AVX2 without AVX-512: 256-bit vectors, two independent halves per instruction where the CPU
-    // splits them (a GELU forward fused with BatchNorm 1.45x faster on a Zen 1 EPYC; README, results).
+    // splits them (a GELU forward fused with BatchNorm 1.45x faster on a Zen 1 EPYC; docs/results.md).
     for (const std::string& f : disk::vector_width_flags(isa_)) flags_.push_back(f);
     // The cache directory.
     const std::string dir = disk::choose_cache_dir("compiled kernels");

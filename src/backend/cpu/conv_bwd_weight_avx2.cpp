@@ -2,7 +2,7 @@
 // kernels (no AVX-512, or AETHER_CPU_ISA=avx2). There oneDNN 3.2's backward-weights (jit:avx2, the
 // kernel PyTorch runs too) ran cifarnet's batch-64 step's layers at 65-71% of the FMA peak against
 // 96-99% for its forward; this loop nest runs them at 91-98% (48-51 ms instead of 66-72 ms on a
-// Zen 4 capped at AVX2; README, "Results so far").
+// Zen 4 capped at AVX2; docs/results.md).
 //
 //   dw[o, kh, kw, c] = sum over (n, oh, ow) of dy[n, oh, ow, o] * x[n, ih, iw, c],
 //   ih = oh - pad_top + kh, iw = ow - pad_left + kw,
