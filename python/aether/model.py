@@ -547,13 +547,17 @@ class Model:
 
     def evaluate(self, X: ArrayLike, y: ArrayLike, batch_size: int = 256, tta: str = "none",
                  callbacks: Optional[Sequence[Callback]] = None,
-                 sample_weight: Optional[ArrayLike] = None) -> Dict[str, float]:
+                 sample_weight: Optional[ArrayLike] = None,
+                 return_confusion: bool = False) -> Dict[str, Any]:
         """{"loss", "accuracy"} (and "top5" for 5 or more classes) over X, y, in evaluation mode.
         tta: test-time augmentation of image input, "none", "flip" (the mean logits of each image and
         its mirror image) or "flip_translate" (airbench's: also one-pixel shifts). callbacks:
         aether.Callback objects whose on_test_* hooks run (aether.callbacks.Callback says when).
         sample_weight (Keras'): one weight (N,) per sample, multiplying its loss (the mean still over
-        the samples); the accuracy stays unweighted."""
+        the samples); the accuracy stays unweighted. return_confusion (class labels only): also
+        "confusion_matrix", int64 (K, K) counting the samples of class `label` whose largest output
+        is `predicted` at [label, predicted] (what `aether train --metrics-json` writes), and
+        "class_accuracy", (K,) each class's accuracy (recall), NaN for a class without samples."""
         self._require_finalized("evaluate")
         batch_size = integer(batch_size, "evaluate: batch_size", 1)
         cbs = _callback_list(callbacks, "evaluate")
@@ -562,10 +566,17 @@ class Model:
         for cb in cbs:
             cb.set_model(self)
             cb.set_params({"verbose": 0, "epochs": 1, "steps": -(-len(ds) // batch_size)})
+        if return_confusion and (self._cpp.config["loss"] == "mse" or ds.target_dim != 0):
+            raise ValueError(f"evaluate: return_confusion needs class labels; this model's loss "
+                             f"({self._cpp.config['loss']}) takes targets, which have no classes")
         r = self._cpp.evaluate(ds, batch_size, str(tta), *_eval_hooks(cbs, "test"), weights)
-        out = {"loss": r["loss"], "accuracy": r["accuracy"]}
+        out: Dict[str, Any] = {"loss": r["loss"], "accuracy": r["accuracy"]}
         if self._cpp.config["loss"] != "mse" and ds.target_dim == 0 and self._classes() >= 5:
             out["top5"] = r["top5"]
+        if return_confusion:
+            k = len(r["class_accuracy"])
+            out["confusion_matrix"] = np.asarray(r["confusion"], np.int64).reshape(k, k)
+            out["class_accuracy"] = np.asarray(r["class_accuracy"], np.float64)
         return out
 
     def predict(self, X: ArrayLike, batch_size: int = 256,

@@ -417,6 +417,8 @@ void bind_model(nb::module_& m) {
             d["top5"] = r.top5;
             d["samples"] = r.samples;
             d["seconds"] = r.seconds;
+            d["confusion"] = r.confusion;  // (K*K) [label * K + predicted]; empty for targets
+            d["class_accuracy"] = r.class_accuracy();
             return d;
           },
           arg("dataset"), arg("batch_size") = 256, arg("tta") = "none",

@@ -24,6 +24,17 @@ def test_the_example_trains_on_real_fashion_mnist(fmnist):
     assert p.shape == (50, 10) and p.dtype == np.float32
     np.testing.assert_allclose(p.sum(axis=1), 1.0, rtol=1e-5)
     assert model.epochs_done == 2
+    # The confusion matrix, as `aether train --metrics-json` writes it: [label, predicted] counts of
+    # the first maximum of each sample's outputs, which predict() gives too.
+    c = model.evaluate(xt, yt, return_confusion=True)
+    m = c["confusion_matrix"]
+    assert m.shape == (10, 10) and m.dtype == np.int64 and c["accuracy"] == r["accuracy"]
+    expected = np.zeros((10, 10), np.int64)
+    np.add.at(expected, (yt, model.predict(xt).argmax(axis=1)), 1)
+    assert np.array_equal(m, expected)
+    assert np.trace(m) / len(yt) == pytest.approx(r["accuracy"], abs=1e-12)
+    np.testing.assert_allclose(c["class_accuracy"], np.diag(m) / np.bincount(yt, minlength=10))
+    assert "confusion_matrix" not in r  # only when asked: evaluate's dict stays Keras' metrics
 
 
 def test_float_images_one_hot_labels_and_preprocessing(fmnist):
@@ -127,6 +138,9 @@ def test_regression_with_mean_squared_error():
     assert h["accuracy"][-1] > h["accuracy"][0]
     r = m.evaluate(x, y)
     assert r["loss"] < 0.2 and r["accuracy"] > 0.5
+    with pytest.raises(ValueError, match=r"evaluate: return_confusion needs class labels; this model's loss "
+                                         r"\(mse\) takes targets"):
+        m.evaluate(x, y, return_confusion=True)
     p = m.predict(x[:3])
     assert p.shape == (3, 1)
     np.testing.assert_allclose(p.ravel(), y[:3], atol=0.6)
