@@ -1,7 +1,7 @@
 // EvalResult::confusion and class_accuracy(): evaluate() counts each (label, argmax) pair; the
 // counts equal those from predict()'s outputs, in any batch size and with test-time augmentation's
 // averaged outputs; the diagonal over the samples is the accuracy; a class without samples has a
-// NaN accuracy; targets give no matrix.
+// NaN accuracy; targets give no matrix. Training counts its accuracy too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,3 +105,21 @@ TEST(Confusion, AClassWithoutSamplesAndTargets) {
 }
 
 }  // namespace
+
+// Training's accuracy with class labels is a count of hits over the samples too: each step's float32
+// mean of its batch is turned back into its integer count (it was summed as it was: 0.30000001192).
+TEST(Confusion, TrainingAccuracyCountsTheHits) {
+  const data::Dataset d = labelled(90, 3, 3);
+  Model m = linear(3);
+  TrainOptions o = train_options(2);
+  o.data.batch_size = 7;  // 13 steps, the last of 6 samples (no drop_last)
+  o.data.mean = {0.0f};
+  o.data.std = {1.0f};
+  const History h = m.train(d, o);
+  ASSERT_EQ(h.epochs.size(), 2u);
+  for (const EpochStats& e : h.epochs) {
+    const double hits = e.train_accuracy * 90.0;
+    EXPECT_EQ(hits, std::round(hits)) << "epoch " << e.epoch << ": accuracy " << e.train_accuracy;
+    EXPECT_EQ(e.train_accuracy, std::round(hits) / 90.0);
+  }
+}

@@ -297,7 +297,9 @@ EpochStats Model::TrainLoop::run_steps(int64_t epoch, double lr_scale, ProgressB
     const int64_t n = comm_ != nullptr ? b->global_size : b->size;  // images of the step, every rank's
     seen += n;
     loss_sum += loss * double(n);
-    correct_sum += accuracy * double(n);
+    // Class labels: the accuracy is a float32 mean of n hits, so its count is the nearest integer
+    // (history's accuracy 0.3 instead of 0.30000001192). Targets: a mean over n * outputs values.
+    correct_sum += b->labels.defined() ? std::round(accuracy * double(n)) : accuracy * double(n);
     AETHER_CHECK_RUNTIME(std::isfinite(loss_sum), "train", "the loss became ", loss, " at step ",
                          m_.steps_done, " (epoch ", epoch + 1, "); try a lower learning rate");
     bar.update(batches, seen, loss_sum / double(seen), correct_sum / double(seen));
