@@ -167,6 +167,9 @@ def test_scalars_and_0d_arrays_make_0d_tensors_as_in_numpy():
     s = ae.tensor(np.float32(2.0))
     assert (s * ae.tensor(x)).shape == (2, 3) and np.array_equal(np.asarray(s * ae.tensor(x)), 2 * x)
     assert ae.stack([s, s]).shape == (2,) and s.reshape(1).shape == (1,) and s[None].shape == (1,)
+    # Python ints and bools meet integer and bool tensors as 0-d tensors of their dtype: shapes stay.
+    i = ae.tensor(np.array(3, np.int32))
+    assert (i + 1).shape == () and (i + 1).dtype == "int32" and (ae.tensor(True) & True).shape == ()
     with pytest.raises(TypeError, match="iteration over a 0-d tensor"):
         iter(s)
     with pytest.raises(TypeError, match="len\\(\\) of a 0-d tensor"):
