@@ -314,6 +314,8 @@ class Model:
                 raise TypeError(f"{what}: binary targets must be numbers in [0, 1], got dtype {y.dtype}")
             t = np.ascontiguousarray(y.reshape(len(y), -1), dtype=np.float32)
             return _aether._dataset_from_arrays(images, images, None, t, 0, what)
+        if y.ndim == 2 and y.shape[1] == 1 and classes != 1:
+            y = y[:, 0]  # a column of classes (N, 1), as Keras' sparse labels and scikit-learn's columns
         if y.ndim == 2:  # one-hot rows
             if not (np.isin(y, (0, 1)).all() and (y.sum(axis=1) == 1).all()):
                 raise ValueError(f"{what}: 2-D labels must be one-hot rows (a single 1 per row)")
@@ -366,8 +368,8 @@ class Model:
               callbacks: Optional[Sequence[Callback]] = None,
               class_weight: Optional[Union[Dict[int, float], Sequence[float]]] = None,
               sample_weight: Optional[ArrayLike] = None) -> History:
-        """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) or one-hot
-        (N, K) (or float targets for MeanSquaredError; targets in [0, 1], (N,) for one output or
+        """Trains on images X (N, H, W, C) or (N, features) and labels y: classes (N,) (or a column
+        (N, 1)) or one-hot (N, K) (or float targets for MeanSquaredError; targets in [0, 1], (N,) for one output or
         (N, K), for SigmoidBinaryCrossEntropy). uint8 images are scaled to [0, 1] and
         normalised per channel with the statistics of X (saved with the model); other images are
         used as float32 as they are. Returns the history: lists of loss, accuracy, val_loss,

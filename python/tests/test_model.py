@@ -311,6 +311,10 @@ def test_bad_input_gets_clear_errors(fmnist):
         m.train(x[:10], y[:10] + 0.5, verbose=False)
     with pytest.raises(ValueError, match="one-hot"):
         m.train(x[:10], np.full((10, 10), 0.1), verbose=False)
+    # A column of classes (N, 1) is the classes (Keras' sparse labels); it was "must be one-hot rows".
+    assert m.evaluate(x[:50], y[:50, None]) == m.evaluate(x[:50], y[:50])
+    with pytest.raises(ValueError, match="one-hot labels have 2 columns"):
+        m.evaluate(x[:10], np.eye(2, dtype=np.int64)[y[:10] % 2])
     with pytest.raises(TypeError, match="numbers"):
         m.predict(np.array([["a"]]))
     with pytest.raises(ValueError, match="epochs"):
