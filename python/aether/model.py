@@ -298,8 +298,18 @@ class Model:
         shape = self._cpp.input_shape
         return int(_aether.output_shape(self._cpp.network(), list(shape))[-1])
 
-    def _dataset(self, x: ArrayLike, y: ArrayLike, what: str) -> "_aether.Dataset":
+    def _batch(self, x: ArrayLike, what: str) -> np.ndarray:
+        """_images(x), which must be a batch: one sample of the model's input shape is named as that
+        (it was read as a batch of its rows: "has images (28, 1, 1), the model expects (28, 28, 1)")."""
         images = _images(x, what)
+        shape = tuple(self._cpp.input_shape)
+        if images.shape == shape or (len(shape) == 3 and shape[2] == 1 and images.shape == shape[:2]):
+            raise ValueError(f"{what}: X has the shape of one sample, {images.shape}; pass a batch of "
+                             f"samples, e.g. X[None] of shape {(1,) + images.shape}")
+        return images
+
+    def _dataset(self, x: ArrayLike, y: ArrayLike, what: str) -> "_aether.Dataset":
+        images = self._batch(x, what)
         y = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
         if y.shape[:1] != images.shape[:1]:
             raise ValueError(f"{what}: {images.shape[0]} images but {y.shape[0] if y.ndim else 0} labels")
@@ -590,7 +600,7 @@ class Model:
         self._require_finalized("predict")
         batch_size = integer(batch_size, "predict: batch_size", 1)
         cbs = _callback_list(callbacks, "predict")
-        images = _images(X, "predict")
+        images = self._batch(X, "predict")
         if self._cpp.config["loss"] == "mse":
             ds = _aether._dataset_from_arrays(images, images, None, np.zeros((len(images), 1), np.float32), 0,
                                               "predict")

@@ -2,6 +2,8 @@
 one-hot, evaluate/predict, errors, presets, regression, binary and multi-label classification,
 summary."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -311,6 +313,13 @@ def test_bad_input_gets_clear_errors(fmnist):
         m.train(x[:10], y[:10] + 0.5, verbose=False)
     with pytest.raises(ValueError, match="one-hot"):
         m.train(x[:10], np.full((10, 10), 0.1), verbose=False)
+    # One sample where a batch goes is named as that (it was read as 28 samples of 28 x 1).
+    for one in (x[0], x[0, :, :, 0]):
+        with pytest.raises(ValueError, match=re.escape(f"predict: X has the shape of one sample, {one.shape}; "
+                                                       f"pass a batch of samples, e.g. X[None] of shape (1, 28, 28")):
+            m.predict(one)
+    with pytest.raises(ValueError, match="evaluate: X has the shape of one sample"):
+        m.evaluate(x[0], y[:1])
     # A column of classes (N, 1) is the classes (Keras' sparse labels); it was "must be one-hot rows".
     assert m.evaluate(x[:50], y[:50, None]) == m.evaluate(x[:50], y[:50])
     with pytest.raises(ValueError, match="one-hot labels have 2 columns"):
