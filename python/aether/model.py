@@ -578,12 +578,13 @@ class Model:
         for cb in cbs:
             cb.set_model(self)
             cb.set_params({"verbose": 0, "epochs": 1, "steps": -(-len(ds) // batch_size)})
-        if return_confusion and (self._cpp.config["loss"] == "mse" or ds.target_dim != 0):
+        labelled = self._cpp.config["loss"] != "mse" and ds.target_dim == 0  # class labels, not targets
+        if return_confusion and not labelled:
             raise ValueError(f"evaluate: return_confusion needs class labels; this model's loss "
                              f"({self._cpp.config['loss']}) takes targets, which have no classes")
         r = self._cpp.evaluate(ds, batch_size, str(tta), *_eval_hooks(cbs, "test"), weights)
         out: Dict[str, Any] = {"loss": r["loss"], "accuracy": r["accuracy"]}
-        if self._cpp.config["loss"] != "mse" and ds.target_dim == 0 and self._classes() >= 5:
+        if labelled and self._classes() >= 5:
             out["top5"] = r["top5"]
         if return_confusion:
             k = len(r["class_accuracy"])

@@ -220,10 +220,10 @@ struct Model::Impl {
     const bool flat = input_shape.size() == 1;
     AETHER_CHECK(flat || Shape({d.h, d.w, d.c}) == input_shape, op, "data set '", d.name, "' has images (",
                  d.h, ", ", d.w, ", ", d.c, "), the model expects ", to_string(input_shape));
-    const std::string image =  // Python's (N, features) are (F, 1, 1): no image shape to name
-        d.w == 1 && d.c == 1 ? "" : detail::cat(" (images (", d.h, ", ", d.w, ", ", d.c, "))");
     AETHER_CHECK(!flat || d.image_bytes() == input_shape[0], op, "data set '", d.name, "' has ",
-                 d.image_bytes(), " values per sample", image, ", the model expects ", input_shape[0]);
+                 d.image_bytes(), " values per sample",  // Python's (N, features): (F, 1, 1), no image
+                 d.w == 1 && d.c == 1 ? "" : detail::cat(" (images (", d.h, ", ", d.w, ", ", d.c, "))"),
+                 ", the model expects ", input_shape[0]);
   }
   // The normalisation as saved: one value per channel. Empty lists (never trained) mean mean 0 and
   // std 1; an image model knows its channel count and writes them out.
