@@ -42,3 +42,48 @@ TEST(Print, RealizedNodesPrintAsBuffersWithTheirView) {
   EXPECT_NE(text.find("Buffer"), std::string::npos);
   EXPECT_NE(text.find("strides=(1, 2)"), std::string::npos) << text;  // the transposed view
 }
+
+// operator<< prints the header and then the values in NumPy's layout (np.array2string with ", "):
+// nested brackets, columns padded to the widest value, and over 1000 elements each long axis cut
+// to its first and last three.
+std::string printed(const Tensor& t) {
+  std::ostringstream os;
+  os << t;
+  return os.str();
+}
+
+TEST(Print, TensorValuesAreNestedByShapeAsNumPyPrintsThem) {
+  EXPECT_EQ(printed(Tensor::from_vector<float>({1, 2.5f, -3, 4, 5, 6}, {2, 3})),
+            "Tensor(shape=(2, 3), dtype=float32, device=cpu)\n"
+            "[[  1, 2.5,  -3],\n"
+            " [  4,   5,   6]]");
+  // The logical order of a view, not its buffer's: the transpose of [[1, 2], [3, 4]].
+  EXPECT_EQ(printed(Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}).transpose(0, 1)),
+            "Tensor(shape=(2, 2), dtype=float32, device=cpu)\n[[1, 3],\n [2, 4]]");
+  // Blocks of rank 2 are separated by a blank line.
+  EXPECT_EQ(printed(Tensor::from_vector<int64_t>({0, 1, 2, 3}, {2, 1, 2})),
+            "Tensor(shape=(2, 1, 2), dtype=int64, device=cpu)\n[[[0, 1]],\n\n [[2, 3]]]");
+  // A 0-d tensor is its value; booleans read True / False; an empty tensor is [].
+  EXPECT_EQ(printed(Tensor::from_vector<float>({3.5f}, {})),
+            "Tensor(shape=(), dtype=float32, device=cpu)\n3.5");
+  EXPECT_EQ(printed(Tensor::from_vector<float>({1, 0}) > 0.5),
+            "Tensor(shape=(2,), dtype=bool, device=cpu)\n[ True, False]");
+  EXPECT_EQ(printed(Tensor::zeros({0, 3})), "Tensor(shape=(0, 3), dtype=float32, device=cpu)\n[]");
+  EXPECT_EQ(printed(Tensor()), "Tensor(empty)");
+}
+
+TEST(Print, OverAThousandElementsEachLongAxisShowsItsEnds) {
+  std::vector<int64_t> v(2000);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = int64_t(i);
+  EXPECT_EQ(printed(Tensor::from_vector<int64_t>(v, {2, 1000})),
+            "Tensor(shape=(2, 1000), dtype=int64, device=cpu)\n"
+            "[[   0,    1,    2, ...,  997,  998,  999],\n"
+            " [1000, 1001, 1002, ..., 1997, 1998, 1999]]");
+  EXPECT_EQ(printed(Tensor::from_vector<int64_t>(v, {1000, 2})),
+            "Tensor(shape=(1000, 2), dtype=int64, device=cpu)\n"
+            "[[   0,    1],\n [   2,    3],\n [   4,    5],\n ...,\n"
+            " [1994, 1995],\n [1996, 1997],\n [1998, 1999]]");
+  // 1000 elements exactly are all printed.
+  EXPECT_EQ(printed(Tensor::zeros({1000})).size(),
+            std::string("Tensor(shape=(1000,), dtype=float32, device=cpu)\n[").size() + 1000 + 999 * 2 + 1);
+}

@@ -273,6 +273,23 @@ def _contains(self: Tensor, value: Any) -> bool:
     return bool(np.asarray(self == value).any())
 
 
+def _repr(self: Tensor) -> str:
+    """Tensor([[1., 2.],
+            [3., 4.]], dtype=float32): the values as NumPy prints them (np.set_printoptions applies, so
+    over 1000 elements the long axes show their ends and the shape is added, as for an empty (0, 3)), then the dtype, the device
+    when it is not the CPU, and requires_grad when set, as torch.tensor's repr."""
+    values = np.asarray(self.detach())  # bfloat16 reads as float32
+    text = np.array2string(values, separator=", ", prefix="Tensor(")
+    extra = [f"dtype={self.dtype}"]
+    if values.size > np.get_printoptions()["threshold"] or (values.size == 0 and values.ndim != 1):
+        extra.insert(0, f"shape={tuple(self.shape)}")
+    if self.device != "cpu":
+        extra.append(f"device={self.device!r}")
+    if self.requires_grad:
+        extra.append("requires_grad=True")
+    return f"Tensor({text}, {', '.join(extra)})"
+
+
 def _format(self: Tensor, spec: str) -> str:
     """f"{loss:.4f}" formats a one-element tensor's value; an empty spec gives str(t)."""
     if not spec:
@@ -298,5 +315,7 @@ Tensor.take = _take
 Tensor.__setitem__ = _setitem
 Tensor.__contains__ = _contains
 Tensor.__format__ = _format
+Tensor.__repr__ = _repr
+Tensor.__str__ = _repr
 Tensor.tolist = _tolist
 Tensor.__iter__ = _iter

@@ -944,8 +944,28 @@ def test_realize_repr_and_device_names():
     assert not t.is_realized
     ae.realize([t])
     assert t.is_realized and t.realize() is not None
-    assert "Tensor" in repr(t) or "[" in repr(t)
+    assert repr(t) == "Tensor([2., 4.], dtype=float32)"
     assert t.to("numpy").device == "cpu" and t.to("cpu").device == "cpu"
     assert t.to("float64").dtype == "float64"
     with pytest.raises((ValueError, RuntimeError)):
         t.to("tpu")
+
+
+def test_repr_prints_the_values_as_numpy_does():
+    # Was one flat line, "Tensor(shape=(2, 2), dtype=float32, device=cpu, requires_grad) [1, 2, 3, 4]",
+    # and a 0-d tensor printed as "[3.5]", booleans as 1 / 0, and over 64 elements no values at all.
+    t = ae.tensor([[1.0, 2.5], [3.0, 4.0]], requires_grad=True)
+    assert repr(t) == "Tensor([[1. , 2.5],\n        [3. , 4. ]], dtype=float32, requires_grad=True)"
+    assert str(t) == repr(t) and f"{t}" == repr(t)
+    assert repr(ae.tensor(3.5)) == "Tensor(3.5, dtype=float32)"
+    assert repr(ae.tensor([True, False])) == "Tensor([ True, False], dtype=bool)"
+    assert repr(ae.tensor([7, 8])) == "Tensor([7, 8], dtype=int64)"
+    assert repr(ae.tensor([1.5, 2.25]).astype("bfloat16")) == "Tensor([1.5 , 2.25], dtype=bfloat16)"
+    assert repr(ae.zeros((0, 3))) == "Tensor([], shape=(0, 3), dtype=float32)"
+    # Over np.get_printoptions()["threshold"] elements, NumPy's summary and the shape it hides.
+    big = ae.tensor(np.arange(2000).reshape(1000, 2))
+    assert repr(big) == ("Tensor([[   0,    1],\n        [   2,    3],\n        [   4,    5],\n        ...,\n"
+                         "        [1994, 1995],\n        [1996, 1997],\n        [1998, 1999]], shape=(1000, 2), "
+                         "dtype=int64)")
+    with np.printoptions(precision=2):
+        assert repr(ae.tensor([1 / 3])) == "Tensor([0.33], dtype=float32)"

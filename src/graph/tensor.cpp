@@ -241,16 +241,4 @@ Tensor Tensor::to(Device device) const {
   }
 }
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "Tensor(empty)";
-  os << t.str();
-  if (t.numel() <= 64) {
-    const auto v = t.to_vector<double>();
-    os << " [";
-    for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-    os << ']';
-  }
-  return os;
-}
-
 }  // namespace aether
