@@ -5,12 +5,28 @@ lr * lr_start_factor to lr over warmup_fraction of the steps, then falls to lr *
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Dict, Iterable, Optional
+
+import numpy as np
 
 
 class Optimizer:
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Optimizer":
+        # PyTorch's form, SGD(model.parameters(), lr=0.1), would read the parameters as lr (and fail
+        # as "got multiple values for argument 'lr'"): say what to write instead.
+        if args and not isinstance(args[0], numbers.Real):
+            name = cls.__name__
+            raise TypeError(f"{name}: the first argument is lr, got {type(args[0]).__name__}: aether's optimizers "
+                            f"take their settings, as Keras' (ae.{name}(lr=0.1)); to step tensors of your own, "
+                            f"build one over them: opt = ae.{name}(lr=0.1).build(params), then opt.step() and "
+                            f"opt.zero_grad() as in PyTorch")
+        return super().__new__(cls)
+
     def __init__(self, lr: float, weight_decay: float, schedule: str, warmup_fraction: float,
                  clip_grad_norm: float):
+        if not isinstance(lr, numbers.Real) or isinstance(lr, (bool, np.bool_)):
+            raise TypeError(f"lr must be a number, got {type(lr).__name__}")
         if not lr > 0:
             raise ValueError(f"lr must be > 0, got {lr}")
         self.lr, self.weight_decay = float(lr), float(weight_decay)

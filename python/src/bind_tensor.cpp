@@ -352,13 +352,6 @@ void bind_tensor(nb::module_& m) {
       .def("_argsort", &Tensor::argsort, nb::arg("axis"), nb::arg("descending"))
       .def("_sort", &Tensor::sort, nb::arg("axis"), nb::arg("descending"))
       .def("_topk", &Tensor::topk, nb::arg("k"), nb::arg("axis"), nb::arg("largest"))
-      .def("__repr__",
-           [](const Tensor& x) {
-             nb::gil_scoped_release release;
-             std::ostringstream os;
-             os << x;
-             return os.str();
-           })
       // elementwise
       .def("__neg__", [](const Tensor& a) { return -a; })
       .def(

@@ -675,6 +675,15 @@ def test_a_training_loop_of_ones_own_with_a_built_optimizer():
         ae.SGD().build([ae.tensor([1.0])])
     with pytest.raises(TypeError, match="parameter 0 is a ndarray, not a Tensor"):
         ae.SGD().build([np.ones(2)])
+    # PyTorch's form read the parameters as lr: "SGD.__init__() got multiple values for argument 'lr'".
+    with pytest.raises(TypeError, match=r"SGD: the first argument is lr, got list: .* opt = ae.SGD\(lr=0.1\)"
+                                        r"\.build\(params\)"):
+        ae.SGD([p], lr=0.1)
+    with pytest.raises(TypeError, match=r"Adam: the first argument is lr, got generator"):
+        ae.Adam(q for q in [p])
+    with pytest.raises(TypeError, match="lr must be a number, got str"):
+        ae.SGD(lr="0.1")
+    assert ae.SGD(np.float32(0.5)).lr == 0.5 and ae.Muon(0.02, momentum=0.9).momentum == 0.9
 
 
 def test_validation_split_holds_out_the_last_fraction(fmnist):
