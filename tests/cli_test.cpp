@@ -241,6 +241,19 @@ TEST(Cli, BadDevicePrecisionAndResume) {
                 .code,
             0);
   EXPECT_EQ(aether::Model::load(ck2).precision(), "bfloat16");
+  // The resumed run's --epochs is the checkpoint's run now (it kept the first run's 1: "trained 2 of 1").
+  expect_one_line_error(run("train --resume '" + ck2 + "' --quiet"),
+                        {"has done 2 epochs, its run was for 2"});
+  // summary --checkpoint: the saved network, what it was trained on, for how long and in which precision.
+  const CliResult s = run("summary --checkpoint '" + ck2 + "'");
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find(ck2 + ": mlp on fashion-mnist, trained 2 of 2 epochs (2 steps), precision bfloat16\n"),
+            std::string::npos)
+      << s.out;
+  EXPECT_NE(s.out.find("Linear(784 -> 512)"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("Trainable parameters: 535818\n"), std::string::npos) << s.out;
+  expect_one_line_error(run("summary --checkpoint '" + ck2 + "' --model lenet"), {"--model", "--checkpoint"});
+  expect_one_line_error(run("summary --checkpoint '" + tmp.file("none.aether") + "'"), {"none.aether"});
 }
 
 TEST(Cli, MiniTrainingEvaluatePredict) {

@@ -208,6 +208,7 @@ int run_train(const TrainArgs& given) {
     AETHER_CHECK(opt.epochs > model.epochs_done(), "train", "--resume ", a.resume.text, " has done ",
                  model.epochs_done(), " epochs, ", v.epochs ? "--epochs asks for " : "its run was for ",
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
+    info["epochs"] = opt.epochs;  // the run it now belongs to: a later --resume continues up to it
   }
   AETHER_CHECK(!v.image_size || ds_name == "image-folder", "train",
                "--image-size is for --dataset image-folder (the other data sets have one image size)");
@@ -461,9 +462,24 @@ int run_evaluate(const EvalArgs& a) {
 }
 
 struct SummaryArgs {
-  std::string model = "cifarnet", dataset;
+  std::string model = "cifarnet", dataset, checkpoint;
 };
+// A checkpoint's network as it was saved, with what it was trained on and for how long.
+int summarize_checkpoint(const std::string& path) {
+  Model model = Model::load(path);
+  const nlohmann::json info = nlohmann::json::parse(model.info());
+  std::string trained = detail::cat(model.epochs_done(), " epochs (", model.steps_done(), " steps)");
+  if (info.contains("epochs") && info["epochs"].is_number_integer())
+    trained = detail::cat(model.epochs_done(), " of ", info["epochs"].get<int64_t>(), " epochs (",
+                          model.steps_done(), " steps)");
+  std::printf("%s: %s%s, trained %s, precision %s\n%s", path.c_str(),
+              info.value("model", std::string("a model")).c_str(),
+              info.contains("dataset") ? (" on " + info.value("dataset", std::string())).c_str() : "",
+              trained.c_str(), model.precision().c_str(), model.summary().c_str());
+  return 0;
+}
 int run_summary(const SummaryArgs& a) {
+  if (!a.checkpoint.empty()) return summarize_checkpoint(a.checkpoint);
   const std::string ds =
       data::canonical_dataset_name(a.dataset.empty() ? preset_dataset(a.model) : a.dataset);
   AETHER_CHECK(ds != "image-folder", "summary",
@@ -547,9 +563,13 @@ void register_train(CLI::App& app) {
   ev->callback([] { exit_code() = run_evaluate(e); });
 
   static SummaryArgs s;
-  auto* su = app.add_subcommand("summary", "Print a preset's layers, output shapes and parameters");
-  su->add_option("--model", s.model, preset_list(" or"))->capture_default_str();
-  su->add_option("--dataset", s.dataset, "fashion-mnist or cifar10 (sets the input shape)");
+  auto* su = app.add_subcommand("summary",
+                                "Print a preset's or a checkpoint's layers, output shapes and parameters");
+  auto* preset = su->add_option("--model", s.model, preset_list(" or"))->capture_default_str();
+  auto* dataset = su->add_option("--dataset", s.dataset, "fashion-mnist or cifar10 (sets the input shape)");
+  su->add_option("--checkpoint", s.checkpoint, "a .aether file: its network, and what it was trained on")
+      ->excludes(preset)
+      ->excludes(dataset);
   su->callback([] { exit_code() = run_summary(s); });
 }
 
