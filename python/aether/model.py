@@ -248,7 +248,9 @@ class Model:
         return self
 
     def finalize(self, input_shape: Sequence[int]) -> "Model":
-        """Builds the layers for one sample's shape (H, W, C) or (features,)."""
+        """Builds the layers for one sample's shape (H, W, C) or (features,). Without it, the first
+        train, evaluate or predict of a configured model calls it with X.shape[1:], as Keras builds a
+        model on its first fit."""
         if self._finalized:
             raise RuntimeError("Model.finalize: already finalized")
         if isinstance(input_shape, (str, bytes)) or not isinstance(input_shape, (Sequence, np.ndarray)):
@@ -365,6 +367,19 @@ class Model:
         if not self._finalized:
             raise RuntimeError(f"Model.{what}: call configure() and finalize(input_shape) first")
 
+    def _finalize_for(self, X: Any, what: str) -> None:
+        """Keras' build on first use: a configured model that train, evaluate or predict meets before
+        finalize() takes one sample of X's shape, X.shape[1:], as its input shape."""
+        if self._finalized:
+            return
+        if self._loss is None:
+            raise RuntimeError(f"Model.{what}: call configure() first")
+        shape = np.shape(X)[1:]
+        if len(shape) == 0:
+            raise ValueError(f"{what}: X must be a batch of samples, (N, features) or (N, H, W, C), got shape "
+                             f"{np.shape(X)}; or finalize(input_shape) the model first")
+        self.finalize(shape)
+
     # ---- training and use -----------------------------------------------------------------------
     def train(self, X: ArrayLike, y: ArrayLike, epochs: int = 1, batch_size: Optional[int] = None,
               shuffle: bool = True, validation_data: Optional[Tuple[ArrayLike, ...]] = None,
@@ -413,7 +428,7 @@ class Model:
         samples; accuracy is unweighted, and validation and evaluate do not use them. `sample_weight`
         (Keras'): one weight (N,) per sample of X, multiplying its loss (and its class's weight);
         with validation_split, the held-out samples' weights weigh the validation loss."""
-        self._require_finalized("train")
+        self._finalize_for(X, "train")
         if self._cpp.is_training:  # before anything changes (the C++ side checks too)
             raise RuntimeError("train: the model is training (called from a callback of train()?); "
                                "do this after train() returns")
@@ -570,7 +585,7 @@ class Model:
         "confusion_matrix", int64 (K, K) counting the samples of class `label` whose largest output
         is `predicted` at [label, predicted] (what `aether train --metrics-json` writes), and
         "class_accuracy", (K,) each class's accuracy (recall), NaN for a class without samples."""
-        self._require_finalized("evaluate")
+        self._finalize_for(X, "evaluate")
         batch_size = integer(batch_size, "evaluate: batch_size", 1)
         cbs = _callback_list(callbacks, "evaluate")
         ds = self._dataset(X, y, "evaluate")
@@ -598,7 +613,7 @@ class Model:
         categorical cross-entropy losses, each output's sigmoid for SigmoidBinaryCrossEntropy, raw
         outputs for MeanSquaredError. callbacks: aether.Callback objects whose on_predict_* hooks
         run."""
-        self._require_finalized("predict")
+        self._finalize_for(X, "predict")
         batch_size = integer(batch_size, "predict: batch_size", 1)
         cbs = _callback_list(callbacks, "predict")
         images = self._batch(X, "predict")

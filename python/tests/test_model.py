@@ -281,11 +281,36 @@ def test_preset_lenet_matches_the_cli_recipe(fmnist):
     assert np.isfinite(h["loss"][0])
 
 
+def test_the_first_train_evaluate_or_predict_finalizes_for_the_shape_of_x(fmnist):
+    """Keras builds a model on its first fit; train, evaluate and predict here finalize a configured
+    model with one sample's shape, X.shape[1:] (they raised "call configure() and finalize(input_shape)
+    first")."""
+    x, y, _, _ = fmnist
+    auto = small_cnn()  # seeds the generator that finalize initialises the weights from
+    h = auto.train(x[:256], y[:256], epochs=1, batch_size=64, verbose=False)
+    explicit = small_cnn().finalize((28, 28, 1))
+    g = explicit.train(x[:256], y[:256], epochs=1, batch_size=64, verbose=False)
+    assert (h["loss"], h["accuracy"]) == (g["loss"], g["accuracy"])  # same seed, same model
+    assert "(1, 28, 28, 32)" in auto.summary(print_fn=None)
+    assert small_cnn().predict(x[:3]).shape == (3, 10)
+    assert set(small_cnn().evaluate(x[:64], y[:64])) == {"loss", "accuracy", "top5"}
+    unconfigured = ae.Model()
+    unconfigured.add(ae.Dense(4, 2))
+    with pytest.raises(RuntimeError, match=r"Model.train: call configure\(\) first"):
+        unconfigured.train(np.zeros((2, 4), np.float32), [0, 1])
+    with pytest.raises(ValueError, match=r"predict: X must be a batch of samples, .* got shape \(\)"):
+        small_cnn().predict(np.float32(1.0))
+    with pytest.raises(ValueError, match=r"Dense\(32, 10\): its input has 16 features"):
+        m = ae.Model(); m.add(ae.Dense(32, 10))
+        m.configure(loss=ae.SoftmaxCategoricalCrossEntropy(), optimizer=ae.SGD())
+        m.predict(np.zeros((2, 16), np.float32))
+
+
 def test_bad_input_gets_clear_errors(fmnist):
     x, y, _, _ = fmnist
     m = small_cnn()
-    with pytest.raises(RuntimeError, match="finalize"):
-        m.train(x, y)
+    with pytest.raises(RuntimeError, match=r"Model.parameters: call configure\(\) and finalize\(input_shape\) first"):
+        m.parameters()
     with pytest.raises(TypeError):
         m.add("Conv2d")
     with pytest.raises(TypeError):
