@@ -395,7 +395,10 @@ TEST_F(Checkpoints, RejectsMissingEmptyAndForeignFiles) {
   for (char& ch : noise) ch = char((x = x * 1664525u + 1013904223u) >> 24);
   EXPECT_EQ(load_error(noise), path_ + ": not an aether checkpoint (not a zip file)");
   const std::string st = write_safetensors({{"w", Tensor::ones({3})}});
-  EXPECT_EQ(load_error(st), path_ + ": not an aether checkpoint (not a zip file)");
+  EXPECT_EQ(load_error(st), path_ +
+                                ": not an aether checkpoint: it is a safetensors file (weights alone, as "
+                                "save_weights writes them); load_weights reads it into a model of the same "
+                                "layers");
   // A valid zip that is not a checkpoint.
   EXPECT_EQ(load_error(rezip({{"readme.txt", "hello"}})),
             path_ + ": not an aether checkpoint (the zip archive has no manifest.json)");

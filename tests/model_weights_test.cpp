@@ -160,6 +160,17 @@ TEST(ModelWeights, SaveAndLoadWeightsAsASafetensorsFile) {
   EXPECT_EQ(error(t), where + "tensor '" + params[1].first + "' holds Inf");
   EXPECT_NE(error_of([&] { c.load_weights(dir.file("missing.safetensors")); }).find("missing.safetensors"),
             std::string::npos);
+  // A checkpoint where the weights file goes, and the other way round, say what the file is (they
+  // read "header length 563035920091984 exceeds the limit" and "not a zip file").
+  const std::string ck = dir.file("m.aether");
+  a.save(ck);
+  EXPECT_EQ(error_of([&] { c.load_weights(ck); }),
+            ck + ": not a safetensors file: it is a zip archive (an aether checkpoint, as Model.save writes? "
+                 "Model.load reads those whole)");
+  EXPECT_EQ(error_of([&] { (void)Model::load(path); }),
+            path +
+                ": not an aether checkpoint: it is a safetensors file (weights alone, as save_weights "
+                "writes them); load_weights reads it into a model of the same layers");
   expect_weights(c, before);
 }
 

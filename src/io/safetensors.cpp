@@ -208,6 +208,9 @@ std::string write_safetensors(const NamedTensors& tensors, const SafetensorsMeta
 SafetensorsContents read_safetensors(std::string_view bytes, const std::string& src) {
   AETHER_CHECK_RUNTIME(bytes.size() >= 8, src, "not a safetensors file: only ", bytes.size(),
                        " bytes, fewer than the 8-byte header length");
+  AETHER_CHECK_RUNTIME(bytes.substr(0, 4) != std::string_view("PK\x03\x04", 4), src,
+                       "not a safetensors file: it is a zip archive (an aether checkpoint, as Model.save "
+                       "writes? Model.load reads those whole)");
   uint64_t n = 0;
   std::memcpy(&n, bytes.data(), 8);
   AETHER_CHECK_RUNTIME(n <= kSafetensorsMaxHeaderBytes, src, "header length ", n, " exceeds the limit of ",
