@@ -122,6 +122,19 @@ TEST(Config, AMalformedValueIsAnErrorNamingTheVariableAndItsValue) {
   EXPECT_TRUE(ok.c.errors.empty()) << ok.c.errors;
   EXPECT_EQ(ok.c.num_threads, 1024);
   EXPECT_EQ(ok.c.debug, 4);
+  // Values of 10 digits within the range (numbers of 9 digits at most were taken before: 1000000000
+  // was "not a pixel count: expected a whole number from 1 to 1073741824").
+  for (const char* pixels : {"1000000000", "1073741824", "0001073741824"}) {
+    const Parsed big(std::map<std::string, std::string>{{"AETHER_MAX_IMAGE_PIXELS", pixels}});
+    EXPECT_TRUE(big.c.errors.empty()) << big.c.errors;
+    EXPECT_EQ(big.c.max_image_pixels, std::stol(pixels));
+  }
+  for (const char* bad : {"1073741825", "99999999999999999999999"}) {
+    const Parsed big(std::map<std::string, std::string>{{"AETHER_MAX_IMAGE_PIXELS", bad}});
+    EXPECT_NE(big.c.errors.find(std::string("AETHER_MAX_IMAGE_PIXELS=") + bad + " is not a pixel count"),
+              std::string::npos)
+        << big.c.errors;
+  }
 }
 
 TEST(Config, TextIsTakenAsGiven) {

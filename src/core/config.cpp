@@ -130,7 +130,8 @@ void parse_config(Config& out, const std::function<const char*(const char*)>& en
         break;
       }
       case Kind::number: {
-        const bool digits = is_whole_number(value);
+        // Up to 18 digits fit a long; the range check then decides (AETHER_MAX_IMAGE_PIXELS has 10).
+        const bool digits = is_whole_number(value, 18);
         const long n = digits ? std::strtol(value.c_str(), nullptr, 10) : -1;
         if (!digits || n < v.lo || n > v.hi) {
           error(detail::cat(v.name, "=", value, " is not ", v.what, ": expected a whole number from ", v.lo,
