@@ -12,6 +12,7 @@
 #include <cstdio>  // jpeglib.h needs FILE
 #include <jpeglib.h>
 // clang-format on
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -411,6 +412,34 @@ std::string zlib_of(const std::string& raw) {
 }
 
 }  // namespace
+
+// A folder whose images, at their size, need more memory than the machine has is refused after the
+// headers are read and before any pixels are (it ended as std::bad_alloc or the OOM killer's
+// SIGKILL): PNG headers of 30000x30000 grey (0.84 GiB each), enough of them to pass the machine's
+// memory, each file 70 bytes.
+TEST(ImageFolder, ImagesLargerThanMemoryAreRefusedBeforeTheyAreRead) {
+  test::TempDir tmp;
+  const fs::path dir = tmp.path();
+  const uint64_t memory = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
+  const uint64_t each = uint64_t(30000) * 30000, n = memory / each + 2;
+  const std::string png = png_of({{"IHDR", be32(30000) + be32(30000) + std::string("\x08\0\0\0\0", 5)},
+                                  {"IDAT", zlib_of(std::string(4, '\0'))},
+                                  {"IEND", ""}});
+  for (uint64_t i = 0; i < n; ++i)
+    write_text(dir / "train" / (i % 2 ? "a" : "b") / (std::to_string(i) + ".png"), png);
+  config().max_image_pixels = 1 << 30;
+  expect_has(load_error(dir, data::Split::train),
+             {"load_image_folder",
+              (dir / "train").string() + ": " + std::to_string(n) + " images of 30000x30000x1 need ",
+              " GiB of memory, more than this machine has (", "resize them as they load (--image-size HxW"});
+  std::vector<fs::path> files;
+  for (uint64_t i = 0; i < n; ++i)
+    files.push_back(dir / "train" / (i % 2 ? "a" : "b") / (std::to_string(i) + ".png"));
+  expect_has(error_of([&] { data::load_images(files, 30000, 30000, 1); }),
+             {"load_images: images: " + std::to_string(n) + " images of 30000x30000x1 need",
+              "pass fewer at a time"});
+  config().max_image_pixels = 1 << 26;
+}
 
 // PNG by libpng: a palette with alpha (tRNS) comes out RGBA, whatever chunks come before it (here
 // 100,000 bytes of tEXt, past the first 96 KiB that a header is first read from); grey of 2 bits

@@ -4,9 +4,11 @@
 #include "aether/data/image_folder.h"
 
 #include <stb_image_resize.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>
@@ -74,6 +76,29 @@ void decode_into(const char* op, const fs::path& path, int64_t h, int64_t w, int
                        op, path.string(), ": cannot resize from ", iw, "x", ih, " to ", w, "x", h);
 }
 
+// The machine's memory: physical pages times their size (0 when unknown).
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+std::string gib(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f GiB", double(bytes) / double(uint64_t(1) << 30));
+  return text;
+}
+
+// n images of (h, w, c) uint8 are about to be allocated and filled: more than the machine's memory
+// would end as std::bad_alloc or the OOM killer's SIGKILL, so say what and how to shrink it.
+void check_fits_in_memory(const char* op, const std::string& what, uint64_t n, int64_t h, int64_t w,
+                          int64_t c, const std::string& hint) {
+  const uint64_t memory = physical_memory_bytes();
+  const uint64_t bytes = n * uint64_t(h) * uint64_t(w) * uint64_t(c);
+  AETHER_CHECK_RUNTIME(memory == 0 || bytes <= memory, op, what, ": ", n, " images of ", h, "x", w, "x", c,
+                       " need ", gib(bytes), " of memory, more than this machine has (", gib(memory), "); ",
+                       hint);
+}
+
 }  // namespace
 
 bool is_image_file_name(const fs::path& p) {
@@ -101,6 +126,7 @@ Dataset load_images(const std::vector<fs::path>& files, int64_t height, int64_t 
   d.h = height;
   d.w = width;
   d.c = channels;
+  check_fits_in_memory("load_images", d.name, files.size(), height, width, channels, "pass fewer at a time");
   const size_t bytes = size_t(height * width * channels);
   d.images.resize(files.size() * bytes);
   for (size_t i = 0; i < files.size(); ++i) {
@@ -177,6 +203,9 @@ Dataset load_image_folder(const fs::path& dir, Split split, int64_t height, int6
   d.num_classes = int(classes.size());
   d.class_names = classes;
   // Pass 2: the pixels, converted to C channels (and resized).
+  check_fits_in_memory("load_image_folder", root.string(), files.size(), d.h, d.w, d.c,
+                       resize ? "resize them to a smaller size"
+                              : "resize them as they load (--image-size HxW; in Python, image_size=(H, W))");
   const size_t bytes = size_t(d.h * d.w * d.c);
   d.images.resize(files.size() * bytes);
   d.labels.reserve(files.size());
