@@ -83,6 +83,14 @@ TEST(Print, OverAThousandElementsEachLongAxisShowsItsEnds) {
             "Tensor(shape=(1000, 2), dtype=int64, device=cpu)\n"
             "[[   0,    1],\n [   2,    3],\n [   4,    5],\n ...,\n"
             " [1994, 1995],\n [1996, 1997],\n [1998, 1999]]");
+  // Both axes cut, as np.array2string(np.arange(1400).reshape(7, 200), separator=", ") prints it; the
+  // widest of the shown values sets the width.
+  EXPECT_EQ(
+      printed(Tensor::from_vector<int64_t>(std::vector<int64_t>(v.begin(), v.begin() + 1400), {7, 200})),
+      "Tensor(shape=(7, 200), dtype=int64, device=cpu)\n"
+      "[[   0,    1,    2, ...,  197,  198,  199],\n [ 200,  201,  202, ...,  397,  398,  399],\n"
+      " [ 400,  401,  402, ...,  597,  598,  599],\n ...,\n [ 800,  801,  802, ...,  997,  998,  999],\n"
+      " [1000, 1001, 1002, ..., 1197, 1198, 1199],\n [1200, 1201, 1202, ..., 1397, 1398, 1399]]");
   // 1000 elements exactly are all printed.
   EXPECT_EQ(printed(Tensor::zeros({1000})).size(),
             std::string("Tensor(shape=(1000,), dtype=float32, device=cpu)\n[").size() + 1000 + 999 * 2 + 1);

@@ -17,13 +17,24 @@ constexpr int64_t kEdge = 3;
 
 class ValuePrinter {
  public:
-  // values: the tensor's elements in row-major order, shape [d0, d1, ...]
-  ValuePrinter(const Tensor& t, const std::vector<double>& values)
-      : dims_(t.shape()),
-        strides_(contiguous_strides(t.shape())),
-        values_(values),
-        dtype_(t.dtype()),
-        summarize_(t.numel() > kThreshold) {}
+  explicit ValuePrinter(const Tensor& t) : dtype_(t.dtype()) {
+    // Over kThreshold elements, only the ends of each long axis are fetched (the rest is never
+    // copied): `shown` is then [0, kEdge) and [n - kEdge, n) of that axis.
+    Tensor shown = t.detach();
+    const bool summarize = t.numel() > kThreshold;
+    for (int a = 0; a < t.ndim(); ++a) {
+      const int64_t n = t.shape()[size_t(a)];
+      cut_.push_back(summarize && n > 2 * kEdge);
+      if (!cut_.back()) continue;
+      std::vector<int64_t> ends;
+      for (int64_t i = 0; i < kEdge; ++i) ends.push_back(i);
+      for (int64_t i = n - kEdge; i < n; ++i) ends.push_back(i);
+      shown = shown.take(Tensor::from_vector<int64_t>(ends), a);
+    }
+    dims_ = shown.shape();
+    strides_ = contiguous_strides(dims_);
+    values_ = shown.to_vector<double>();  // row-major
+  }
 
   void print(std::ostream& os) {
     width_ = 0;
@@ -43,20 +54,6 @@ class ValuePrinter {
     return s.str();
   }
 
-  // The indices of axis `axis` that are shown; -1 marks the "..." between the two ends.
-  std::vector<int64_t> shown(size_t axis) const {
-    std::vector<int64_t> idx;
-    const int64_t n = dims_[axis];
-    if (summarize_ && n > 2 * kEdge) {
-      for (int64_t i = 0; i < kEdge; ++i) idx.push_back(i);
-      idx.push_back(-1);
-      for (int64_t i = n - kEdge; i < n; ++i) idx.push_back(i);
-    } else {
-      for (int64_t i = 0; i < n; ++i) idx.push_back(i);
-    }
-    return idx;
-  }
-
   // Prints (os != nullptr) or measures (os == nullptr) the sub-array at `axis` starting at `offset`.
   void visit(size_t axis, int64_t offset, std::ostream* os) {
     if (axis == dims_.size()) {
@@ -69,31 +66,33 @@ class ValuePrinter {
       return;
     }
     if (os) *os << '[';
-    const std::vector<int64_t> idx = shown(axis);
     const bool innermost = axis + 1 == dims_.size();
-    for (size_t k = 0; k < idx.size(); ++k) {
-      if (os && k > 0) {
-        *os << ',';
-        if (innermost) {
-          *os << ' ';
-        } else {  // a new line, with a blank line between blocks of rank >= 2, indented past the '['s
-          *os << std::string(dims_.size() - axis - 1, '\n') << std::string(axis + 1, ' ');
+    for (int64_t i = 0; i < dims_[axis]; ++i) {
+      const bool ellipsis = cut_[axis] && i == kEdge;  // "..." before the last kEdge
+      for (int k = 0; k < (ellipsis ? 2 : 1); ++k) {
+        if (os && (i > 0 || k > 0)) {
+          *os << ',';
+          if (innermost) {
+            *os << ' ';
+          } else {  // a new line, with a blank line between blocks of rank >= 2, indented past the '['s
+            *os << std::string(dims_.size() - axis - 1, '\n') << std::string(axis + 1, ' ');
+          }
         }
-      }
-      if (idx[k] < 0) {
-        if (os) *os << "...";
-      } else {
-        visit(axis + 1, offset + idx[k] * strides_[axis], os);
+        if (ellipsis && k == 0) {
+          if (os) *os << "...";
+        } else {
+          visit(axis + 1, offset + i * strides_[axis], os);
+        }
       }
     }
     if (os) *os << ']';
   }
 
-  std::vector<int64_t> dims_;
-  std::vector<int64_t> strides_;
-  const std::vector<double>& values_;
   DType dtype_;
-  bool summarize_;
+  std::vector<bool> cut_;  // per axis: only its ends are shown
+  Shape dims_;             // of the shown elements
+  std::vector<int64_t> strides_;
+  std::vector<double> values_;  // the shown elements, row-major
   size_t width_ = 0;
 };
 }  // namespace
@@ -101,8 +100,7 @@ class ValuePrinter {
 std::ostream& operator<<(std::ostream& os, const Tensor& t) {
   if (!t.defined()) return os << "Tensor(empty)";
   os << t.str() << '\n';
-  const std::vector<double> values = t.to_vector<double>();  // [numel], row-major
-  ValuePrinter(t, values).print(os);
+  ValuePrinter(t).print(os);
   return os;
 }
 
