@@ -179,13 +179,18 @@ TEST(Cli, UnknownPreset) {
   expect_one_line_error(run("summary --model resnet9000"), {"resnet9000", "mlp", "lenet", "cifarnet"});
 }
 
+// Exit status 2 for a usage error (CLI11's codes were 106 to 109 here), 1 for every other error.
 TEST(Cli, UnknownSubcommandOrOption) {
-  const CliResult r = run("fly");
-  EXPECT_NE(r.code, 0) << r.out;
-  expect_no_crash(r);
-  const CliResult o = run("summary --bogus");
-  EXPECT_NE(o.code, 0) << o.out;
-  expect_no_crash(o);
+  for (const char* usage : {"fly", "summary --bogus", "train --epochs", "evaluate",
+                            "summary --model mlp --checkpoint m.aether", "train --quiet=maybe"}) {
+    const CliResult r = run(usage);
+    EXPECT_EQ(r.code, 2) << usage << ": " << r.out;
+    expect_no_crash(r);
+  }
+  expect_one_line_error(run("fly"), {"unknown command 'fly'; the commands: demo, devices, train, evaluate"});
+  expect_one_line_error(run(""), {"no command given; aether --help lists them"});
+  EXPECT_EQ(run("summary --model nope").code, 1);
+  EXPECT_EQ(run("--help").code, 0);
 }
 
 TEST(Cli, MissingDataDir) {
