@@ -275,9 +275,9 @@ def _contains(self: Tensor, value: Any) -> bool:
 
 def _repr(self: Tensor) -> str:
     """Tensor([[1., 2.],
-            [3., 4.]], dtype=float32): the values as NumPy prints them (np.set_printoptions applies, so
-    over 1000 elements the long axes show their ends and the shape is added, as for an empty (0, 3)), then the dtype, the device
-    when it is not the CPU, and requires_grad when set, as torch.tensor's repr."""
+            [3., 4.]], dtype=float32): the values as NumPy prints them (np.set_printoptions applies:
+    over 1000 elements the long axes show their ends, and the shape is added, as for an empty (0, 3)),
+    then the dtype, the device when it is not the CPU, and requires_grad when set, as torch's repr."""
     values = np.asarray(self.detach())  # bfloat16 reads as float32
     text = np.array2string(values, separator=", ", prefix="Tensor(")
     extra = [f"dtype={self.dtype}"]
