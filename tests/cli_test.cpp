@@ -81,10 +81,16 @@ TEST(Cli, NumThreadsSizesThePool) {
   setenv("AETHER_NUM_THREADS", "3", 1);
   const CliResult three = run("devices");
   setenv("AETHER_NUM_THREADS", "zero", 1);
-  const CliResult bad = run("demo --steps 1");  // a bad value is an error at the first computation
+  const CliResult bad = run("demo --steps 1");
+  const CliResult bad_summary = run("summary --model mlp"), help = run("--help");
   unsetenv("AETHER_NUM_THREADS");
   EXPECT_NE(three.out.find(", 3 threads"), std::string::npos) << three.out;
-  expect_clear_error(bad, {"AETHER_NUM_THREADS=zero", "from 1 to 1024"});
+  // A bad value is the environment's error before the command runs, whatever the command (it was
+  // named after the first call that read the configuration, or not noticed by commands that did not).
+  expect_one_line_error(bad, {"environment: AETHER_NUM_THREADS=zero", "from 1 to 1024"});
+  expect_one_line_error(bad_summary, {"environment: AETHER_NUM_THREADS=zero"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_EQ(help.code, 0) << help.out;  // --help still helps
 }
 
 // AETHER_CPU_ISA caps generated kernels and oneDNN alike: under avx2 neither uses AVX-512 or

@@ -6,6 +6,7 @@
 
 #include "aether/aether.h"
 #include "commands.h"
+#include "core/config.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"aether: train neural networks on the CPU and on NVIDIA GPUs (--device cuda)"};
@@ -18,6 +19,10 @@ int main(int argc, char** argv) {
   aether::cli::register_schedule(app);
   aether::cli::register_bench(app);
   aether::cli::register_launch(app);
+  // A malformed AETHER_* variable is reported before any command runs, as the environment's, not
+  // by whichever call read the configuration first ("dist::restart_count: AETHER_MAX_IMAGE_PIXELS=...").
+  // (--help and --version end the parse before this.)
+  app.parse_complete_callback([] { aether::check_config("environment"); });
   try {
     app.parse(argc, argv);  // runs the chosen subcommand's callback
   } catch (const CLI::ParseError& e) {
