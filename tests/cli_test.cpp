@@ -215,6 +215,25 @@ TEST(Cli, MissingDataDir) {
   expect_one_line_error(run("train --dataset mnist-ish --data-dir /nonexistent"), {"mnist-ish"});
 }
 
+// A checkpoint written through the API (Python's or C++'s Model.save) records no data set: evaluate
+// asks for --dataset (it read 'data set: unknown name "", expected fashion-mnist, ...').
+TEST(Cli, EvaluateAsksForTheDataSetACheckpointDoesNotRecord) {
+  TempDir tmp;
+  const std::string ck = tmp.file("api.aether");
+  aether::Preset p = aether::make_preset("mlp", {28, 28, 1}, 10);
+  aether::Model m;
+  for (auto& l : p.network->children()) m.add(l.second);
+  m.configure(p.config).finalize({28, 28, 1});
+  m.save(ck);
+  expect_one_line_error(run("evaluate --checkpoint '" + ck + "'"),
+                        {"evaluate: " + ck + " does not record the data set it was trained on",
+                         "pass --dataset fashion-mnist, cifar10 or image-folder"});
+  const CliResult s = run("summary --checkpoint '" + ck + "'");
+  EXPECT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find(ck + ": a model, trained 0 epochs (0 steps), precision float32\n"), std::string::npos)
+      << s.out;
+}
+
 TEST(Cli, NotACheckpoint) {
   TempDir tmp;
   const std::string f = tmp.file("notes.txt");

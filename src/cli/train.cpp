@@ -410,8 +410,11 @@ int run_evaluate(const EvalArgs& a) {
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   if (!a.precision.empty()) model.set_precision(a.precision);
-  const std::string ds_name = data::canonical_dataset_name(
-      a.dataset.empty() ? nlohmann::json::parse(model.info()).value("dataset", std::string()) : a.dataset);
+  const std::string trained_on = nlohmann::json::parse(model.info()).value("dataset", std::string());
+  AETHER_CHECK(!a.dataset.empty() || !trained_on.empty(), "evaluate", a.checkpoint,
+               " does not record the data set it was trained on (a checkpoint written from Python or C++); "
+               "pass --dataset fashion-mnist, cifar10 or image-folder");
+  const std::string ds_name = data::canonical_dataset_name(a.dataset.empty() ? trained_on : a.dataset);
   // An image folder's images are resized to the size the model takes (images for a flat input keep
   // theirs).
   const Shape& takes = model.input_shape();
