@@ -216,8 +216,10 @@ TEST(Cli, MissingDataDir) {
 }
 
 // A checkpoint written through the API (Python's or C++'s Model.save) records no data set: evaluate
-// asks for --dataset (it read 'data set: unknown name "", expected fashion-mnist, ...').
-TEST(Cli, EvaluateAsksForTheDataSetACheckpointDoesNotRecord) {
+// asks for --dataset (it read 'data set: unknown name "", expected fashion-mnist, ...'), and train
+// --resume says it has no loader settings to continue with (it read "[json.exception.out_of_range.403]
+// key 'loader' not found"); a record of the wrong types is an error naming the file.
+TEST(Cli, ApiCheckpointsAreAskedForWhatTheyDoNotRecord) {
   TempDir tmp;
   const std::string ck = tmp.file("api.aether");
   aether::Preset p = aether::make_preset("mlp", {28, 28, 1}, 10);
@@ -232,6 +234,15 @@ TEST(Cli, EvaluateAsksForTheDataSetACheckpointDoesNotRecord) {
   EXPECT_EQ(s.code, 0) << s.out;
   EXPECT_NE(s.out.find(ck + ": a model, trained 0 epochs (0 steps), precision float32\n"), std::string::npos)
       << s.out;
+  expect_one_line_error(run("train --resume '" + ck + "' --epochs 2 --quiet"),
+                        {"train: --resume " + ck + " was not written by aether train",
+                         "ae.Model.load(path).train(X, y, epochs=N)"});
+  m.set_info(R"({"model": "mlp", "dataset": "fashion-mnist", "epochs": "two", "loader": {"batch_size": 8}})");
+  m.save(ck);
+  expect_one_line_error(run("train --resume '" + ck + "' --quiet"),
+                        {"train: --resume " + ck +
+                         ": its training record (the model's info) is not what aether "
+                         "train writes: [json.exception.type_error.302]"});
 }
 
 TEST(Cli, NotACheckpoint) {

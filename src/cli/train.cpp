@@ -195,16 +195,36 @@ int run_train(const TrainArgs& given) {
   Model model;
   TrainOptions opt;
   std::string model_name;
-  nlohmann::json info;     // the model's info(): preset and data set names, epochs, loader settings
-  if (a.resume.given()) {  // the checkpoint first: a bad one fails before the data is read
+  nlohmann::json info;  // the model's info(): preset and data set names, epochs, loader settings
+  // The record `aether train` keeps in a checkpoint's info(), read back for --resume: a value of
+  // another type is an error naming the file, not nlohmann's message alone.
+  auto damaged_record = [&](const nlohmann::json::exception& e) {
+    return Error(
+        detail::cat("train: --resume ", a.resume.text,
+                    ": its training record (the model's info) is not what aether train writes: ", e.what()),
+        ErrorKind::runtime);
+  };
+  double resumed_split = 0;  // --resume: the validation split the checkpoint was trained with
+  if (a.resume.given()) {    // the checkpoint first: a bad one fails before the data is read
     model = Model::load(a.resume.text);
     info = nlohmann::json::parse(model.info());
-    model_name = info.value("model", std::string("?"));
-    // Without --dataset, the one the checkpoint was trained on.
-    if (!a.dataset.given()) ds_name = info.value("dataset", ds_name);
-    AETHER_CHECK(info.value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
-                 " was trained on ", info.value("dataset", std::string("?")), ", not ", ds_name);
-    opt.epochs = v.epochs ? *v.epochs : info.value("epochs", int64_t(1));
+    // A checkpoint saved through the API (Python's or C++'s Model.save) has no loader settings to
+    // continue with (it read "[json.exception.out_of_range.403] key 'loader' not found").
+    AETHER_CHECK(info.contains("loader") && info["loader"].is_object(), "train", "--resume ", a.resume.text,
+                 " was not written by aether train: it has none of the data loader's settings (batch size, "
+                 "seed, augmentation) to continue with; continue it through the API that saved it (Python: "
+                 "ae.Model.load(path).train(X, y, epochs=N))");
+    try {
+      model_name = info.value("model", std::string("?"));
+      resumed_split = info["loader"].value("validation_split", 0.0);
+      // Without --dataset, the one the checkpoint was trained on.
+      if (!a.dataset.given()) ds_name = info.value("dataset", ds_name);
+      AETHER_CHECK(info.value("dataset", ds_name) == ds_name, "train", "--resume ", a.resume.text,
+                   " was trained on ", info.value("dataset", std::string("?")), ", not ", ds_name);
+      opt.epochs = v.epochs ? *v.epochs : info.value("epochs", int64_t(1));
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged_record(e);
+    }
     AETHER_CHECK(opt.epochs > model.epochs_done(), "train", "--resume ", a.resume.text, " has done ",
                  model.epochs_done(), " epochs, ", v.epochs ? "--epochs asks for " : "its run was for ",
                  opt.epochs, ": nothing to train (pass a larger --epochs)");
@@ -227,9 +247,7 @@ int run_train(const TrainArgs& given) {
   const data::Dataset test = data::load_dataset(ds_name, dir, data::Split::test, size.first, size.second);
   // --validation-split: the last part of the training set validates each epoch (a resumed run keeps
   // its checkpoint's split, so that it never trains on its validation images).
-  const double split = a.resume.given() && info.contains("loader")
-                           ? info["loader"].value("validation_split", 0.0)
-                           : v.validation_split.value_or(0.0);
+  const double split = a.resume.given() ? resumed_split : v.validation_split.value_or(0.0);
   AETHER_CHECK((!v.patience && !v.reduce_lr_patience) || split > 0, "train",
                v.patience ? "--early-stopping" : "--reduce-lr-on-plateau",
                " needs a validation split, and --resume ", a.resume.text,
@@ -243,14 +261,18 @@ int run_train(const TrainArgs& given) {
   if (a.resume.given()) {
     check_images_fit("train", train, "training", model, a.resume.text);
     model.to(a.device).set_precision(a.precision);  // the checkpoint loads on the CPU
-    const auto& ls = info.at("loader");
-    opt.data.batch_size = ls.at("batch_size");
-    opt.data.seed = ls.at("seed");
-    opt.data.crop_padding = ls.at("crop_padding");
-    opt.data.hflip = ls.at("hflip");
-    opt.data.alternate_flips = ls.value("alternate_flips", false);  // files from before it: random flips
-    opt.data.crop_reflect = ls.value("crop_reflect", false);        // and zero padding,
-    opt.data.drop_last = ls.value("drop_last", false);              // and every batch kept
+    try {
+      const auto& ls = info.at("loader");
+      opt.data.batch_size = ls.at("batch_size");
+      opt.data.seed = ls.at("seed");
+      opt.data.crop_padding = ls.at("crop_padding");
+      opt.data.hflip = ls.at("hflip");
+      opt.data.alternate_flips = ls.value("alternate_flips", false);  // files from before it: random flips
+      opt.data.crop_reflect = ls.value("crop_reflect", false);        // and zero padding,
+      opt.data.drop_last = ls.value("drop_last", false);              // and every batch kept
+    } catch (const nlohmann::json::exception& e) {
+      throw damaged_record(e);
+    }
     opt.data.mean = model.norm_mean();
     opt.data.std = model.norm_std();
     print("resuming %s from %s at epoch %lld/%lld (step %lld)\n", model_name.c_str(), a.resume.text.c_str(),
