@@ -243,6 +243,11 @@ TEST(Cli, ApiCheckpointsAreAskedForWhatTheyDoNotRecord) {
                         {"train: --resume " + ck +
                          ": its training record (the model's info) is not what aether "
                          "train writes: [json.exception.type_error.302]"});
+  m.set_info(R"({"model": ["mlp"], "dataset": 7})");  // names of other types are no names
+  m.save(ck);
+  expect_one_line_error(run("evaluate --checkpoint '" + ck + "'"), {"does not record the data set"});
+  EXPECT_NE(run("summary --checkpoint '" + ck + "'").out.find(ck + ": a model, trained 0 epochs"),
+            std::string::npos);
 }
 
 TEST(Cli, NotACheckpoint) {

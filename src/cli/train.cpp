@@ -22,6 +22,12 @@
 
 namespace aether::cli {
 namespace {
+// A text entry of a model's info() ("model", "dataset"), or "" when it has none or another type.
+std::string info_text(const nlohmann::json& info, const char* key) {
+  const auto it = info.is_object() ? info.find(key) : info.end();
+  return it != info.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 // Bounds of the numeric options (README, "The command line").
 constexpr int64_t kMaxEpochs = 1'000'000;
 constexpr int64_t kMaxBatchSize = 65'536;
@@ -432,7 +438,7 @@ int run_evaluate(const EvalArgs& a) {
   Model model = Model::load(a.checkpoint);
   model.to(a.device);
   if (!a.precision.empty()) model.set_precision(a.precision);
-  const std::string trained_on = nlohmann::json::parse(model.info()).value("dataset", std::string());
+  const std::string trained_on = info_text(nlohmann::json::parse(model.info()), "dataset");
   AETHER_CHECK(!a.dataset.empty() || !trained_on.empty(), "evaluate", a.checkpoint,
                " does not record the data set it was trained on (a checkpoint written from Python or C++); "
                "pass --dataset fashion-mnist, cifar10 or image-folder");
@@ -498,8 +504,8 @@ int summarize_checkpoint(const std::string& path) {
     trained = detail::cat(model.epochs_done(), " of ", info["epochs"].get<int64_t>(), " epochs (",
                           model.steps_done(), " steps)");
   std::printf("%s: %s%s, trained %s, precision %s\n%s", path.c_str(),
-              info.value("model", std::string("a model")).c_str(),
-              info.contains("dataset") ? (" on " + info.value("dataset", std::string())).c_str() : "",
+              info_text(info, "model").empty() ? "a model" : info_text(info, "model").c_str(),
+              info_text(info, "dataset").empty() ? "" : (" on " + info_text(info, "dataset")).c_str(),
               trained.c_str(), model.precision().c_str(), model.summary().c_str());
   return 0;
 }
