@@ -801,6 +801,14 @@ TEST(Presets, NeedAtLeastTwoClasses) {
   EXPECT_NO_THROW((void)make_preset("mlp", {28, 28, 1}, 2));
 }
 
+// An image shape with a size of 0 is the preset's error (it read "Linear: features must be positive,
+// got 0 -> 128", from a layer the user never named).
+TEST(Presets, NeedAnImageShapeOfPositiveSizes) {
+  for (const Shape& bad : {Shape{0, 28, 1}, Shape{28, 28, 0}, Shape{28, 28}})
+    expect_error([&] { (void)make_preset("lenet", bad, 10); },
+                 {"preset: image shape must be (H, W, C) of sizes >= 1, got " + to_string(bad)});
+}
+
 TEST(PoolingConfig, StoresTheRealStride) {
   EXPECT_EQ(config_of(nn::MaxPool2d(2))["stride"], json({2, 2}));
   EXPECT_EQ(config_of(nn::MaxPool2d(Size2(2, 3)))["stride"], json({2, 3}));

@@ -250,7 +250,8 @@ std::string preset_dataset(const std::string& name) {
 }
 
 Preset make_preset(const std::string& name, const Shape& s, int64_t k) {
-  AETHER_CHECK(s.size() == 3, "preset", "image shape must be (H, W, C), got ", to_string(s));
+  AETHER_CHECK(s.size() == 3 && s[0] >= 1 && s[1] >= 1 && s[2] >= 1, "preset",
+               "image shape must be (H, W, C) of sizes >= 1, got ", to_string(s));
   AETHER_CHECK(k >= 2, "preset", name, ": a classifier needs at least 2 classes, got ", k);
   Preset p;
   p.name = name;
