@@ -807,6 +807,13 @@ TEST(Presets, NeedAnImageShapeOfPositiveSizes) {
   for (const Shape& bad : {Shape{0, 28, 1}, Shape{28, 28, 0}, Shape{28, 28}})
     expect_error([&] { (void)make_preset("lenet", bad, 10); },
                  {"preset: image shape must be (H, W, C) of sizes >= 1, got " + to_string(bad)});
+  // Images too small for a preset's pools: the preset says what it needs.
+  expect_error(
+      [] {
+        (void)make_preset("cifarnet", {7, 32, 3}, 10);
+      },
+      {"cifarnet: needs images of at least 8x8 (three 2x2 max-pools), got (7, 32, 3)"});
+  EXPECT_NO_THROW((void)make_preset("cifarnet", {8, 8, 1}, 10));
 }
 
 TEST(PoolingConfig, StoresTheRealStride) {

@@ -36,6 +36,10 @@ std::shared_ptr<Sequential> lenet(const Shape& s, int64_t k) {
 }
 
 std::shared_ptr<Sequential> cifarnet(const Shape& s, int64_t k) {
+  // Three 2x2 max-pools (floor): each side must be at least 8 (it failed at the third pool as
+  // "max_pool2d: input (2, 1, 1, 256) is smaller than the 2x2 window").
+  AETHER_CHECK(s[0] >= 8 && s[1] >= 8, "cifarnet", "needs images of at least 8x8 (three 2x2 max-pools), got ",
+               to_string(s));
   auto n = std::make_shared<Sequential>();
   const Conv2dOptions same{.padding = 1};
   n->add(mk<Conv2d>(s[2], 32, 3, same, false)).add(mk<BatchNorm2d>(32)).add(mk<ReLU>());
