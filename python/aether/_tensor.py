@@ -53,7 +53,8 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
 
     A C-contiguous host array of a dtype aether has (float32, float64, float16, int32, int64, uint8,
     bool) is used without a copy unless copy=True; aether never writes it, and later writes by the
-    caller show in values computed afterwards. Python floats become float32, ints int64.
+    caller show in values computed afterwards. Python floats become float32, ints int64; NumPy scalars
+    keep their dtype.
     """
     if isinstance(data, Tensor):
         t = data
@@ -64,8 +65,10 @@ def tensor(data: Any, dtype: Optional[str] = None, device: Optional[str] = None,
             if isinstance(data, (bytes, bytearray, memoryview)):
                 data = memoryview(data)  # the buffer protocol: bytes are uint8, not strings
             a = np.asarray(data)
-            if not isinstance(data, (np.ndarray, memoryview)) and a.dtype == np.float64:
-                a = a.astype(np.float32)  # Python floats: aether's default float type
+            # Python floats: aether's default float type. NumPy's float64 scalars keep their dtype, as
+            # its arrays and its other scalars do (np.float64(2.5) became float32, np.float16(1) not).
+            if not isinstance(data, (np.ndarray, np.generic, memoryview)) and a.dtype == np.float64:
+                a = a.astype(np.float32)
             if a.dtype.kind in "OUSV":
                 raise TypeError(f"aether.tensor: cannot make a tensor of {a.dtype} data")
             if str(a.dtype) not in _DTYPES:

@@ -159,7 +159,7 @@ def test_scalars_and_0d_arrays_make_0d_tensors_as_in_numpy():
     ae.tensor(2.0).sum() differed from NumPy's shapes. A 0-d tensor is not iterable (NumPy's
     TypeError; before, an empty iteration) and has no len()."""
     for value, dtype in ((3.0, "float32"), (np.float32(3), "float32"), (np.array(3.0), "float64"),
-                         (np.int64(3), "int64"), (True, "bool")):
+                         (np.float64(3), "float64"), (np.int64(3), "int64"), (True, "bool")):
         t = ae.tensor(value)
         assert t.shape == () and t.ndim == 0 and t.dtype == dtype, (value, t.shape, t.dtype)
         assert np.asarray(t).shape == () and t.item() == value
