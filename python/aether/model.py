@@ -501,7 +501,10 @@ class Model:
             for cb in hooks:
                 cb.on_epoch_begin(epoch, {})
         last_logs: Dict[str, Any] = {}
+        epoch_lines = py_bar if isinstance(py_bar, _progress.EpochLines) else None
         def on_epoch_end(e: Dict[str, Any]) -> None:
+            if epoch_lines is not None:
+                epoch_lines.epoch_end(e)
             last_logs.clear()
             last_logs.update((k, e[k]) for k in _EPOCH_LOGS if k in e)
             for cb in hooks:
@@ -530,7 +533,7 @@ class Model:
             "on_batch": on_batch if (py_bar or callback or hooks) else None,
             "on_batch_begin": on_batch_begin if batch_begins else None,
             "on_epoch_begin": on_epoch_begin if hooks else None,
-            "on_epoch": on_epoch_end if hooks else None,
+            "on_epoch": on_epoch_end if (hooks or epoch_lines) else None,
             "lr_schedule": None if lr_scheduler is None else lr_scheduler._lr,
             "on_validation_batch_begin": val_begin, "on_validation_batch": val_end}
         result = self._cpp.train(ds, val, options, engine_hooks)

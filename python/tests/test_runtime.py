@@ -4,6 +4,7 @@ and nowhere else."""
 
 import os
 import pty
+import re
 import signal
 import subprocess
 import sys
@@ -83,13 +84,22 @@ def test_the_gil_is_released_while_training(fmnist):
     assert during > 20  # a Python thread kept running while the engine trained
 
 
-def test_progress_is_quiet_when_not_a_terminal(fmnist, capfd):
-    x, y, _, _ = fmnist
+def test_progress_is_one_line_per_epoch_when_not_a_terminal(fmnist, capfd):
+    """A pipe or a log file (python train.py > log) gets a line per epoch on stdout, as Keras writes
+    when its output is not interactive; it got nothing before. verbose=False stays silent."""
+    x, y, xt, yt = fmnist
     m = small_cnn()
     m.finalize((28, 28, 1))
-    m.train(x[:300], y[:300], epochs=1, batch_size=100, verbose=True)
+    h = m.train(x[:300], y[:300], epochs=2, batch_size=100, verbose=True, validation_data=(xt[:100], yt[:100]))
     out, err = capfd.readouterr()
-    assert out == "" and err == ""
+    lines = out.splitlines()
+    assert err == "" and len(lines) == 2, out
+    for e, line in enumerate(lines):
+        assert re.fullmatch(rf"epoch {e + 1}/2  3/3  [\d,]+ img/s  loss {h['loss'][e]:.4f}  "
+                            rf"acc {100 * h['accuracy'][e]:.2f}%  \d+\.\d s  val_loss {h['val_loss'][e]:.4f}  "
+                            rf"val_acc {100 * h['val_accuracy'][e]:.2f}%", line), line
+    m.train(x[:300], y[:300], epochs=3, batch_size=100, verbose=False)
+    assert capfd.readouterr() == ("", "")
 
 
 def test_progress_bar_in_a_terminal(tmp_path):
