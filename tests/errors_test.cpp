@@ -157,10 +157,17 @@ TEST(Errors, TheKindSaysWhatWentWrong) {
   EXPECT_EQ(kind_of([] { (void)-Tensor::ones({2}, DType::boolean); }), ErrorKind::type);
   EXPECT_EQ(kind_of([] { (void)Tensor::ones({2}, DType::int32).set_requires_grad(); }), ErrorKind::type);
   EXPECT_EQ(kind_of([] { (void)dtype_from_name("complex64"); }), ErrorKind::type);
-  // runtime: files and data sets on disk, devices
-  EXPECT_EQ(kind_of([] { (void)Model::load("/nonexistent/run.aether"); }), ErrorKind::runtime);
+  // not_found: a file or data set that is not there (Python's aether.NotFoundError, a FileNotFoundError)
+  EXPECT_EQ(kind_of([] { (void)Model::load("/nonexistent/run.aether"); }), ErrorKind::not_found);
   EXPECT_EQ(kind_of([] { (void)data::load_cifar10("/nonexistent", data::Split::train); }),
-            ErrorKind::runtime);
+            ErrorKind::not_found);
+  EXPECT_EQ(kind_of([] { (void)data::read_idx_images("/nonexistent/x.gz"); }), ErrorKind::not_found);
+  EXPECT_EQ(kind_of([] { (void)data::load_image_folder("/nonexistent", data::Split::train); }),
+            ErrorKind::not_found);
+  EXPECT_EQ(kind_of([] { (void)data::load_images({"/nonexistent/a.png"}, 8, 8, 1); }), ErrorKind::not_found);
+  EXPECT_EQ(kind_of([] { (void)data::resolve_data_dir("cifar10", "/nonexistent"); }), ErrorKind::not_found);
+  // runtime: other trouble with files and data sets on disk, devices
+  EXPECT_EQ(kind_of([] { (void)Model::load("/dev/null"); }), ErrorKind::runtime);
   EXPECT_EQ(kind_of([] { (void)Device::cuda(1000); }), ErrorKind::runtime);
   // An error passed on with more context keeps its kind.
   EXPECT_EQ(kind_of([] { (void)x23().to(Device{DeviceType::cuda, 1000}); }), ErrorKind::runtime);

@@ -20,6 +20,7 @@ come out, without copies where the memory allows.
 from . import _aether
 from ._aether import (
     Module,
+    NotFoundError,
     Tensor,
     clip_grad_norm,
     from_dlpack,
@@ -76,7 +77,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Adam", "AdamW", "AvgPool2d", "BatchNorm", "CSVLogger", "Callback", "CategoricalAccuracy", "CategoricalCrossEntropy", "Compose",
     "Conv2d", "Dense", "Dropout", "ELU", "EarlyStopping", "Flatten", "GELU", "GlobalAvgPool", "GlobalMaxPool", "LambdaCallback", "Layer", "LearningRateScheduler", "LayerNorm", "LeakyReLU",
-    "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
+    "MaxPool2d", "MeanSquaredError", "Model", "ModelCheckpoint", "Module", "Muon", "NotFoundError", "ReLU", "ReduceLROnPlateau", "RegressionAccuracy", "Rescale", "Residual",
     "SGD", "Scale", "SiLU", "Sigmoid", "SigmoidBinaryCrossEntropy", "SoftMax", "SoftmaxCategoricalCrossEntropy", "Softplus", "SpatialDropout", "StandardScaler", "Tanh",
     "Tensor",
     "ToTensor", "arange", "callbacks", "cat", "clip_grad_norm", "datasets", "einsum", "eye", "from_dlpack", "full", "full_like",

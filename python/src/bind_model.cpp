@@ -460,10 +460,12 @@ void bind_model(nb::module_& m) {
           "load",
           [](const std::string& path) {
             // Loading a Python layer calls back into Python (its from_config): keep the GIL.
+            // A missing file: NotFoundError; a damaged or invalid one: RuntimeError, whatever its kind.
             try {
               return Model::load(path);
-            } catch (const Error& e) {  // a missing, damaged or invalid file: RuntimeError
-              throw std::runtime_error(e.what());
+            } catch (const Error& e) {
+              throw Error(e.what(),
+                          e.kind() == ErrorKind::not_found ? ErrorKind::not_found : ErrorKind::runtime);
             }
           },
           arg("path"))

@@ -873,7 +873,7 @@ def test_shape_errors_are_value_errors_with_aethers_message():
 
 
 def test_the_error_class_follows_what_went_wrong_not_the_messages_words(tmp_path):
-    """aether::Error carries a kind (value, type, runtime) that picks the Python class. Before, the
+    """aether::Error carries a kind (value, type, runtime, index, not_found) that picks the Python class. Before, the
     message's words did: a shape error that printed a tensor ("dtype=float32") was a TypeError, a
     dtype error that did not say "dtype" a ValueError, and a corrupt data file a ValueError."""
     F = ae.functional
@@ -890,6 +890,20 @@ def test_the_error_class_follows_what_went_wrong_not_the_messages_words(tmp_path
         (tmp_path / name).write_bytes(b"x" * 100)
     with pytest.raises(RuntimeError, match="data_batch_1.bin: offset 0: expected 30730000 bytes"):
         ae.datasets.cifar10("train", data_dir=str(tmp_path))
+    # A file or data set that is not there is aether.NotFoundError: a FileNotFoundError, as Python's
+    # own open() raises (it was a RuntimeError only), and still a RuntimeError.
+    assert issubclass(ae.NotFoundError, FileNotFoundError) and issubclass(ae.NotFoundError, RuntimeError)
+    missing = str(tmp_path / "missing.aether")
+    for load in (lambda: ae.Model.load(missing), lambda: ae.datasets.fashion_mnist(data_dir=str(tmp_path / "none")),
+                 lambda: ae.datasets.image_folder(str(tmp_path / "none"))):
+        with pytest.raises(FileNotFoundError) as caught:
+            load()
+        assert isinstance(caught.value, ae.NotFoundError) and isinstance(caught.value, RuntimeError)
+    with pytest.raises(FileNotFoundError, match=r"missing.aether: cannot read: No such file or directory$"):
+        ae.Model.load(missing)
+    with pytest.raises(RuntimeError) as other:  # a file that is there but is no checkpoint: not this class
+        ae.Model.load(str(tmp_path / "data_batch_1.bin"))
+    assert not isinstance(other.value, FileNotFoundError)
 
 
 def test_autograd_matches_finite_differences():

@@ -112,7 +112,7 @@ fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cl
     throw Error(
         detail::cat("resolve_data_dir: ", name, " has no default folder: pass ", pass, " (or set ",
                     "AETHER_DATA=DIR), a folder holding train/<class>/<image> and test/<class>/<image>"),
-        ErrorKind::runtime);
+        ErrorKind::not_found);
   std::string hint = "\nPass " + pass + " or set AETHER_DATA=DIR";
   if (name == "image-folder") {
     hint += ": a folder holding train/<class>/<image> and test/<class>/<image>";
@@ -127,7 +127,7 @@ fs::path resolve_data_dir(const std::string& dataset_name, const std::string& cl
     hint += " (Debian: apt install dataset-fashion-mnist)";
   }
   throw Error(detail::cat("resolve_data_dir: no ", name, " files found", how, "; tried:", tried, hint),
-              ErrorKind::runtime);
+              ErrorKind::not_found);
 }
 
 }  // namespace aether::data

@@ -27,7 +27,7 @@ fs::path find_file(const fs::path& dir, const std::string& stem, const std::vect
     if (fs::is_regular_file(p, ec)) return p;
     tried += (tried.empty() ? "" : ", ") + p.string();
   }
-  throw Error(detail::cat(op, ": missing file: tried ", tried), ErrorKind::runtime);
+  throw Error(detail::cat(op, ": missing file: tried ", tried), ErrorKind::not_found);
 }
 
 std::string trim(const std::string& s) {

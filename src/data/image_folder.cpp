@@ -131,8 +131,8 @@ Dataset load_images(const std::vector<fs::path>& files, int64_t height, int64_t 
   d.images.resize(files.size() * bytes);
   for (size_t i = 0; i < files.size(); ++i) {
     std::error_code ec;
-    AETHER_CHECK_RUNTIME(fs::is_regular_file(files[i], ec), "load_images", files[i].string(),
-                         ": no such file");
+    AETHER_CHECK_KIND(ErrorKind::not_found, fs::is_regular_file(files[i], ec), "load_images",
+                      files[i].string(), ": no such file");
     decode_into("load_images", files[i], height, width, channels, d.images.data() + i * bytes);
   }
   return d;
@@ -141,9 +141,9 @@ Dataset load_images(const std::vector<fs::path>& files, int64_t height, int64_t 
 std::vector<std::string> image_folder_classes(const fs::path& dir) {
   std::error_code ec;
   const fs::path from = fs::is_directory(dir / "train", ec) ? dir / "train" : dir / "test";
-  AETHER_CHECK_RUNTIME(fs::is_directory(from, ec), "load_image_folder", dir.string(),
-                       " has neither a train nor a test folder (expected DIR/train/<class>/<image> and "
-                       "DIR/test/<class>/<image>)");
+  AETHER_CHECK_KIND(ErrorKind::not_found, fs::is_directory(from, ec), "load_image_folder", dir.string(),
+                    " has neither a train nor a test folder (expected DIR/train/<class>/<image> and "
+                    "DIR/test/<class>/<image>)");
   std::vector<std::string> names;
   for (const fs::path& p : listed(from, /*directories=*/true)) names.push_back(p.filename().string());
   AETHER_CHECK_RUNTIME(names.size() >= 2, "load_image_folder", from.string(), " has ", names.size(),

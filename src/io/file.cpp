@@ -189,7 +189,11 @@ void check_writable_file(const std::string& path, const std::string& op, const s
 
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(detail::cat(path, ": cannot read: ", errno_text(errno)), ErrorKind::runtime);
+  if (fd < 0) {
+    const int err = errno;
+    throw Error(detail::cat(path, ": cannot read: ", errno_text(err)),
+                err == ENOENT || err == ENOTDIR ? ErrorKind::not_found : ErrorKind::runtime);
+  }
   std::string out;
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) out.reserve(size_t(st.st_size));

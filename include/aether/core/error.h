@@ -15,10 +15,12 @@
 namespace aether {
 
 enum class ErrorKind {
-  value,    // a bad argument, shape or setting (the default)
-  type,     // a dtype that does not fit the op
-  runtime,  // a file, data set on disk, device or collective that failed, or values that went bad
-  index,    // an index out of a tensor's bounds (Python's IndexError)
+  value,      // a bad argument, shape or setting (the default)
+  type,       // a dtype that does not fit the op
+  runtime,    // a file, data set on disk, device or collective that failed, or values that went bad
+  index,      // an index out of a tensor's bounds (Python's IndexError)
+  not_found,  // a file or data set that is not there (Python's aether.NotFoundError: a FileNotFoundError
+              // that is also a RuntimeError, the class such errors had before)
 };
 
 class Error : public std::runtime_error {
