@@ -33,7 +33,8 @@ NB_MODULE(_aether, m) {
   PyObject* bases = PyTuple_Pack(2, PyExc_FileNotFoundError, PyExc_RuntimeError);
   g_not_found = PyErr_NewExceptionWithDoc(
       "aether.NotFoundError",
-      "A file or data set that is not there: a FileNotFoundError, and a RuntimeError as before.", bases, nullptr);
+      "A file or data set that is not there: a FileNotFoundError, and a RuntimeError as before.", bases,
+      nullptr);
   Py_XDECREF(bases);
   if (g_not_found == nullptr) throw nb::python_error();
   m.attr("NotFoundError") = nb::handle(g_not_found);
