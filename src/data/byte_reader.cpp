@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "aether/core/error.h"
+#include "aether/io/file.h"
 
 namespace aether::data {
 namespace {
@@ -67,11 +68,7 @@ struct ByteReader::Impl {
 
 ByteReader::ByteReader(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
   FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) {
-    const int err = errno;
-    throw Error(detail::cat(path, ": cannot open: ", std::strerror(err)),
-                err == ENOENT || err == ENOTDIR ? ErrorKind::not_found : ErrorKind::runtime);
-  }
+  if (f == nullptr) throw open_error(path, "cannot open", errno);
   struct stat st {};
   if (::fstat(::fileno(f), &st) == 0 && S_ISREG(st.st_mode)) file_size_ = uint64_t(st.st_size);
   std::array<uint8_t, 6> head{};

@@ -187,12 +187,15 @@ void check_writable_file(const std::string& path, const std::string& op, const s
                        quoted(path, 60), ": the file name is too long (at most ", longest - 12, " bytes)");
 }
 
+Error open_error(const std::string& path, std::string_view what, int err) {
+  return Error(detail::cat(path, ": ", what, ": ", errno_text(err)),
+               err == ENOENT || err == ENOTDIR ? ErrorKind::not_found : ErrorKind::runtime);
+}
+
 std::string read_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    const int err = errno;
-    throw Error(detail::cat(path, ": cannot read: ", errno_text(err)),
-                err == ENOENT || err == ENOTDIR ? ErrorKind::not_found : ErrorKind::runtime);
+    throw open_error(path, "cannot read", errno);
   }
   std::string out;
   struct stat st {};

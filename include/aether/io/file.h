@@ -14,7 +14,14 @@
 #include <string>
 #include <string_view>
 
+#include "aether/core/error.h"
+
 namespace aether {
+
+// The error for a file that could not be opened: "<path>: <what>: <strerror(err)>", of kind
+// ErrorKind::not_found when the file or a folder on its path is not there (ENOENT, ENOTDIR), else
+// ErrorKind::runtime (no permission, a folder where a file belongs...). err is the open's errno.
+Error open_error(const std::string& path, std::string_view what, int err);
 
 // The whole file as bytes. Throws aether::Error "<path>: cannot read: <reason>".
 std::string read_file(const std::string& path);
