@@ -316,6 +316,25 @@ const std::string kF32x2 = R"("dtype":"F32","shape":[2])";  // 8 bytes of data
 const std::string kTwoFloats = bytes_of<float>({1, 2});
 }  // namespace
 
+TEST(Safetensors, LooksLikeSafetensorsReadsTheHeaderAsTheReaderDoes) {
+  // What the writer writes, the spec's example, and a header with spaces before its '{'.
+  EXPECT_TRUE(looks_like_safetensors(write_safetensors({{"w", Tensor::ones({3})}})));
+  EXPECT_TRUE(looks_like_safetensors(write_safetensors({})));
+  EXPECT_TRUE(looks_like_safetensors(
+      make_file(R"({"test":{"dtype":"I32","shape":[2,2],"data_offsets":[0,16]}})", std::string(16, '\0'))));
+  EXPECT_TRUE(looks_like_safetensors(make_file("  \n{}")));
+  // Too short, a zip archive (a checkpoint), a header length past the end or over the limit, a
+  // header that is not a JSON object.
+  EXPECT_FALSE(looks_like_safetensors(""));
+  EXPECT_FALSE(looks_like_safetensors(le64(2).substr(0, 7)));
+  EXPECT_FALSE(looks_like_safetensors(std::string("PK\x03\x04", 4) + std::string(60, '\0')));
+  EXPECT_FALSE(looks_like_safetensors(le64(100) + "{}"));
+  EXPECT_FALSE(looks_like_safetensors(le64(~uint64_t(0)) + "{}"));
+  EXPECT_FALSE(looks_like_safetensors(make_file("[1, 2]")));
+  EXPECT_FALSE(looks_like_safetensors(make_file("        ")));
+  EXPECT_FALSE(looks_like_safetensors(le64(0)));
+}
+
 TEST(SafetensorsReject, TooShortAndBadHeaderLength) {
   EXPECT_READ_ERROR(std::string("\x08\0\0", 3), "only 3 bytes");
   EXPECT_READ_ERROR(std::string(), "only 0 bytes");

@@ -2,7 +2,6 @@
 // safetensors files, written atomically and validated on load (format: io/checkpoint.h).
 #include "io/checkpoint.h"
 
-#include <cstring>
 #include <map>
 #include <string_view>
 #include <utility>
@@ -166,11 +165,7 @@ namespace {
 // save_weights' safetensors file (an 8-byte header length, then the JSON header) where a checkpoint
 // goes: say so, instead of "not a zip file".
 void check_not_weights_file(std::string_view bytes, const std::string& path) {
-  if (bytes.size() < 9) return;
-  uint64_t n = 0;
-  std::memcpy(&n, bytes.data(), 8);  // little-endian, as the formats' hosts
-  const bool safetensors = n >= 2 && n <= bytes.size() - 8 && bytes[8] == '{';
-  AETHER_CHECK_RUNTIME(!safetensors, path,
+  AETHER_CHECK_RUNTIME(!looks_like_safetensors(bytes), path,
                        "not an aether checkpoint: it is a safetensors file (weights alone, as save_weights "
                        "writes them); load_weights reads it into a model of the same layers");
 }

@@ -205,6 +205,16 @@ std::string write_safetensors(const NamedTensors& tensors, const SafetensorsMeta
   return out;
 }
 
+bool looks_like_safetensors(std::string_view bytes) {
+  if (bytes.size() < 8) return false;
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), 8);
+  if (n > kSafetensorsMaxHeaderBytes || n > bytes.size() - 8) return false;
+  const std::string_view header = bytes.substr(8, size_t(n));
+  const size_t first = header.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && header[first] == '{';
+}
+
 SafetensorsContents read_safetensors(std::string_view bytes, const std::string& src) {
   AETHER_CHECK_RUNTIME(bytes.size() >= 8, src, "not a safetensors file: only ", bytes.size(),
                        " bytes, fewer than the 8-byte header length");

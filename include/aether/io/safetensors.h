@@ -61,6 +61,11 @@ std::string write_safetensors(const NamedTensors& tensors, const SafetensorsMeta
 // prefixes every error message.
 SafetensorsContents read_safetensors(std::string_view bytes, const std::string& source_name = "<memory>");
 
+// Whether `bytes` begin as a safetensors file does: a header length within the file and the
+// limit, then a JSON object ('{' after any spaces). For telling a safetensors file from another
+// format before reading it; read_safetensors checks everything else.
+bool looks_like_safetensors(std::string_view bytes);
+
 // File versions. save_safetensors writes atomically (see aether/io/file.h).
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const SafetensorsMetadata& metadata = {});
