@@ -983,3 +983,19 @@ def test_repr_prints_the_values_as_numpy_does():
                          "dtype=int64)")
     with np.printoptions(precision=2):
         assert repr(ae.tensor([1 / 3])) == "Tensor([0.33], dtype=float32)"
+
+
+def test_a_large_tensor_prints_as_numpy_prints_the_whole_array():
+    # The text is NumPy's for the whole array, under any print options. Axes of 2 * edgeitems
+    # entries are not summarised, those of 2 * edgeitems + 1 are; magnitudes vary, so the columns'
+    # widths come from the shown entries only, as NumPy's do.
+    rng = np.random.default_rng(0)
+    for shape in [(1001,), (7, 7, 30), (1000, 2), (2, 3, 200), (6, 6, 6, 6), (5, 0, 3000)]:
+        a = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, size=shape)).astype(np.float32)
+        for options in [{}, {"edgeitems": 1}, {"edgeitems": 2, "threshold": 10}, {"threshold": 5000}]:
+            with np.printoptions(**options):
+                expected = np.array2string(a, separator=", ", prefix="Tensor(")
+                text = repr(ae.tensor(a))
+            assert text.startswith(f"Tensor({expected}, "), (shape, options)
+            summarised = a.size > options.get("threshold", 1000)
+            assert ("shape=" in text) == (summarised or a.size == 0), (shape, options)
