@@ -20,6 +20,7 @@ from ._aether import Tensor
 from ._tensor import device_name, tensor
 from .layers import Layer, _build, _Builtin
 from .losses import Loss
+from .optimizers import Optimizer
 from .metrics import CategoricalAccuracy, RegressionAccuracy
 
 ArrayLike = Any
@@ -42,6 +43,30 @@ def _images(x: ArrayLike, what: str) -> np.ndarray:
 
 # What a Callback's on_epoch_end sees of an epoch (Keras' logs, with aether's lr and seconds).
 _EPOCH_LOGS = ("loss", "accuracy", "val_loss", "val_accuracy", "lr", "seconds")
+
+
+def _instances(base: type) -> str:
+    """"ae.SGD(), ae.Adam() or ae.Muon()": how to make each public class derived from base."""
+    names = []
+    todo = list(base.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        todo.extend(cls.__subclasses__())
+        if not cls.__name__.startswith("_"):
+            names.append(f"ae.{cls.__name__}()")
+    return ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def _what(value: Any) -> str:
+    """What a wrong argument is: a string's text (Keras names losses and optimizers by strings),
+    else its type, with the module for another library's class (torch.optim.sgd.SGD)."""
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, type):
+        return f"the class {value.__name__} itself (an instance is made by calling it: {value.__name__}())"
+    t = type(value)
+    return t.__name__ if t.__module__ in ("builtins", "aether") or t.__module__.startswith("aether.") \
+        else f"{t.__module__}.{t.__qualname__}"
 
 
 class _Callbacks(NamedTuple):
@@ -206,12 +231,14 @@ class Model:
         value; each epoch ends on the slow weights. BatchNorm's running statistics are averaged the
         same way (airbench94: every 5, decay 0.95**5, power 3, start_epoch 3)."""
         if not isinstance(loss, Loss):
-            raise TypeError(f"configure: loss must be an aether loss, got {type(loss).__name__}")
-        if not hasattr(optimizer, "config"):
-            raise TypeError(f"configure: optimizer must be an aether optimizer, got {type(optimizer).__name__}")
+            raise TypeError(f"configure: loss must be an aether loss ({_instances(Loss)}), got {_what(loss)}")
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"configure: optimizer must be an aether optimizer ({_instances(Optimizer)}, "
+                            f"e.g. ae.Adam(lr=1e-3)), got {_what(optimizer)}")
         accuracy = accuracy or (RegressionAccuracy() if loss.regression else CategoricalAccuracy())
-        if not hasattr(accuracy, "config"):
-            raise TypeError(f"configure: accuracy must be an aether metric, got {type(accuracy).__name__}")
+        if not isinstance(accuracy, (CategoricalAccuracy, RegressionAccuracy)):
+            raise TypeError("configure: accuracy must be an aether metric (ae.CategoricalAccuracy() or "
+                            f"ae.RegressionAccuracy(precision)), got {_what(accuracy)}")
         cfg = {**optimizer.config(), **loss.config(), **accuracy.config()}
         if param_groups:
             cfg["param_groups"] = [self._group_config(dict(g), optimizer, cfg) for g in param_groups]

@@ -711,6 +711,27 @@ def test_a_training_loop_of_ones_own_with_a_built_optimizer():
     assert ae.SGD(np.float32(0.5)).lr == 0.5 and ae.Muon(0.02, momentum=0.9).momentum == 0.9
 
 
+def test_configure_says_which_objects_it_takes_for_keras_strings_and_classes():
+    # Keras' compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"]) habits,
+    # and a class passed uncalled. Was "loss must be an aether loss, got str", "got type".
+    m = ae.Model()
+    m.add(ae.Dense(4, 3))
+    with pytest.raises(TypeError, match=r"loss must be an aether loss \(ae.SoftmaxCategoricalCrossEntropy\(\), "
+                                        r".*ae.MeanSquaredError\(\)\), got the string 'categorical_crossentropy'"):
+        m.configure(loss="categorical_crossentropy", optimizer="adam")
+    loss = ae.SoftmaxCategoricalCrossEntropy()
+    with pytest.raises(TypeError, match=r"optimizer must be an aether optimizer \(ae.SGD\(\), ae.Adam\(\), "
+                                        r".*e.g. ae.Adam\(lr=1e-3\)\), got the string 'adam'"):
+        m.configure(loss, "adam")
+    with pytest.raises(TypeError, match=r"got the class Adam itself \(an instance is made by calling it: Adam\(\)\)"):
+        m.configure(loss, ae.Adam)
+    with pytest.raises(TypeError, match=r"accuracy must be an aether metric .* got the string 'accuracy'"):
+        m.configure(loss, ae.Adam(), accuracy="accuracy")
+    with pytest.raises(TypeError, match=r"got numpy.float32"):  # another library's type, with its module
+        m.configure(loss, np.float32(0.1))
+    assert m.configure(loss, ae.AdamW(lr=1e-3)) is m
+
+
 def test_validation_split_holds_out_the_last_fraction(fmnist):
     """validation_split=0.2 trains exactly as the first 80% with the last 20% as validation_data."""
     x, y, _, _ = fmnist
