@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 from . import _aether
 from ._checks import integer
+from ._checks import PathArg
+from ._checks import path as path_arg
 
 Logs = Optional[Dict[str, Any]]
 
@@ -174,12 +176,10 @@ class ModelCheckpoint(Callback):
     validation set without one is an error before the first epoch.
     """
 
-    def __init__(self, filepath: str, monitor: str = "val_loss", save_best_only: bool = False,
+    def __init__(self, filepath: PathArg, monitor: str = "val_loss", save_best_only: bool = False,
                  verbose: int = 0):
         super().__init__()
-        if not isinstance(filepath, (str, os.PathLike)) or not str(filepath):
-            raise TypeError(f"ModelCheckpoint: filepath must be a path, got {filepath!r}")
-        self.filepath = str(filepath)
+        self.filepath = path_arg(filepath, "ModelCheckpoint: filepath")
         self.monitor = _monitor(monitor, "ModelCheckpoint")
         self.save_best_only = bool(save_best_only)
         self.verbose = integer(verbose, "ModelCheckpoint: verbose", 0)
@@ -221,13 +221,11 @@ class CSVLogger(Callback):
     the first epoch's log keys, then a row per epoch, each written and closed when its epoch ends.
     With `append`, adds rows to an existing file under its header. On several ranks, rank 0 writes."""
 
-    def __init__(self, filename: str, separator: str = ",", append: bool = False):
+    def __init__(self, filename: PathArg, separator: str = ",", append: bool = False):
         super().__init__()
-        if not isinstance(filename, (str, os.PathLike)) or not str(filename):
-            raise TypeError(f"CSVLogger: filename must be a path, got {filename!r}")
         if not isinstance(separator, str) or len(separator) != 1:
             raise ValueError(f"CSVLogger: separator must be one character, got {separator!r}")
-        self.filename = str(filename)
+        self.filename = path_arg(filename, "CSVLogger: filename")
         self.separator = separator
         self.append = bool(append)
         self._keys: List[str] = []

@@ -5,42 +5,42 @@ shared/data/cifar-10 folder, or what `aether data fetch cifar10` downloaded)."""
 
 from __future__ import annotations
 
-import os
 from typing import Optional, Tuple, Union
 
 import numpy as np
 
 from . import _aether
 from ._checks import integer
+from ._checks import PathArg
+from ._checks import path as path_arg
 
 Arrays = Tuple[np.ndarray, np.ndarray]
 
 
-def load(name: str, split: Optional[str] = None, data_dir: Optional[Union[str, os.PathLike]] = None,
+def load(name: str, split: Optional[str] = None, data_dir: Optional[PathArg] = None,
          image_size: Optional[Tuple[int, int]] = None) -> Union[Arrays, Tuple[Arrays, Arrays]]:
     """(X, y) of one split ("train" or "test"), or ((X_train, y_train), (X_test, y_test)).
     image_size (height, width): an image folder's images resized to it."""
-    if data_dir is not None and not isinstance(data_dir, (str, os.PathLike)):
-        raise TypeError(f"datasets: data_dir must be a path (str or os.PathLike), got {type(data_dir).__name__}")
     if split is None:
         return load(name, "train", data_dir, image_size), load(name, "test", data_dir, image_size)
     h, w = (0, 0) if image_size is None else (integer(image_size[0], "image_size", 1),
                                               integer(image_size[1], "image_size", 1))
-    ds = _aether._load_dataset(name, split, os.fspath(data_dir) if data_dir is not None else "", h, w)
+    where = path_arg(data_dir, "datasets: data_dir") if data_dir is not None else ""  # "": the default place
+    ds = _aether._load_dataset(name, split, where, h, w)
     return _aether._dataset_arrays(ds)
 
 
-def fashion_mnist(split: Optional[str] = None, data_dir: Optional[str] = None):
+def fashion_mnist(split: Optional[str] = None, data_dir: Optional[PathArg] = None):
     """Fashion-MNIST: (60000, 28, 28, 1) / (10000, 28, 28, 1) uint8 images, 10 classes."""
     return load("fashion-mnist", split, data_dir)
 
 
-def cifar10(split: Optional[str] = None, data_dir: Optional[str] = None):
+def cifar10(split: Optional[str] = None, data_dir: Optional[PathArg] = None):
     """CIFAR-10: (50000, 32, 32, 3) / (10000, 32, 32, 3) uint8 images, 10 classes."""
     return load("cifar-10", split, data_dir)
 
 
-def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None,
+def image_folder(data_dir: PathArg, split: Optional[str] = None,
                  image_size: Optional[Tuple[int, int]] = None):
     """One's own images: data_dir/train/<class>/<image> and data_dir/test/<class>/<image> (PNG, JPEG,
     BMP, GIF, binary PNM). image_size (height, width): every image resized to it; None: all must have
@@ -49,6 +49,6 @@ def image_folder(data_dir: Union[str, os.PathLike], split: Optional[str] = None,
     return load("image-folder", split, data_dir, image_size)
 
 
-def image_folder_classes(data_dir: Union[str, os.PathLike]) -> list:
+def image_folder_classes(data_dir: PathArg) -> list:
     """The class names of an image folder, in label order."""
-    return list(_aether._image_folder_classes(os.fspath(data_dir)))
+    return list(_aether._image_folder_classes(path_arg(data_dir, "image_folder_classes: data_dir")))

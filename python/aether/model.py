@@ -15,6 +15,8 @@ import numpy as np
 
 from . import _aether, _progress
 from ._checks import integer
+from ._checks import PathArg
+from ._checks import path as path_arg
 from .callbacks import Callback, EarlyStopping, History, LearningRateScheduler, ReduceLROnPlateau
 from ._aether import Tensor
 from ._tensor import device_name, tensor
@@ -694,17 +696,17 @@ class Model:
             values.append(tensor(a))
         self._cpp.set_weights(values)
 
-    def save_weights(self, path: str) -> None:
+    def save_weights(self, path: PathArg) -> None:
         """Keras' save_weights: the parameters and buffers by name as a safetensors file (readable
         by the safetensors package, PyTorch, ...), written atomically; NaN/Inf weights are refused."""
         self._require_finalized("save_weights")
-        self._cpp.save_weights(str(path))
+        self._cpp.save_weights(path_arg(path, "save_weights: path"))
 
-    def load_weights(self, path: str) -> None:
+    def load_weights(self, path: PathArg) -> None:
         """Keras' load_weights: the weights of a save_weights file (this model's architecture:
         every weight once, by name, and nothing else), checked as set_weights checks them."""
         self._require_finalized("load_weights")
-        self._cpp.load_weights(str(path))
+        self._cpp.load_weights(path_arg(path, "load_weights: path"))
 
     @property
     def network(self) -> "_aether.Sequential":
@@ -726,20 +728,20 @@ class Model:
         return None
 
     # ---- files ----------------------------------------------------------------------------------
-    def save(self, path: str) -> None:
+    def save(self, path: PathArg) -> None:
         """Writes a .aether checkpoint (atomically): the same format the C++ API and CLI read."""
         self._require_finalized("save")
         info = json.loads(self._cpp.info)
         info.setdefault("written_by", "python")
         info.setdefault("seed", self._seed)  # train() records the seed it used
         self._cpp.info = json.dumps(info)
-        self._cpp.save(str(path))
+        self._cpp.save(path_arg(path, "save: path"))
 
     @classmethod
-    def load(cls, path: str) -> "Model":
+    def load(cls, path: PathArg) -> "Model":
         """Reads a .aether checkpoint written by Python, the C++ API or the CLI."""
         m = cls()
-        m._cpp = _aether._Model.load(str(path))
+        m._cpp = _aether._Model.load(path_arg(path, "load: path"))
         m._finalized = True
         from .losses import (CategoricalCrossEntropy, MeanSquaredError, SigmoidBinaryCrossEntropy,
                              SoftmaxCategoricalCrossEntropy)

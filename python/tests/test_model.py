@@ -2,6 +2,7 @@
 one-hot, evaluate/predict, errors, presets, regression, binary and multi-label classification,
 summary."""
 
+import os
 import re
 
 import numpy as np
@@ -923,3 +924,31 @@ def test_save_and_load_weights_as_safetensors(fmnist, tmp_path):
     other.finalize((28, 28, 1))
     with pytest.raises(ValueError, match=r"load_weights: .*w.safetensors: tensor '0.weight' is no weight of the model"):
         other.load_weights(path)
+
+
+def test_file_arguments_take_what_open_takes(tmp_path):
+    # str, bytes and os.PathLike name files, as for open(); anything else is a TypeError. Was str(path):
+    # save(b"/d/m.aether") wrote to a file named "b'/d/m.aether'" (or failed naming it), save(None) wrote
+    # "./None" and save(5) "./5".
+    m = ae.Model()
+    m.add(ae.Dense(4, 3))
+    m.configure(ae.SoftmaxCategoricalCrossEntropy(), ae.SGD(lr=0.1)).finalize((4,))
+    m.save(os.fsencode(tmp_path / "bytes.aether"))
+    m.save_weights(os.fsencode(tmp_path / "bytes.safetensors"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bytes.aether", "bytes.safetensors"]
+    back = ae.Model.load(os.fsencode(tmp_path / "bytes.aether"))
+    back.load_weights(tmp_path / "bytes.safetensors")
+    np.testing.assert_array_equal(back.predict(np.ones((2, 4), np.float32)), m.predict(np.ones((2, 4), np.float32)))
+    for bad, kind in [(None, "NoneType"), (5, "int"), (["m.aether"], "list")]:
+        with pytest.raises(TypeError, match=f"save: path must be a path \\(str, bytes or os.PathLike\\), got {kind}"):
+            m.save(bad)
+        with pytest.raises(TypeError, match=f"load: path must be a path .*got {kind}"):
+            ae.Model.load(bad)
+    with pytest.raises(ValueError, match="save_weights: path must not be empty"):
+        m.save_weights("")
+    with pytest.raises(TypeError, match="ModelCheckpoint: filepath must be a path .*got NoneType"):
+        ae.ModelCheckpoint(None)
+    assert ae.ModelCheckpoint(b"ck-{epoch}.aether").filepath == "ck-{epoch}.aether"
+    assert ae.CSVLogger(tmp_path / "log.csv").filename == str(tmp_path / "log.csv")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bytes.aether", "bytes.safetensors"]
+    assert not os.path.exists("None") and not os.path.exists("5")
