@@ -952,3 +952,22 @@ def test_file_arguments_take_what_open_takes(tmp_path):
     assert ae.CSVLogger(tmp_path / "log.csv").filename == str(tmp_path / "log.csv")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bytes.aether", "bytes.safetensors"]
     assert not os.path.exists("None") and not os.path.exists("5")
+
+
+def test_evaluate_and_predict_take_keras_verbose(capsys):
+    # model.evaluate(x, y, verbose=2) (Keras' habit) was "got an unexpected keyword argument 'verbose'".
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((64, 4)).astype(np.float32), rng.integers(0, 3, 64)
+    m = ae.Model()
+    m.add(ae.Dense(4, 3))
+    m.configure(ae.SoftmaxCategoricalCrossEntropy(), ae.SGD(lr=0.1)).finalize((4,))
+    quiet = m.evaluate(x, y, verbose=0)
+    m.predict(x, verbose=False)
+    assert capsys.readouterr().out == ""
+    loud = m.evaluate(x, y, verbose=2)
+    assert loud == quiet
+    line = capsys.readouterr().out
+    assert re.fullmatch(rf"evaluate: accuracy {100 * loud['accuracy']:.2f}%  loss {loud['loss']:.4f}  "
+                        r"\(64 samples\)  \d+\.\d s\n", line), line
+    np.testing.assert_array_equal(m.predict(x, verbose=1), m.predict(x))
+    assert re.fullmatch(r"predict: 64 samples  \d+\.\d s\n", capsys.readouterr().out)
