@@ -368,10 +368,15 @@ class Model:
         elif y.ndim != 1:
             raise ValueError(f"{what}: labels must be (N,) classes or (N, K) one-hot, got shape {y.shape}")
         if y.dtype.kind not in "iub":
-            if y.dtype.kind == "f" and np.all(np.mod(y, 1) == 0):
-                y = y.astype(np.int64)
-            else:
+            if y.dtype.kind != "f":
                 raise TypeError(f"{what}: class labels must be integers, got dtype {y.dtype}")
+            with np.errstate(invalid="ignore"):  # inf % 1 is NaN: not whole, as NaN is not
+                fractional = np.flatnonzero(~(np.mod(y, 1) == 0))
+            if fractional.size:  # whole numbers stored as floats are classes
+                i = int(fractional[0])
+                raise ValueError(f"{what}: class labels must be whole numbers, got {y[i]} (item {i} of a "
+                                 f"{y.dtype} array)")
+            y = y.astype(np.int64)
         labels = np.ascontiguousarray(y, dtype=np.int64)
         return _aether._dataset_from_arrays(images, images, labels, None, classes, what)
 

@@ -335,8 +335,16 @@ def test_bad_input_gets_clear_errors(fmnist):
         m.train(x[:10], np.full(10, 12), verbose=False)
     with pytest.raises(ValueError, match="labels"):
         m.train(x[:10], y[:9], verbose=False)
-    with pytest.raises(TypeError, match="integers"):
+    # Whole numbers stored as floats are classes; others name the value. Was a TypeError "must be
+    # integers, got dtype float64", which read as if float labels were refused.
+    with pytest.raises(ValueError, match=r"class labels must be whole numbers, got \d\.5 \(item 0 of a float64 "
+                                         r"array\)"):
         m.train(x[:10], y[:10] + 0.5, verbose=False)
+    with pytest.raises(ValueError, match=r"whole numbers, got nan \(item 2 "):
+        m.train(x[:10], np.where(np.arange(10) == 2, np.nan, y[:10]), verbose=False)
+    assert m.evaluate(x[:50], y[:50].astype(np.float32)) == m.evaluate(x[:50], y[:50])
+    with pytest.raises(TypeError, match="class labels must be integers, got dtype <U1"):
+        m.train(x[:2], np.array(["a", "b"]), verbose=False)
     with pytest.raises(ValueError, match="one-hot"):
         m.train(x[:10], np.full((10, 10), 0.1), verbose=False)
     # One sample where a batch goes is named as that (it was read as 28 samples of 28 x 1).
