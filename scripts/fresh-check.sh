@@ -13,14 +13,20 @@
 # roots left behind by a killed run are removed by the next one. Needs root (or sudo), debootstrap
 # and network access to Debian's mirror. Extra arguments go to quickstart.sh after --epochs 1.
 #
-#   AETHER_FRESH_CACHE=DIR      where the bare root and the downloaded .debs are kept
+# The root's compiles go through its own ccache (which install-deps.sh installs there), kept
+# next to the .debs between runs: a second run compiles only what changed. A header or library that
+# the root lacks still fails the build: ccache checks every header a cached object was made from,
+# and preprocesses (and compiles) again when one is missing or different; linking always runs.
+#
+#   AETHER_FRESH_CACHE=DIR      where the bare root, the downloaded .debs and the root's ccache are kept
 #   AETHER_FRESH_MIRROR=URL     Debian mirror (default http://deb.debian.org/debian)
 #   AETHER_FRESH_KEEP=1         keep the unpacked root (printed at the end) for a look inside
+#   AETHER_FRESH_CCACHE=0       compile everything (no ccache), as a new machine does
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
-  exec sudo --preserve-env=AETHER_FRESH_CACHE,AETHER_FRESH_MIRROR,AETHER_FRESH_KEEP "$0" "$@"
+  exec sudo --preserve-env=AETHER_FRESH_CACHE,AETHER_FRESH_MIRROR,AETHER_FRESH_KEEP,AETHER_FRESH_CCACHE "$0" "$@"
 fi
 for tool in debootstrap unshare chroot tar git; do
   command -v "$tool" >/dev/null || { echo "fresh-check: '$tool' is missing (scripts/install-deps.sh installs it)" >&2; exit 1; }
@@ -29,7 +35,7 @@ done
 cache=${AETHER_FRESH_CACHE:-/var/cache/aether-fresh}
 mirror=${AETHER_FRESH_MIRROR:-http://deb.debian.org/debian}
 base="$cache/bookworm-minbase.tar"
-mkdir -p "$cache/debs" "$cache/runs"
+mkdir -p "$cache/debs" "$cache/runs" "$cache/ccache"
 chmod 700 "$cache"
 
 # Roots left by runs that were killed (their pid is gone).
@@ -89,13 +95,20 @@ echo "==> fresh-check: $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" 
 # 3. The README's first command, as root in the new system. The .debs it downloads are kept for the
 #    next run (the packages are still installed from scratch each time).
 start=$SECONDS
+ccache_env=""
+if [ "${AETHER_FRESH_CCACHE:-1}" != "0" ]; then
+  mkdir -p "$root/var/cache/aether-ccache"
+  # CMake takes its compiler launcher from this variable; ccache keys on paths relative to the checkout.
+  ccache_env="CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_DIR=/var/cache/aether-ccache CCACHE_BASEDIR=/src/aether"
+fi
 unshare --mount --propagation private /bin/bash -euo pipefail -c '
-  root=$1; debs=$2; pip_cert=$3; shift 3
+  root=$1; debs=$2; pip_cert=$3; ccache_dir=$4; ccache_env=$5; shift 5
   mount -t proc proc "$root/proc"
   mount --rbind /dev "$root/dev"
   mount --bind "$debs" "$root/var/cache/apt/archives"
+  if [ -n "$ccache_env" ]; then mount --bind "$ccache_dir" "$root/var/cache/aether-ccache"; fi
   exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    LANG=C.UTF-8 TERM=dumb ${pip_cert:+PIP_CERT=$pip_cert} \
+    LANG=C.UTF-8 TERM=dumb ${pip_cert:+PIP_CERT=$pip_cert} $ccache_env \
     /bin/bash -c "cd /src/aether && scripts/quickstart.sh --epochs 1 \"\$@\"" quickstart "$@"
-' fresh-check "$root" "$cache/debs" "$pip_cert" "$@"
+' fresh-check "$root" "$cache/debs" "$pip_cert" "$cache/ccache" "$ccache_env" "$@"
 echo "==> fresh-check: passed in $((SECONDS - start)) s"
