@@ -36,11 +36,11 @@ def _images(x: ArrayLike, what: str) -> np.ndarray:
         x = np.asarray(x)
     a = np.asarray(x)
     if a.dtype.kind not in "biuf":
-        raise TypeError(f"{what}: images must be numbers, got dtype {a.dtype}")
+        raise TypeError(f"{what}: X must be numbers (images or features), got dtype {a.dtype}")
     if a.dtype != np.uint8:
         a = a.astype(np.float32, copy=False)
     if a.ndim < 2:
-        raise ValueError(f"{what}: images must have a sample axis and a feature axis, got shape {a.shape}")
+        raise ValueError(f"{what}: X must have a sample axis and a feature axis, got shape {a.shape}")
     return np.ascontiguousarray(a)
 
 
@@ -344,7 +344,7 @@ class Model:
         images = self._batch(x, what)
         y = np.asarray(y.numpy() if isinstance(y, Tensor) else y)
         if y.shape[:1] != images.shape[:1]:
-            raise ValueError(f"{what}: {images.shape[0]} images but {y.shape[0] if y.ndim else 0} labels")
+            raise ValueError(f"{what}: X has {images.shape[0]} samples but y has {y.shape[0] if y.ndim else 0}")
         loss = self._cpp.config["loss"]
         regression = loss == "mse" and isinstance(self._loss, Loss) and self._loss.regression
         classes = None if regression else self._classes()  # builds the forward graph once (nothing is computed)

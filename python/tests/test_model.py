@@ -333,8 +333,15 @@ def test_bad_input_gets_clear_errors(fmnist):
         m.train(np.zeros((10, 32, 32, 3), np.uint8), np.zeros(10, np.int64), verbose=False)
     with pytest.raises(ValueError, match="out of range"):
         m.train(x[:10], np.full(10, 12), verbose=False)
-    with pytest.raises(ValueError, match="labels"):
+    # X is named X, not "images": it may be tabular (N, features) too.
+    with pytest.raises(ValueError, match=r"^train: X has 10 samples but y has 9$"):
         m.train(x[:10], y[:9], verbose=False)
+    with pytest.raises(ValueError, match=r"^train: X has 4 samples but y has 3$"):
+        flat.train(np.zeros((4, 4), np.float32), np.zeros(3, np.int64), verbose=False)
+    with pytest.raises(TypeError, match=r"^evaluate: X must be numbers \(images or features\), got dtype <U1$"):
+        flat.evaluate(np.array([["a"] * 4] * 2), np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match=r"^predict: X must have a sample axis and a feature axis, got shape \(4,\)$"):
+        flat.predict(np.zeros(4, np.float32))
     # Whole numbers stored as floats are classes; others name the value. Was a TypeError "must be
     # integers, got dtype float64", which read as if float labels were refused.
     with pytest.raises(ValueError, match=r"class labels must be whole numbers, got \d\.5 \(item 0 of a float64 "
