@@ -23,8 +23,8 @@
 # Debug information is line tables only (-g1): enough for file:line in failures and sanitizer
 # reports, and it cut the compile time of steps 1 and 4 by about a quarter (and the fuzz build's,
 # at -O1, by about 40%). The test programs themselves compile at -O1, and at -O0 in the sanitizer
-# builds (tests/CMakeLists.txt): their code does little of the work. Step 4 stays with g++, although clang++ compiles it about a third faster
-# (11 min against 14.5 cold): its tests reuse step 1's kernels, compiled by g++. Built with clang++
+# builds (tests/CMakeLists.txt): their code does little of the work. Step 4 stays with g++, although
+# clang++ compiles it about a third faster (11 min against 14.5 cold): its tests reuse step 1's kernels, compiled by g++. Built with clang++
 # (which then compiles the kernels too), they compiled 7,174 kernels of their own and took 916 s
 # against 169 s (their UBSan, which checks float-to-int casts as g++'s does not, found nothing).
 # Compiles go through ccache (installed by install-deps.sh), keyed on paths relative to the
