@@ -282,6 +282,39 @@ TEST(KernelCache, ACompilerThatBuildsNothingIsNamedInOneLine) {
   }
 }
 
+// ---- 2b. the lean link ----------------------------------------------------------------------------
+// Kernels link without the C++ runtime (codegen/compiler.cpp, lean_link): -nostdlib++ with clang and
+// GCC >= 13, named libraries with GCC 12. aether is built by one of those, so its own compiler must
+// get the lean link: a lean link that broke would otherwise hide behind the fallback below.
+TEST(KernelCache, KernelsFromTheBuildsCompilerLinkWithoutTheCxxRuntime) {
+  TempDir t = tmp_dir();
+  const ChildResult r = run_child("compile", {"AETHER_CACHE_DIR=" + t.str()});
+  ASSERT_TRUE(r.passed()) << r.out;
+  EXPECT_EQ(r.get("value1") + r.get("value2"), "12") << r.out;
+  const std::string base = base_of_kernel(t.path(), 1);
+  ASSERT_FALSE(base.empty()) << r.out;
+  EXPECT_NE(read_text(base + ".key").find(" -nostdlib"), std::string::npos) << read_text(base + ".key");
+}
+
+// A compiler that refuses the lean link's flags gets its default link, and its kernels work.
+TEST(KernelCache, ACompilerThatRefusesTheLeanLinkUsesItsDefaultLink) {
+  TempDir t = tmp_dir();
+  const fs::path picky = t.path() / "picky-c++";
+  write_text(picky,
+             "#!/bin/sh\nfor a in \"$@\"; do case \"$a\" in -nostdlib*) echo \"picky: no $a\" >&2; exit 1;; "
+             "esac; done\nexec c++ \"$@\"\n");
+  ASSERT_EQ(chmod(picky.c_str(), 0755), 0);
+  const ChildResult r = run_child(
+      "compile", {"AETHER_CACHE_DIR=" + (t.path() / "cache").string(), "AETHER_CXX=" + picky.string()});
+  ASSERT_TRUE(r.passed()) << r.out;
+  EXPECT_EQ(r.out.find("no working C++ compiler"), std::string::npos) << r.out;
+  EXPECT_EQ(r.get("available"), "1") << r.out;
+  EXPECT_EQ(r.get("value1") + r.get("value2"), "12") << r.out;
+  const std::string base = base_of_kernel(t.path() / "cache", 1);
+  ASSERT_FALSE(base.empty()) << r.out;
+  EXPECT_EQ(read_text(base + ".key").find("-nostdlib"), std::string::npos) << read_text(base + ".key");
+}
+
 // ---- 3. objects swapped between keys ---------------------------------------------------------------
 TEST(KernelCacheDisk, AnObjectIsVerifiedByItsHash) {
   TempDir t = tmp_dir();

@@ -1,7 +1,8 @@
 // src/codegen/compiler.h - (internal) run-time compilation of generated CPU kernels, with a disk cache.
 //
 // Generated C++ is compiled by the host compiler (AETHER_CXX, else the compiler aether was built
-// with) into a shared object and loaded. Objects are cached on disk, keyed by a hash of the source,
+// with) into a shared object, linked without the C++ runtime where the compiler allows (kernels need
+// only OpenMP, libm and libc), and loaded. Objects are cached on disk, keyed by a hash of the source,
 // the compiler (path and version), its flags and the CPU (vendor, model and ISA flags: -march=native),
 // in a per-user directory created with mode 0700: AETHER_CACHE_DIR, else
 // $XDG_CACHE_HOME/aether/kernels, else ~/.cache/aether/kernels. Every file in it is 0600 whatever the
