@@ -235,16 +235,16 @@ class Compiler {
   // libstdc++.so, about a fifth of a kernel's ~100 ms (g++ 12 and clang++ 14 here; docs/results.md).
   // clang and GCC >= 13 drop it with -nostdlib++. GCC 12 has no such flag: its libraries are named
   // (GCC's OpenMP runtime is libgomp), and -z defs makes a missing one a link error, not a load-time
-  // one. Other compilers keep the default link. The probe proves the choice; macros is the compiler's
-  // `-dM` dump.
+  // one (so another compiler that says it is GNU, with another OpenMP runtime, fails the probe and
+  // falls back). Other compilers keep the default link. The probe proves the choice; macros is the
+  // compiler's `-dM` dump.
   static std::vector<std::string> lean_link(const std::string& macros) {
     auto macro = [&](const std::string& name) -> long {
       const auto at = macros.find("#define " + name + " ");
       return at == std::string::npos ? -1 : std::strtol(macros.c_str() + at + 9 + name.size(), nullptr, 10);
     };
     if (macro("__clang__") >= 0 || macro("__GNUC__") >= 13) return {"-nostdlib++"};
-    if (macro("__GNUC__") >= 0 && macro("__INTEL_LLVM_COMPILER") < 0)
-      return {"-nostdlib", "-lgomp", "-lm", "-lc", "-lgcc", "-Wl,-z,defs"};
+    if (macro("__GNUC__") >= 0) return {"-nostdlib", "-lgomp", "-lm", "-lc", "-lgcc", "-Wl,-z,defs"};
     return {};
   }
   static std::string one_line(std::string s) {
