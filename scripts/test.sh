@@ -47,6 +47,9 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 export AETHER_CACHE_DIR=${AETHER_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/aether/test-kernels}
 if [ -d "$AETHER_CACHE_DIR" ]; then find "$AETHER_CACHE_DIR" -maxdepth 1 -type f -atime +14 -delete; fi
 export CCACHE_BASEDIR=$PWD CCACHE_NOHASHDIR=1
+# The test programs use precompiled headers (tests/CMakeLists.txt, AETHER_TEST_PCH), which ccache
+# caches only with these two sloppinesses (its manual, "Precompiled headers").
+export CCACHE_SLOPPINESS=pch_defines,time_macros
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 

@@ -1,0 +1,1 @@
+// The owner of the test programs' precompiled headers (tests/CMakeLists.txt, AETHER_TEST_PCH).
