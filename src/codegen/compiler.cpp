@@ -214,17 +214,21 @@ class Compiler {
     dir_ = dir;
     // A compiler that really compiles: the probe kernel builds, loads and runs; with the lean link
     // when this compiler has one, else (or if that probe fails) with the driver's default link.
-    link_ = lean_link(native);
-    CompiledKernel k = build(kProbeSource, /*probe=*/true);
-    int value = 0;
-    void* bufs[1] = {&value};
-    if (k.fn) k.fn(bufs, nullptr, nullptr, nullptr);
-    if (value != 42 && !link_.empty()) {
-      link_.clear();
+    CompiledKernel k;
+    auto probe_runs = [&] {  // builds the probe with link_; whether it computes 42
       k = build(kProbeSource, /*probe=*/true);
+      int value = 0;
+      void* bufs[1] = {&value};
       if (k.fn) k.fn(bufs, nullptr, nullptr, nullptr);
+      return value == 42;
+    };
+    link_ = lean_link(native);
+    bool works = probe_runs();
+    if (!works && !link_.empty()) {
+      link_.clear();
+      works = probe_runs();
     }
-    if (value != 42)
+    if (!works)
       return warn(detail::cat("no working C++ compiler: ", which, ", which says it is '", one_line(version_),
                               "', did not build a test kernel that loads and runs (",
                               k.fn ? "it computed a wrong value" : one_line(k.error), ")"));
